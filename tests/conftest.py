@@ -1,0 +1,44 @@
+"""Shared fixtures: the real servers (embedded SecantusDB and valkey, or MONGO_URL/REDIS_URL)."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from tracker import services
+from tracker.config import Settings
+from tracker.runtime import Runtime
+
+
+@pytest.fixture(scope="session")
+def server_settings(tmp_path_factory) -> Settings:
+    """Settings pointing at servers shared by the whole test session."""
+    data_dir = Path(tmp_path_factory.mktemp("tracker-data"))
+    settings = Settings(data_dir=data_dir, mongo_url=os.environ.get("MONGO_URL"),
+                        redis_url=os.environ.get("REDIS_URL"))
+    runtime = Runtime(settings)
+    settings = replace(settings, mongo_url=runtime.mongo_url, redis_url=runtime.redis_url)
+    yield settings
+    runtime.close()
+    services.stop(replace(settings, mongo_url=None, redis_url=None))
+
+
+@pytest.fixture()
+def settings(server_settings: Settings) -> Settings:
+    """Per-test isolation: a fresh database name and Redis key prefix on the shared servers."""
+    tag = uuid.uuid4().hex[:10]
+    return replace(server_settings, mongo_db=f"test_{tag}", redis_prefix=f"test{tag}:")
+
+
+@pytest.fixture()
+def runtime(settings: Settings):
+    rt = Runtime(settings)
+    yield rt
+    rt.mongo.drop_database(settings.mongo_db)
+    for key in rt.redis.scan_iter(match=settings.redis_prefix + "*", count=1000):
+        rt.redis.delete(key)
+    rt.close()

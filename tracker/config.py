@@ -1,0 +1,99 @@
+"""Settings from the environment and an optional TOML file.
+
+Precedence, highest first: environment variables (``MONGO_URL``, ``REDIS_URL``,
+``TRACKER_DATA_DIR``, ``TRACKER_<FIELD>`` for any other field), the TOML file named by
+``TRACKER_CONFIG`` (or ``./tracker.toml`` when present), then the defaults below.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+
+def _default_data_dir() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return Path(base) / "tracker"
+
+
+@dataclass(frozen=True)
+class Settings:
+    data_dir: Path = field(default_factory=_default_data_dir)
+    mongo_url: str | None = None  # None: start the embedded SecantusDB under data_dir
+    redis_url: str | None = None  # None: start the embedded valkey under data_dir
+    mongo_db: str = "tracker"
+    redis_prefix: str = "tracker:"
+
+    # Detection thresholds (see tracker.matching.detector for their meaning).
+    simhash_max_distance: int = 3
+    min_coverage: float = 0.2
+    min_passage_chars: int = 100
+    min_span_chars: int = 12
+
+    @classmethod
+    def load(cls, path: str | os.PathLike | None = None, **overrides: Any) -> Settings:
+        values: dict[str, Any] = {}
+        config_path = path or os.environ.get("TRACKER_CONFIG")
+        if not config_path and Path("tracker.toml").is_file():
+            config_path = "tracker.toml"
+        if config_path:
+            values.update(_read_toml(Path(config_path)))
+        values.update(_read_env())
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return _coerce(cls(), values)
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            data = tomllib.load(fh)
+    except FileNotFoundError:
+        raise ConfigError(f"config file not found: {path}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+    # Accept both a flat file and one with a [tracker] table.
+    return dict(data.get("tracker", data))
+
+
+def _read_env() -> dict[str, Any]:
+    env = os.environ
+    values: dict[str, Any] = {}
+    for name in ("MONGO_URL", "REDIS_URL"):
+        if env.get(name):
+            values[name.lower()] = env[name]
+    for f in fields(Settings):
+        key = f"TRACKER_{f.name.upper()}"
+        if env.get(key):
+            values[f.name] = env[key]
+    return values
+
+
+def _coerce(settings: Settings, values: dict[str, Any]) -> Settings:
+    known = {f.name: f for f in fields(Settings)}
+    unknown = sorted(set(values) - set(known))
+    if unknown:
+        raise ConfigError(f"unknown setting(s): {', '.join(unknown)}")
+    converted: dict[str, Any] = {}
+    for name, raw in values.items():
+        current = getattr(settings, name)
+        try:
+            if isinstance(current, Path) or name == "data_dir":
+                converted[name] = Path(raw).expanduser()
+            elif isinstance(current, bool):
+                converted[name] = str(raw).lower() in ("1", "true", "yes", "on")
+            elif isinstance(current, int):
+                converted[name] = int(raw)
+            elif isinstance(current, float):
+                converted[name] = float(raw)
+            else:
+                converted[name] = str(raw) if raw is not None else None
+        except (TypeError, ValueError):
+            raise ConfigError(f"setting {name}={raw!r} is not a valid {type(current).__name__}") from None
+    return replace(settings, **converted)
+
+
+class ConfigError(ValueError):
+    """A setting is missing, unknown or malformed."""

@@ -1,0 +1,47 @@
+"""Shingle hashes over pinyin-syllable tokens and content-defined anchors.
+
+A *w*-shingle is a run of *w* consecutive tokens (Broder, "On the resemblance and containment
+of documents", 1997). Hashing every shingle gives the dense set used for alignment. For the
+index only a sample is kept: Broder's MOD_m rule keeps the shingles whose hash ≡ 0 (mod m).
+Because the choice depends on content, not position, a passage copied anywhere into a page
+selects the same anchors as in the master — so a part of a page finds its master chapter, and
+on average a passage of L tokens carries L/m anchors.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+GRAM = 5
+ANCHOR_MODULUS = 16
+_PRIME = np.uint64(0x100000001B3)
+
+
+def _mix(h: np.ndarray) -> np.ndarray:
+    """splitmix64 finaliser: spreads polynomial hashes uniformly over 64 bits."""
+    h = h ^ (h >> np.uint64(30))
+    h = h * np.uint64(0xBF58476D1CE4E5B9)
+    h = h ^ (h >> np.uint64(27))
+    h = h * np.uint64(0x94D049BB133111EB)
+    return h ^ (h >> np.uint64(31))
+
+
+def gram_hashes(tokens: np.ndarray, gram: int = GRAM) -> np.ndarray:
+    """64-bit hash of every ``gram``-token shingle; element i covers tokens[i : i + gram]."""
+    n = len(tokens) - gram + 1
+    if n <= 0:
+        return np.zeros(0, dtype=np.uint64)
+    t = tokens.astype(np.uint64) + np.uint64(1)
+    h = np.zeros(n, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for j in range(gram):
+            h = h * _PRIME + t[j:j + n]
+        return _mix(h)
+
+
+def anchor_hashes(tokens: np.ndarray, modulus: int = ANCHOR_MODULUS,
+                  gram: int = GRAM) -> tuple[np.ndarray, np.ndarray]:
+    """``(positions, hashes)`` of the shingles selected by hash mod ``modulus`` == 0."""
+    hashes = gram_hashes(tokens, gram)
+    positions = np.flatnonzero(hashes % np.uint64(modulus) == 0)
+    return positions, hashes[positions]

@@ -1,0 +1,80 @@
+"""SimHash-64 (Charikar, "Similarity estimation techniques from rounding algorithms", STOC 2002).
+
+Every feature *f* with weight *w(f)* is hashed to 64 bits *h(f)*; the fingerprint's bit *b* is 1
+when  Σ_f w(f)·(+1 if h(f)_b = 1 else −1)  > 0. Texts whose feature multisets are close get
+fingerprints within a small Hamming distance; Manku et al. (WWW 2007) call two web pages
+near-duplicates when their fingerprints differ in at most 3 bits.
+
+Features here are jieba words of the folded text (Simplified, no punctuation), stop words
+removed, weighted by TF × IDF with jieba's IDF table (so frequent function words weigh little
+and rare names and terms weigh much).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import cache
+from importlib import resources
+
+import numpy as np
+import xxhash
+
+STOP_WORDS = frozenset(
+    "的 了 和 是 就 都 而 及 与 着 或 一个 没有 我们 你们 他们 她们 是否 这 那 在 也 有 不 人 我 你 他 她 它 "
+    "之 其 以 于 为 则 乃 即 又 所 者 也 矣 焉 哉 乎 兮 耳 曰 此 彼 且 但 却 把 被 让 给 向 从 对 将 这个 那个 "
+    "什么 怎么 如何 一 上 下 来 去 说 道 要 会 能 可 得 地 个 们 啊 呢 吧 吗 呀 么 还 再 很 太 更 最".split()
+)
+
+
+@cache
+def idf_table() -> tuple[dict[str, float], float]:
+    """jieba's bundled IDF weights and their median (used for unknown words)."""
+    text = resources.files("jieba.analyse").joinpath("idf.txt").read_text(encoding="utf-8")
+    idf: dict[str, float] = {}
+    for line in text.splitlines():
+        word, _, value = line.partition(" ")
+        if value:
+            idf[word] = float(value)
+    median = float(np.median(np.fromiter(idf.values(), dtype=float)))
+    return idf, median
+
+
+def tokenize(folded: str) -> list[str]:
+    """jieba words of a folded text (rjieba, jieba's Rust port, when present: ~15x faster)."""
+    try:
+        import rjieba
+
+        return rjieba.cut(folded)
+    except ImportError:  # pragma: no cover - rjieba is a declared dependency
+        import jieba
+
+        return jieba.lcut(folded)
+
+
+def simhash_tokens(tokens: Sequence[str]) -> int:
+    """SimHash-64 of word tokens, TF·IDF weighted, stop words and single digits dropped."""
+    counts: dict[str, int] = {}
+    for token in tokens:
+        if token not in STOP_WORDS and not token.isdigit():
+            counts[token] = counts.get(token, 0) + 1
+    if not counts:
+        return 0
+    idf, default_idf = idf_table()
+    words = list(counts)
+    weights = np.array([counts[w] * idf.get(w, default_idf) for w in words], dtype=np.float64)
+    hashes = np.array([xxhash.xxh64_intdigest(w.encode()) for w in words], dtype=np.uint64)
+    return simhash_weighted(hashes, weights)
+
+
+def simhash_weighted(hashes: np.ndarray, weights: np.ndarray) -> int:
+    """Combine 64-bit feature hashes with their weights into one fingerprint (vectorised)."""
+    bits = np.unpackbits(hashes.astype(">u8").view(np.uint8).reshape(-1, 8), axis=1)  # n x 64
+    votes = weights @ (bits.astype(np.float64) * 2.0 - 1.0)
+    fingerprint = 0
+    for bit in np.flatnonzero(votes > 0):
+        fingerprint |= 1 << (63 - int(bit))
+    return fingerprint
+
+
+def hamming(a: int, b: int) -> int:
+    return (a ^ b).bit_count()

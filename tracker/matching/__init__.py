@@ -1,0 +1,1 @@
+"""Matching pages against the master library: candidates from the indexes, then alignment."""

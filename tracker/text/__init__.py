@@ -1,0 +1,1 @@
+"""Text handling: decoding, normalisation, chapter splitting and pinyin folding."""

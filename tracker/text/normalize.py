@@ -1,0 +1,149 @@
+"""Normalise text for fingerprinting while remembering where every character came from.
+
+Steps: drop pirate boilerplate (ad and watermark lines, site URLs, bracketed ads inside
+paragraphs); fold every character through :func:`tracker.text.tables.fold_table` (NFKC,
+Traditional→Simplified, lower-case, punctuation/whitespace/zero-width removed); map characters
+to tone-less pinyin syllables, reading runs of Latin letters as pinyin when they parse as such
+("电zi书" → dian zi shu). Offsets into the original text are kept so that evidence passages can be
+quoted exactly as they appear on the page.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+
+import numpy as np
+
+from tracker.text import tables
+
+# Phrases pirate sites inject into chapter text. Matched on the Simplified form of the text.
+AD_PHRASES = (
+    "最快更新", "更新最快", "最新章节", "请记住本站", "本站域名", "记住本站", "一秒记住", "笔趣阁",
+    "手机阅读", "手机版阅读", "手机用户请", "本章未完", "点击下一页", "下一页继续", "加入书签",
+    "投推荐票", "求月票", "求收藏", "无弹窗", "全文阅读", "免费阅读", "百度搜索", "书友群",
+    "章节错误", "首发网址", "首发域名", "小说网", "阅读网", "txt下载", "本书来自", "本文来自",
+    "请收藏本站", "天才壹秒", "天才一秒", "看最新", "追书神器", "正版订阅", "防盗章节",
+)
+MAX_AD_LINE_CHARS = 80
+_URL = r"(?:https?://)?(?:www\.|m\.|wap\.)?[a-z0-9-]+(?:\.[a-z0-9-]+)*\.(?:com|net|org|cc|la|info|cn|me|co|tw|io|xyz|top|vip|tv|app)\b(?:/[^\s　]*)?"
+
+
+@cache
+def _ad_patterns() -> tuple[re.Pattern, re.Pattern, re.Pattern]:
+    phrases = "|".join(re.escape(p) for p in AD_PHRASES)
+    line = re.compile(rf"^[^\n]{{0,{MAX_AD_LINE_CHARS}}}(?:{phrases})[^\n]{{0,{MAX_AD_LINE_CHARS}}}$",
+                      re.MULTILINE | re.IGNORECASE)
+    bracket = re.compile(rf"[（(【\[《〔][^）)】\]》〕\n]{{0,40}}(?:{phrases}|{_URL})[^）)】\]》〕\n]{{0,40}}[）)】\]》〕]",
+                         re.IGNORECASE)
+    url = re.compile(_URL, re.IGNORECASE)
+    return line, bracket, url
+
+
+def boilerplate_mask(text: str) -> np.ndarray:
+    """Boolean mask over ``text``: True where a character belongs to injected boilerplate."""
+    mask = np.zeros(len(text), dtype=bool)
+    if not text:
+        return mask
+    scan = text.translate(tables.t2s_translation())  # same length as text
+    for pattern in _ad_patterns():
+        for m in pattern.finditer(scan):
+            mask[m.start():m.end()] = True
+    return mask
+
+
+@dataclass(frozen=True)
+class NormalizedText:
+    """A text folded for matching.
+
+    ``chars`` is the folded text (Simplified, lower-case, letters and digits only) and
+    ``char_pos[i]`` the index in ``source`` of ``chars[i]``. ``tokens`` are pinyin syllable ids
+    (see :mod:`tracker.text.tables`); ``token_start``/``token_end`` give each token's slice of
+    ``source``.
+    """
+
+    source: str
+    chars: str
+    char_pos: np.ndarray
+    tokens: np.ndarray
+    token_start: np.ndarray
+    token_end: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    def source_span(self, start: int, end: int) -> tuple[int, int]:
+        """Source offsets covering tokens ``[start, end)``."""
+        return int(self.token_start[start]), int(self.token_end[end - 1])
+
+
+def codepoints(text: str) -> np.ndarray:
+    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype="<u4")
+
+
+def normalize(text: str, strip_boilerplate: bool = True) -> NormalizedText:
+    cps = codepoints(text)
+    fold = tables.fold_table()
+    folded = fold[np.minimum(cps, tables.TABLE_SIZE - 1)]
+    folded[cps >= tables.TABLE_SIZE] = 0
+    if strip_boilerplate:
+        folded[boilerplate_mask(text)] = 0
+    char_pos = np.flatnonzero(folded).astype(np.int32)
+    kept = folded[char_pos]
+    chars = kept.astype("<u4").tobytes().decode("utf-32-le")
+    tokens = tables.syllable_table()[kept]
+    token_start = char_pos
+    token_end = char_pos + 1
+    letters = (kept >= 0x61) & (kept <= 0x7A)
+    if letters.any():
+        tokens, token_start, token_end = _parse_pinyin_runs(chars, tokens, token_start, token_end)
+    return NormalizedText(text, chars, char_pos, tokens, token_start, token_end)
+
+
+_LETTER_RUN = re.compile(r"[a-z]+")
+
+
+def _parse_pinyin_runs(chars: str, tokens: np.ndarray, starts: np.ndarray, ends: np.ndarray
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Replace runs of Latin letters that spell pinyin ("zi", "dianzi") by their syllable ids."""
+    pieces_tokens, pieces_starts, pieces_ends = [], [], []
+    last = 0
+    for m in _LETTER_RUN.finditer(chars):
+        syllables = segment_pinyin(m.group(0))
+        if syllables is None:
+            continue
+        a, b = m.start(), m.end()
+        pieces_tokens.append(tokens[last:a])
+        pieces_starts.append(starts[last:a])
+        pieces_ends.append(ends[last:a])
+        offsets = np.cumsum([0] + [len(s) for s in syllables])
+        ids = tables.syllable_ids()
+        pieces_tokens.append(np.array([ids[s] for s in syllables], dtype=tokens.dtype))
+        pieces_starts.append(starts[a + offsets[:-1]])
+        pieces_ends.append(ends[a + offsets[1:] - 1])
+        last = b
+    if last == 0:
+        return tokens, starts, ends
+    pieces_tokens.append(tokens[last:])
+    pieces_starts.append(starts[last:])
+    pieces_ends.append(ends[last:])
+    return np.concatenate(pieces_tokens), np.concatenate(pieces_starts), np.concatenate(pieces_ends)
+
+
+def segment_pinyin(run: str) -> list[str] | None:
+    """Split a letter run into pinyin syllables (fewest syllables wins); None if it is not pinyin."""
+    ids = tables.syllable_ids()
+    n = len(run)
+    if n > 60:
+        return None
+    best: list[list[str] | None] = [None] * (n + 1)
+    best[0] = []
+    for end in range(1, n + 1):
+        for size in range(1, min(6, end) + 1):
+            prefix = best[end - size]
+            piece = run[end - size:end]
+            if prefix is not None and piece in ids and (
+                    best[end] is None or len(prefix) + 1 < len(best[end])):
+                best[end] = [*prefix, piece]
+    return best[n]
