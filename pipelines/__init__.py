@@ -1,0 +1,1 @@
+"""Item pipelines: extract → fingerprint → match → store (see ``ITEM_PIPELINES``)."""

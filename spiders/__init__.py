@@ -1,0 +1,1 @@
+"""Scrapy spiders of the tracker project (``scrapy list``)."""

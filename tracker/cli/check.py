@@ -1,0 +1,106 @@
+"""``tracker check [FILE | URL | -]`` and ``tracker check --jsonl FILE``.
+
+Output shapes are a public interface: one text prints its matches (``--json`` for JSON);
+``--jsonl`` prints one ``{"id", "matches": [...]}`` object per input line, matches best first,
+each ``{"doc_id", "work", "title", "score", "coverage", "method", "spans"}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import urllib.request
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from tracker.config import Settings
+from tracker.extract import extract
+from tracker.library import MasterLibrary
+from tracker.readers import InputError
+from tracker.runtime import Runtime
+from tracker.text.encoding import decode_bytes
+
+MAX_FETCH_BYTES = 10 * 1024 * 1024
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser("check", help="print the master documents a text copies")
+    parser.add_argument("source", nargs="?", default="-", help="a text file, an http(s) URL, or - "
+                                                               "for standard input")
+    parser.add_argument("--jsonl", metavar="FILE", help="check every {\"id\", \"text\"} line of "
+                                                        "FILE (- for standard input)")
+    parser.add_argument("--json", action="store_true", help="print JSON for a single text")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    runtime = Runtime(settings)
+    detector = MasterLibrary.from_runtime(runtime).detector(settings)
+    if args.jsonl:
+        return _run_jsonl(args.jsonl, detector)
+    text = _read_source(args.source)
+    matches = detector.check(text)
+    if args.json:
+        print(json.dumps({"matches": [m.to_dict() for m in matches]}, ensure_ascii=False))
+        return 0
+    if not matches:
+        print("no match in the master library")
+        return 0
+    table = Table("doc_id", "work", "title", "score", "coverage", "method", "passages")
+    for m in matches:
+        table.add_row(escape(m.doc_id), escape(m.work), escape(m.title), f"{m.score:.3f}",
+                      f"{m.coverage:.1%}", m.method, str(len(m.spans)))
+    console = Console()
+    console.print(table)
+    for m in matches[:3]:
+        for span in m.spans[:3]:
+            console.print(f"[bold]{escape(m.doc_id)}[/] page {span['page_start']}-{span['page_end']}"
+                          f" ↔ master {span['master_start']}-{span['master_end']}: "
+                          f"{escape(span['text'][:80])}…")
+    return 0
+
+
+def _run_jsonl(path: str, detector) -> int:
+    stream = sys.stdin if path == "-" else open(path, encoding="utf-8", errors="replace")  # noqa: SIM115
+    errors = 0
+    with stream:
+        for lineno, line in enumerate(stream, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+                if not isinstance(record, dict) or not isinstance(record.get("text"), str):
+                    raise ValueError("expected an object with a string 'text'")
+            except ValueError as exc:
+                errors += 1
+                print(json.dumps({"id": None, "line": lineno, "error": str(exc)}), flush=True)
+                continue
+            matches = detector.check(record["text"])
+            print(json.dumps({"id": record.get("id"), "matches": [m.to_dict() for m in matches]},
+                             ensure_ascii=False), flush=True)
+    if errors:
+        print(f"tracker check: skipped {errors} malformed line(s)", file=sys.stderr)
+    return 0
+
+
+def _read_source(source: str) -> str:
+    if source == "-":
+        return sys.stdin.read()
+    if source.startswith(("http://", "https://")):
+        request = urllib.request.Request(source, headers={"User-Agent": "tracker-check/0.1"})
+        with urllib.request.urlopen(request, timeout=30) as response:
+            body = response.read(MAX_FETCH_BYTES)
+            charset = response.headers.get_content_charset()
+        html, _ = decode_bytes(body, charset)
+        return extract(html, source).text
+    path = Path(source)
+    if not path.is_file():
+        raise InputError(f"{source}: no such file")
+    text, _ = decode_bytes(path.read_bytes())
+    if path.suffix.lower() in (".html", ".htm"):
+        return extract(text, None).text
+    return text

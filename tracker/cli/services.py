@@ -1,0 +1,40 @@
+"""``tracker services status|stop``: the embedded MongoDB-compatible and Redis servers."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from tracker import services
+from tracker.config import Settings
+from tracker.runtime import Runtime
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser("services", help="show, start or stop the embedded servers")
+    parser.add_argument("action", choices=("status", "start", "stop"))
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    if args.action == "start":
+        runtime = Runtime(settings)
+        print(f"mongo: {runtime.mongo_url}\nredis: {runtime.redis_url}")
+        return 0
+    if args.action == "stop":
+        stopped = services.stop(settings)
+        print("stopped: " + (", ".join(stopped) if stopped else "nothing was running"))
+        return 0
+    report = services.status(settings)
+    if args.json:
+        print(json.dumps(report, indent=2))
+        return 0
+    for name, info in report.items():
+        if info["mode"] == "external":
+            print(f"{name}: external {info['url']}")
+        else:
+            state = "running" if info["running"] else "stopped"
+            where = f" {info['url']} (pid {info['pid']})" if info["running"] else ""
+            print(f"{name}: embedded, {state}{where}; data in {info['home']}")
+    return 0
