@@ -28,11 +28,18 @@ class StorePipeline:
         context = tracker_context(self.crawler)
         fp = item.get("fingerprint")
         matches = item.get("matches") or []
-        record = PageRecord(url=item["url"], text=item["text"], title=item.get("title") or "",
-                            extractor=item.get("extractor") or "", status=item.get("status", 200),
-                            simhash=fp.to_mongo()["simhash"] if fp else None,
-                            extra={"matched_doc_ids": [m["doc_id"] for m in matches],
-                                   "encoding": item.get("encoding")})
+        record = PageRecord(
+            url=item["url"],
+            text=item["text"],
+            title=item.get("title") or "",
+            extractor=item.get("extractor") or "",
+            status=item.get("status", 200),
+            simhash=fp.to_mongo()["simhash"] if fp else None,
+            extra={
+                "matched_doc_ids": [m["doc_id"] for m in matches],
+                "encoding": item.get("encoding"),
+            },
+        )
         try:
             changed = context.pages.save(record)
             new_matches = context.matches.record(item["url"], matches)

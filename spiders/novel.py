@@ -1,7 +1,8 @@
 """``scrapy crawl novel -a start_url=URL``: crawl one novel site from a start page.
 
-Follows every link on the start page's site (catalogues, chapter lists, chapter pages) and gives
-continuation links (下一页, ``_2.html``, ``?page=2``) priority so a split chapter is fetched together.
+Follows every link on the start page's site (catalogues, chapter lists, chapter pages) and
+gives continuation links (下一页, ``_2.html``, ``?page=2``) priority, so a split chapter is
+fetched together.
 Every HTML page becomes a :class:`tracker.items.PageItem`; the pipelines decide which pages carry
 text. Optional arguments: ``max_pages``, ``max_depth``, ``obey_robots`` (default true).
 """
@@ -22,8 +23,28 @@ from tracker.text.encoding import DecodeError, decode_bytes
 
 NEXT_PAGE_TEXT = re.compile(r"下一页|下页|下一章|下一節|下一节|next", re.I)
 NEXT_PAGE_URL = re.compile(r"(_\d+\.html?$)|([?&](page|p)=\d+)", re.I)
-IGNORED_EXTENSIONS = ["zip", "rar", "7z", "exe", "apk", "jpg", "jpeg", "png", "gif", "webp", "mp3",
-                      "mp4", "pdf", "css", "js", "ico", "svg", "woff", "woff2", "ttf"]
+IGNORED_EXTENSIONS = [
+    "zip",
+    "rar",
+    "7z",
+    "exe",
+    "apk",
+    "jpg",
+    "jpeg",
+    "png",
+    "gif",
+    "webp",
+    "mp3",
+    "mp4",
+    "pdf",
+    "css",
+    "js",
+    "ico",
+    "svg",
+    "woff",
+    "woff2",
+    "ttf",
+]
 
 
 def _flag(value: Any) -> bool:
@@ -33,9 +54,14 @@ def _flag(value: Any) -> bool:
 class NovelSpider(scrapy.Spider):
     name = "novel"
 
-    def __init__(self, start_url: str | None = None, max_pages: str | None = None,
-                 max_depth: str | None = None, obey_robots: str | None = None,
-                 **kwargs: Any) -> None:
+    def __init__(
+        self,
+        start_url: str | None = None,
+        max_pages: str | None = None,
+        max_depth: str | None = None,
+        obey_robots: str | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         if not start_url:
             raise ValueError("give a start page: scrapy crawl novel -a start_url=URL")
@@ -53,8 +79,11 @@ class NovelSpider(scrapy.Spider):
     @classmethod
     def from_crawler(cls, crawler, *args: Any, **kwargs: Any) -> NovelSpider:
         spider = super().from_crawler(crawler, *args, **kwargs)
-        overrides = {"CLOSESPIDER_PAGECOUNT": spider.max_pages, "DEPTH_LIMIT": spider.max_depth,
-                     "ROBOTSTXT_OBEY": spider.obey_robots}
+        overrides = {
+            "CLOSESPIDER_PAGECOUNT": spider.max_pages,
+            "DEPTH_LIMIT": spider.max_depth,
+            "ROBOTSTXT_OBEY": spider.obey_robots,
+        }
         for key, value in overrides.items():
             if value is not None:
                 crawler.settings.set(key, value, priority="spider")
@@ -70,11 +99,16 @@ class NovelSpider(scrapy.Spider):
             stats.inc_value("tracker/skipped/not_text")
             self.logger.info("skipped non-text page %s", response.url)
             return
-        yield PageItem(url=response.url, html=html, status=response.status,
-                       encoding=getattr(response, "encoding", None),
-                       depth=response.meta.get("depth", 0),
-                       referer=(response.request.headers.get("Referer") or b"").decode("latin-1")
-                       if response.request else "")
+        yield PageItem(
+            url=response.url,
+            html=html,
+            status=response.status,
+            encoding=getattr(response, "encoding", None),
+            depth=response.meta.get("depth", 0),
+            referer=(response.request.headers.get("Referer") or b"").decode("latin-1")
+            if response.request
+            else "",
+        )
         if not isinstance(response, TextResponse):
             return
         for link in self.links.extract_links(response):
@@ -89,8 +123,11 @@ class NovelSpider(scrapy.Spider):
         parts = urlsplit(url)
         host = (parts.hostname or "").lower()
         domain = self.allowed_domains[0]
-        return (parts.scheme in ("http", "https") and parts.port == self.allowed_port
-                and (host == domain or host.endswith("." + domain)))
+        return (
+            parts.scheme in ("http", "https")
+            and parts.port == self.allowed_port
+            and (host == domain or host.endswith("." + domain))
+        )
 
     def _decode(self, response: Response) -> str | None:
         """The page's HTML as text; the declared charset when there is one, else detected."""

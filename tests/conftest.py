@@ -18,8 +18,11 @@ from tracker.runtime import Runtime
 def server_settings(tmp_path_factory) -> Settings:
     """Settings pointing at servers shared by the whole test session."""
     data_dir = Path(tmp_path_factory.mktemp("tracker-data"))
-    settings = Settings(data_dir=data_dir, mongo_url=os.environ.get("MONGO_URL"),
-                        redis_url=os.environ.get("REDIS_URL"))
+    settings = Settings(
+        data_dir=data_dir,
+        mongo_url=os.environ.get("MONGO_URL"),
+        redis_url=os.environ.get("REDIS_URL"),
+    )
     runtime = Runtime(settings)
     settings = replace(settings, mongo_url=runtime.mongo_url, redis_url=runtime.redis_url)
     yield settings

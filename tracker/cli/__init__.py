@@ -18,7 +18,9 @@ COMMANDS = (ingest, check, report, index, services, demo)
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tracker", description=__doc__.splitlines()[0])
-    parser.add_argument("--config", help="TOML settings file (default: $TRACKER_CONFIG or ./tracker.toml)")
+    parser.add_argument(
+        "--config", help="TOML settings file (default: $TRACKER_CONFIG or ./tracker.toml)"
+    )
     parser.add_argument("--data-dir", help="data directory (embedded servers, reports)")
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -30,8 +32,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
-                        format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
     try:
         settings = Settings.load(args.config, data_dir=args.data_dir)
         return int(args.func(args, settings) or 0)

@@ -29,10 +29,17 @@ MAX_FETCH_BYTES = 10 * 1024 * 1024
 
 def register(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser("check", help="print the master documents a text copies")
-    parser.add_argument("source", nargs="?", default="-", help="a text file, an http(s) URL, or - "
-                                                               "for standard input")
-    parser.add_argument("--jsonl", metavar="FILE", help="check every {\"id\", \"text\"} line of "
-                                                        "FILE (- for standard input)")
+    parser.add_argument(
+        "source",
+        nargs="?",
+        default="-",
+        help="a text file, an http(s) URL, or - for standard input",
+    )
+    parser.add_argument(
+        "--jsonl",
+        metavar="FILE",
+        help='check every {"id", "text"} line of FILE (- for standard input)',
+    )
     parser.add_argument("--json", action="store_true", help="print JSON for a single text")
     parser.set_defaults(func=run)
 
@@ -52,15 +59,24 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         return 0
     table = Table("doc_id", "work", "title", "score", "coverage", "method", "passages")
     for m in matches:
-        table.add_row(escape(m.doc_id), escape(m.work), escape(m.title), f"{m.score:.3f}",
-                      f"{m.coverage:.1%}", m.method, str(len(m.spans)))
+        table.add_row(
+            escape(m.doc_id),
+            escape(m.work),
+            escape(m.title),
+            f"{m.score:.3f}",
+            f"{m.coverage:.1%}",
+            m.method,
+            str(len(m.spans)),
+        )
     console = Console()
     console.print(table)
     for m in matches[:3]:
         for span in m.spans[:3]:
-            console.print(f"[bold]{escape(m.doc_id)}[/] page {span['page_start']}-{span['page_end']}"
-                          f" ↔ master {span['master_start']}-{span['master_end']}: "
-                          f"{escape(span['text'][:80])}…")
+            console.print(
+                f"[bold]{escape(m.doc_id)}[/] page {span['page_start']}-{span['page_end']}"
+                f" ↔ master {span['master_start']}-{span['master_end']}: "
+                f"{escape(span['text'][:80])}…"
+            )
     return 0
 
 
@@ -80,8 +96,13 @@ def _run_jsonl(path: str, detector) -> int:
                 print(json.dumps({"id": None, "line": lineno, "error": str(exc)}), flush=True)
                 continue
             matches = detector.check(record["text"])
-            print(json.dumps({"id": record.get("id"), "matches": [m.to_dict() for m in matches]},
-                             ensure_ascii=False), flush=True)
+            print(
+                json.dumps(
+                    {"id": record.get("id"), "matches": [m.to_dict() for m in matches]},
+                    ensure_ascii=False,
+                ),
+                flush=True,
+            )
     if errors:
         print(f"tracker check: skipped {errors} malformed line(s)", file=sys.stderr)
     return 0

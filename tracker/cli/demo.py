@@ -24,10 +24,15 @@ from tracker.runtime import Runtime
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser("demo", help="ingest a sample library, crawl a local pirate "
-                                              "site, and report what was copied")
-    parser.add_argument("--keep-db", action="store_true",
-                        help="keep the demo database instead of starting from a clean one")
+    parser = commands.add_parser(
+        "demo",
+        help="ingest a sample library, crawl a local pirate site, and report what was copied",
+    )
+    parser.add_argument(
+        "--keep-db",
+        action="store_true",
+        help="keep the demo database instead of starting from a clean one",
+    )
     parser.set_defaults(func=run)
 
 
@@ -43,8 +48,10 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         library.index.clear()
     documents = [doc for path in master_paths() for doc in read_documents(path)]
     summary = library.ingest(documents)
-    print(f"master library: {summary.added + summary.replaced} documents from "
-          f"{len(summary.works)} works")
+    print(
+        f"master library: {summary.added + summary.replaced} documents from "
+        f"{len(summary.works)} works"
+    )
 
     with tempfile.TemporaryDirectory(prefix="tracker-demo-site-") as tmp:
         manifest = build_site(Path(tmp))
@@ -52,14 +59,16 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             print(f"crawling the local pirate site {site.url}")
             log_file = Path(settings.data_dir) / "logs" / "demo-crawl.log"
             log_file.parent.mkdir(parents=True, exist_ok=True)
-            code = run_crawl("novel", settings, runtime.mongo_url, runtime.redis_url,
-                             arguments={"start_url": site.url}, log_file=log_file)
+            code = run_crawl(
+                "novel", settings, arguments={"start_url": site.url}, log_file=log_file
+            )
             if code != 0:
                 print(f"the crawl failed (exit code {code}); see {log_file}")
                 return 1
-            found = {doc["url"]: sorted(doc.get("matched_doc_ids", []))
-                     for doc in runtime.db["pages"].find({}, {"matched_doc_ids": 1, "_id": 1,
-                                                              "url": "$_id"})}
+            found = {
+                doc["_id"]: sorted(doc.get("matched_doc_ids", []))
+                for doc in runtime.db["pages"].find({}, {"matched_doc_ids": 1})
+            }
             ok = _verify(manifest, site.url, found)
 
     report = build_report(runtime.db, datetime.now(UTC).date())
@@ -68,11 +77,16 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     out.write_text(to_html(report), encoding="utf-8")
     print(summary_line(report))
     for page in report["pages"]:
-        print(f"  {page['url']}  copies {', '.join(page['doc_ids'])}  "
-              f"score {page['score']:.2f}  coverage {page['coverage']:.0%}")
+        print(
+            f"  {page['url']}  copies {', '.join(page['doc_ids'])}  "
+            f"score {page['score']:.2f}  coverage {page['coverage']:.0%}"
+        )
     print(f"HTML report: {out}")
-    print("demo: every planted copy found, no innocent page flagged" if ok else
-          "demo: FAILED, see above")
+    print(
+        "demo: every planted copy found, no innocent page flagged"
+        if ok
+        else "demo: FAILED, see above"
+    )
     return 0 if ok else 1
 
 

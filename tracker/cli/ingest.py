@@ -15,8 +15,9 @@ from tracker.runtime import Runtime
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser("ingest", help="import .txt books and .jsonl articles into the "
-                                                "master library")
+    parser = commands.add_parser(
+        "ingest", help="import .txt books and .jsonl articles into the master library"
+    )
     parser.add_argument("paths", nargs="+", metavar="PATH", help="files or directories")
     parser.add_argument("--work", help="work name for .txt books (default: the file name)")
     parser.set_defaults(func=run)
@@ -36,15 +37,25 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     runtime = Runtime(settings)
     library = MasterLibrary.from_runtime(runtime)
     started = time.perf_counter()
-    with Progress(TextColumn("ingest"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=console, disable=not console.is_terminal) as progress:
+    with Progress(
+        TextColumn("ingest"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        disable=not console.is_terminal,
+    ) as progress:
         task = progress.add_task("ingest", total=len(documents))
         summary = library.ingest(documents, progress=lambda k: progress.advance(task, k))
     elapsed = time.perf_counter() - started
-    print(f"ingested {summary.added + summary.replaced} documents from {len(files)} file(s): "
-          f"{summary.added} new, {summary.replaced} replaced, {len(summary.works)} work(s), "
-          f"{summary.characters:,} characters in {elapsed:.1f}s")
+    print(
+        f"ingested {summary.added + summary.replaced} documents from {len(files)} file(s): "
+        f"{summary.added} new, {summary.replaced} replaced, {len(summary.works)} work(s), "
+        f"{summary.characters:,} characters in {elapsed:.1f}s"
+    )
     if summary.skipped_empty:
-        print(f"skipped {len(summary.skipped_empty)} empty document(s): "
-              + ", ".join(summary.skipped_empty[:10]))
+        print(
+            f"skipped {len(summary.skipped_empty)} empty document(s): "
+            + ", ".join(summary.skipped_empty[:10])
+        )
     return 0

@@ -23,10 +23,16 @@ RENDERERS = {"json": to_json, "csv": to_csv, "html": to_html}
 
 def register(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser("report", help="report the infringing pages seen on one day")
-    parser.add_argument("--date", type=parse_day, default=None, metavar="YYYY-MM-DD",
-                        help="the UTC day to report (default: today)")
-    parser.add_argument("--format", choices=tuple(RENDERERS), default="json",
-                        help="output format (default: json)")
+    parser.add_argument(
+        "--date",
+        type=parse_day,
+        default=None,
+        metavar="YYYY-MM-DD",
+        help="the UTC day to report (default: today)",
+    )
+    parser.add_argument(
+        "--format", choices=tuple(RENDERERS), default="json", help="output format (default: json)"
+    )
     parser.add_argument("--out", metavar="PATH", help="write the report to PATH")
     parser.set_defaults(func=run)
 
@@ -38,8 +44,9 @@ def parse_day(value: str) -> date:
             raise ValueError
         return date.fromisoformat(value)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid date {value!r}: expected YYYY-MM-DD, "
-                                         "e.g. 2026-11-22") from None
+        raise argparse.ArgumentTypeError(
+            f"invalid date {value!r}: expected YYYY-MM-DD, e.g. 2026-11-22"
+        ) from None
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:

@@ -35,12 +35,13 @@ def gram_hashes(tokens: np.ndarray, gram: int = GRAM) -> np.ndarray:
     h = np.zeros(n, dtype=np.uint64)
     with np.errstate(over="ignore"):
         for j in range(gram):
-            h = h * _PRIME + t[j:j + n]
+            h = h * _PRIME + t[j : j + n]
         return _mix(h)
 
 
-def anchor_hashes(tokens: np.ndarray, modulus: int = ANCHOR_MODULUS,
-                  gram: int = GRAM) -> tuple[np.ndarray, np.ndarray]:
+def anchor_hashes(
+    tokens: np.ndarray, modulus: int = ANCHOR_MODULUS, gram: int = GRAM
+) -> tuple[np.ndarray, np.ndarray]:
     """``(positions, hashes)`` of the shingles selected by hash mod ``modulus`` == 0."""
     hashes = gram_hashes(tokens, gram)
     positions = np.flatnonzero(hashes % np.uint64(modulus) == 0)

@@ -21,24 +21,30 @@ class DocumentFingerprint:
 
     def to_mongo(self) -> dict:
         # MongoDB integers are signed 64-bit: store the two's-complement value.
-        return {"simhash": to_signed(self.simhash), "dna": [int(v) for v in self.dna],
-                "anchors": [to_signed(int(v)) for v in self.anchors], "length": self.length}
+        return {
+            "simhash": to_signed(self.simhash),
+            "dna": [int(v) for v in self.dna],
+            "anchors": [to_signed(int(v)) for v in self.anchors],
+            "length": self.length,
+        }
 
     @classmethod
     def from_mongo(cls, doc: dict) -> DocumentFingerprint:
-        return cls(simhash=to_unsigned(doc["simhash"]),
-                   dna=np.array(doc.get("dna", []), dtype=np.uint64),
-                   anchors=np.array([to_unsigned(v) for v in doc.get("anchors", [])],
-                                    dtype=np.uint64),
-                   length=int(doc.get("length", 0)))
+        return cls(
+            simhash=to_unsigned(doc["simhash"]),
+            dna=np.array(doc.get("dna", []), dtype=np.uint64),
+            anchors=np.array([to_unsigned(v) for v in doc.get("anchors", [])], dtype=np.uint64),
+            length=int(doc.get("length", 0)),
+        )
 
 
 def fingerprint(text: NormalizedText | str) -> tuple[NormalizedText, DocumentFingerprint]:
     normalized = text if isinstance(text, NormalizedText) else normalize(text)
     simhash = simhash_tokens(tokenize(normalized.chars)) if normalized.chars else 0
     _, anchors = anchor_hashes(normalized.tokens)
-    return normalized, DocumentFingerprint(simhash=simhash, dna=dna_windows(normalized.tokens),
-                                           anchors=anchors, length=len(normalized))
+    return normalized, DocumentFingerprint(
+        simhash=simhash, dna=dna_windows(normalized.tokens), anchors=anchors, length=len(normalized)
+    )
 
 
 def to_signed(value: int) -> int:

@@ -20,9 +20,30 @@ from tracker.text import tables
 # The 20 commonest pinyin initial letters and their frequencies, measured on 红楼梦, 西游记,
 # 呐喊 and People's Daily (Jan 1998): 3.4M syllables.
 LETTERS = "zdysjlxgbhcwtqmnfrkp"
-REFERENCE = np.array([0.1019, 0.0919, 0.0906, 0.0894, 0.0771, 0.0607, 0.0533, 0.0483, 0.0475,
-                      0.0430, 0.0401, 0.0363, 0.0362, 0.0345, 0.0316, 0.0277, 0.0262, 0.0233,
-                      0.0166, 0.0115])
+REFERENCE = np.array(
+    [
+        0.1019,
+        0.0919,
+        0.0906,
+        0.0894,
+        0.0771,
+        0.0607,
+        0.0533,
+        0.0483,
+        0.0475,
+        0.0430,
+        0.0401,
+        0.0363,
+        0.0362,
+        0.0345,
+        0.0316,
+        0.0277,
+        0.0262,
+        0.0233,
+        0.0166,
+        0.0115,
+    ]
+)
 EDGES = np.array([-0.3, 0.0, 0.3])  # radix 4: below −30 %, −30…0 %, 0…+30 %, above +30 %
 RADIX = len(EDGES) + 1
 BITS_PER_LETTER = 2
@@ -40,14 +61,15 @@ def initials(tokens: np.ndarray) -> np.ndarray:
     return slots[slots < len(LETTERS)]
 
 
-def dna_windows(tokens: np.ndarray, window: int = DEFAULT_WINDOW,
-                overlap: float = DEFAULT_OVERLAP) -> np.ndarray:
+def dna_windows(
+    tokens: np.ndarray, window: int = DEFAULT_WINDOW, overlap: float = DEFAULT_OVERLAP
+) -> np.ndarray:
     """One 40-bit DNA value per window (uint64 array); a text shorter than a window gives one."""
     slots = initials(tokens)
     n = len(slots)
     if n == 0:
         return np.zeros(0, dtype=np.uint64)
-    step = max(1, int(round(window * (1 - overlap))))
+    step = max(1, round(window * (1 - overlap)))
     if n <= window:
         starts = np.array([0])
         size = n

@@ -61,8 +61,9 @@ class MasterIndex:
         self.dna.remove(n, fp.dna.tolist())
         self.anchors.remove(n, fp.anchors.tolist())
 
-    def candidates(self, fp: DocumentFingerprint,
-                   simhashes_of: Callable[[set[int]], dict[int, int]]) -> Candidates:
+    def candidates(
+        self, fp: DocumentFingerprint, simhashes_of: Callable[[set[int]], dict[int, int]]
+    ) -> Candidates:
         near = self.simhash.query(fp.simhash, simhashes_of) if fp.simhash else {}
         return Candidates(near, self.anchors.query(fp.anchors), self.dna.query(fp.dna))
 

@@ -28,10 +28,13 @@ class SimHashIndex:
         self.k = k
         self.name = name
         edges = [round(i * 64 / blocks) for i in range(blocks + 1)]
-        self._masks = [((1 << (edges[i + 1] - edges[i])) - 1) << (64 - edges[i + 1])
-                       for i in range(blocks)]
-        self.tables = [sum(self._masks[i] for i in chosen)
-                       for chosen in combinations(range(blocks), blocks - k)]
+        self._masks = [
+            ((1 << (edges[i + 1] - edges[i])) - 1) << (64 - edges[i + 1]) for i in range(blocks)
+        ]
+        self.tables = [
+            sum(self._masks[i] for i in chosen)
+            for chosen in combinations(range(blocks), blocks - k)
+        ]
 
     def keys(self, fingerprint: int) -> list[str]:
         return [f"{self.name}:{t}:{fingerprint & mask:x}" for t, mask in enumerate(self.tables)]
@@ -49,8 +52,9 @@ class SimHashIndex:
             found |= members
         return found
 
-    def query(self, fingerprint: int, fingerprint_of: Callable[[set[int]], dict[int, int]]
-              ) -> dict[int, int]:
+    def query(
+        self, fingerprint: int, fingerprint_of: Callable[[set[int]], dict[int, int]]
+    ) -> dict[int, int]:
         """``{n: distance}`` of indexed fingerprints within ``k`` bits of ``fingerprint``.
 
         ``fingerprint_of`` maps candidate ids to their stored fingerprints (one batched fetch).

@@ -89,7 +89,7 @@ class RedisStorage(Storage):
         results: list[set[int]] = []
         for start in range(0, len(keys), self.BATCH):
             pipe = self.client.pipeline(transaction=False)
-            for key in keys[start:start + self.BATCH]:
+            for key in keys[start : start + self.BATCH]:
                 pipe.smembers(self.prefix + key)
             results.extend({int(m) for m in members} for members in pipe.execute())
         return results

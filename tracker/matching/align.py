@@ -45,8 +45,9 @@ class Alignment:
         return max((p.length for p in self.passages), default=0)
 
 
-def seed_runs(page_hashes: np.ndarray, master_hashes: np.ndarray, max_repeats: int = 8
-              ) -> np.ndarray:
+def seed_runs(
+    page_hashes: np.ndarray, master_hashes: np.ndarray, max_repeats: int = 8
+) -> np.ndarray:
     """Runs of consecutive shared shingles on one diagonal: rows of (page_i, master_j, length)."""
     if len(page_hashes) == 0 or len(master_hashes) == 0:
         return np.zeros((0, 3), dtype=np.int64)
@@ -73,9 +74,16 @@ def seed_runs(page_hashes: np.ndarray, master_hashes: np.ndarray, max_repeats: i
     return runs[np.argsort(runs[:, 0], kind="stable")]
 
 
-def align(page_tokens: np.ndarray, master_tokens: np.ndarray, *, gram: int = GRAM,
-          max_gap: int = 16, min_tokens: int = 12, min_density: float = 0.25,
-          page_hashes: np.ndarray | None = None) -> Alignment:
+def align(
+    page_tokens: np.ndarray,
+    master_tokens: np.ndarray,
+    *,
+    gram: int = GRAM,
+    max_gap: int = 16,
+    min_tokens: int = 12,
+    min_density: float = 0.25,
+    page_hashes: np.ndarray | None = None,
+) -> Alignment:
     if page_hashes is None:
         page_hashes = gram_hashes(page_tokens, gram)
     runs = seed_runs(page_hashes, gram_hashes(master_tokens, gram))
@@ -89,9 +97,12 @@ def align(page_tokens: np.ndarray, master_tokens: np.ndarray, *, gram: int = GRA
             if chain[1] < i - max_gap:
                 continue  # too far behind: closed
             still_active.append(chain)
-            if (j >= chain[3] - gram - max_gap and j <= chain[3] + max_gap
-                    and abs(diag - chain[4]) <= max_gap
-                    and (best is None or abs(diag - chain[4]) < abs(diag - best[4]))):
+            if (
+                j >= chain[3] - gram - max_gap
+                and j <= chain[3] + max_gap
+                and abs(diag - chain[4]) <= max_gap
+                and (best is None or abs(diag - chain[4]) < abs(diag - best[4]))
+            ):
                 best = chain
         active = still_active
         if best is None:
@@ -104,9 +115,13 @@ def align(page_tokens: np.ndarray, master_tokens: np.ndarray, *, gram: int = GRA
             best[2] = min(best[2], j)
             best[4] = diag
             best[5] += length
-    passages = [Passage(c[0], c[1], c[2], c[3], c[5]) for c in chains
-                if c[1] - c[0] >= min_tokens and c[3] - c[2] >= min_tokens
-                and c[5] >= min_density * (c[1] - c[0] - gram + 1)]
+    passages = [
+        Passage(c[0], c[1], c[2], c[3], c[5])
+        for c in chains
+        if c[1] - c[0] >= min_tokens
+        and c[3] - c[2] >= min_tokens
+        and c[5] >= min_density * (c[1] - c[0] - gram + 1)
+    ]
     master_tokens_covered = _union_length([(p.master_start, p.master_end) for p in passages])
     page_tokens_covered = _union_length([(p.page_start, p.page_end) for p in passages])
     return Alignment(

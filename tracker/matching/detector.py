@@ -70,8 +70,9 @@ class MasterTexts:
 
 
 class Detector:
-    def __init__(self, store: MasterStore, index: MasterIndex, settings: Settings | None = None
-                 ) -> None:
+    def __init__(
+        self, store: MasterStore, index: MasterIndex, settings: Settings | None = None
+    ) -> None:
         self.store = store
         self.index = index
         self.settings = settings or Settings()
@@ -92,29 +93,45 @@ class Detector:
             if not self._is_copy(alignment, n in candidates.near_duplicates):
                 continue
             shorter = max(1, min(len(page), len(master)))
-            matches.append(Match(
-                doc_id=doc["_id"], work=doc.get("work", ""), title=doc.get("title", ""),
-                score=round(min(1.0, alignment.master_tokens / shorter), 4),
-                coverage=round(alignment.coverage, 4), method=candidates.methods(n),
-                spans=self._spans(alignment, page, master)))
+            matches.append(
+                Match(
+                    doc_id=doc["_id"],
+                    work=doc.get("work", ""),
+                    title=doc.get("title", ""),
+                    score=round(min(1.0, alignment.master_tokens / shorter), 4),
+                    coverage=round(alignment.coverage, 4),
+                    method=candidates.methods(n),
+                    spans=self._spans(alignment, page, master),
+                )
+            )
         matches.sort(key=lambda m: (-m.score, -m.coverage, m.doc_id))
         return matches
 
     def _is_copy(self, alignment: Alignment, near_duplicate: bool) -> bool:
         if alignment.master_tokens < MIN_EVIDENCE_TOKENS and not (
-                near_duplicate and alignment.coverage >= 0.5):
+            near_duplicate and alignment.coverage >= 0.5
+        ):
             return False
-        return (alignment.coverage >= self.settings.min_coverage
-                or alignment.longest >= self.settings.min_passage_chars)
+        return (
+            alignment.coverage >= self.settings.min_coverage
+            or alignment.longest >= self.settings.min_passage_chars
+        )
 
     @staticmethod
     def _spans(alignment: Alignment, page: NormalizedText, master: NormalizedText) -> list[dict]:
         spans = []
         for p in alignment.passages:
             page_start, page_end = page.source_span(p.page_start, min(p.page_end, len(page)))
-            master_start, master_end = master.source_span(p.master_start,
-                                                          min(p.master_end, len(master)))
-            spans.append({"page_start": page_start, "page_end": page_end,
-                          "master_start": master_start, "master_end": master_end,
-                          "text": page.source[page_start:page_end][:MAX_SPAN_TEXT]})
+            master_start, master_end = master.source_span(
+                p.master_start, min(p.master_end, len(master))
+            )
+            spans.append(
+                {
+                    "page_start": page_start,
+                    "page_end": page_end,
+                    "master_start": master_start,
+                    "master_end": master_end,
+                    "text": page.source[page_start:page_end][:MAX_SPAN_TEXT],
+                }
+            )
         return spans

@@ -53,21 +53,34 @@ def build_report(db: Database, day: date, *, now: datetime | None = None) -> dic
 
     works = []
     for work, pages in by_work.items():
-        entries = [{**_page_entry(url, page_matches), "title": titles.get(url, ""),
-                    "evidence": _best_evidence(page_matches)}
-                   for url, page_matches in pages.items()]
+        entries = [
+            {
+                **_page_entry(url, page_matches),
+                "title": titles.get(url, ""),
+                "evidence": _best_evidence(page_matches),
+            }
+            for url, page_matches in pages.items()
+        ]
         entries.sort(key=lambda e: (-e["score"], e["url"]))
-        works.append({"work": work,
-                      "chapters": len({m["doc_id"] for ms in pages.values() for m in ms}),
-                      "pages": [_ordered_page(e) for e in entries]})
+        works.append(
+            {
+                "work": work,
+                "chapters": len({m["doc_id"] for ms in pages.values() for m in ms}),
+                "pages": [_ordered_page(e) for e in entries],
+            }
+        )
     works.sort(key=lambda w: (-len(w["pages"]), w["work"]))
 
     flat_pages = [_page_entry(url, by_url[url]) for url in sorted(by_url)]
     return {
         "date": day.isoformat(),
         "generated_at": (now or datetime.now(UTC)).isoformat(timespec="seconds"),
-        "summary": {"pages": len(by_url), "works": len(by_work),
-                    "sites": len({p["site"] for p in flat_pages}), "matches": len(matches)},
+        "summary": {
+            "pages": len(by_url),
+            "works": len(by_work),
+            "sites": len({p["site"] for p in flat_pages}),
+            "matches": len(matches),
+        },
         "works": works,
         "pages": flat_pages,
     }
@@ -79,8 +92,10 @@ def summary_line(report: dict[str, Any]) -> str:
     s = report["summary"]
     pages = f"{s['pages']} infringing page{'' if s['pages'] == 1 else 's'}"
     matches = f"{s['matches']} match{'' if s['matches'] == 1 else 'es'}"
-    return (f"{report['date']}: {pages} on {s['sites']} site(s), copying {s['works']} work(s) "
-            f"({matches})")
+    return (
+        f"{report['date']}: {pages} on {s['sites']} site(s), copying {s['works']} work(s) "
+        f"({matches})"
+    )
 
 
 def _page_titles(db: Database, urls: Iterable[str]) -> dict[str, str]:
@@ -122,7 +137,7 @@ def _best_evidence(matches: list[dict]) -> str:
             if len(text) > len(best):
                 best = text
     if len(best) > EVIDENCE_CHARS:
-        best = best[:EVIDENCE_CHARS - 1] + "…"
+        best = best[: EVIDENCE_CHARS - 1] + "…"
     return best
 
 

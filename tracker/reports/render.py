@@ -29,8 +29,18 @@ def to_csv(report: dict[str, Any]) -> str:
     for work in report["works"]:
         for page in work["pages"]:
             for doc_id in page["doc_ids"]:
-                writer.writerow((report["date"], work["work"], doc_id, page["url"], page["site"],
-                                 page["score"], page["coverage"], page["first_seen"]))
+                writer.writerow(
+                    (
+                        report["date"],
+                        work["work"],
+                        doc_id,
+                        page["url"],
+                        page["site"],
+                        page["score"],
+                        page["coverage"],
+                        page["first_seen"],
+                    )
+                )
     return out.getvalue()
 
 
@@ -57,9 +67,15 @@ def to_html(report: dict[str, Any]) -> str:
     """A self-contained HTML page: the summary, then one table of pages per work."""
     summary = report["summary"]
     date = escape(str(report["date"]))
-    cards = "".join(f"<div><strong>{escape(str(summary[key]))}</strong>{label}</div>"
-                    for key, label in (("pages", "infringing pages"), ("sites", "sites"),
-                                       ("works", "works"), ("matches", "matches")))
+    cards = "".join(
+        f"<div><strong>{escape(str(summary[key]))}</strong>{label}</div>"
+        for key, label in (
+            ("pages", "infringing pages"),
+            ("sites", "sites"),
+            ("works", "works"),
+            ("matches", "matches"),
+        )
+    )
     sections = "\n".join(_work_section(work) for work in report["works"])
     if not report["works"]:
         sections = '<p class="empty">No infringement was seen on this day.</p>'
@@ -104,12 +120,14 @@ def _page_row(page: dict[str, Any]) -> str:
     title = str(page.get("title") or "")
     title_html = f"<div>{escape(title)}</div>" if title else ""
     doc_ids = ", ".join(escape(str(doc_id)) for doc_id in page["doc_ids"])
-    return (f'<tr><td class="url">{title_html}{_link(str(page["url"]))}</td>'
-            f"<td>{escape(str(page['site']))}</td><td>{doc_ids}</td>"
-            f'<td class="num">{_number(page["score"], "{:.3f}")}</td>'
-            f'<td class="num">{_number(page["coverage"], "{:.1%}")}</td>'
-            f"<td>{escape(str(page['first_seen']))}</td>"
-            f'<td class="evidence">{escape(str(page.get("evidence") or ""))}</td></tr>')
+    return (
+        f'<tr><td class="url">{title_html}{_link(str(page["url"]))}</td>'
+        f"<td>{escape(str(page['site']))}</td><td>{doc_ids}</td>"
+        f'<td class="num">{_number(page["score"], "{:.3f}")}</td>'
+        f'<td class="num">{_number(page["coverage"], "{:.1%}")}</td>'
+        f"<td>{escape(str(page['first_seen']))}</td>"
+        f'<td class="evidence">{escape(str(page.get("evidence") or ""))}</td></tr>'
+    )
 
 
 def _link(url: str) -> str:

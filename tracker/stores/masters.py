@@ -45,8 +45,11 @@ class MasterStore:
         if count <= 0:
             return range(0)
         doc = self.counters.find_one_and_update(
-            {"_id": "master_n"}, {"$inc": {"seq": count}}, upsert=True,
-            return_document=ReturnDocument.AFTER)
+            {"_id": "master_n"},
+            {"$inc": {"seq": count}},
+            upsert=True,
+            return_document=ReturnDocument.AFTER,
+        )
         end = int(doc["seq"]) + 1
         return range(end - count, end)
 
@@ -54,22 +57,37 @@ class MasterStore:
         """``doc_id → (n, stored fingerprint)`` for ids already in the library."""
         ids = list(doc_ids)
         found = {d["_id"]: int(d["n"]) for d in self.masters.find({"_id": {"$in": ids}}, {"n": 1})}
-        prints = {d["_id"]: DocumentFingerprint.from_mongo(d)
-                  for d in self.fingerprints.find({"_id": {"$in": list(found)}})}
+        prints = {
+            d["_id"]: DocumentFingerprint.from_mongo(d)
+            for d in self.fingerprints.find({"_id": {"$in": list(found)}})
+        }
         return {doc_id: (n, prints.get(doc_id)) for doc_id, n in found.items()}
 
     def save(self, rows: list[tuple[int, MasterDocument, DocumentFingerprint]]) -> None:
         now = datetime.now(UTC)
         master_ops, print_ops = [], []
         for n, doc, fp in rows:
-            master_ops.append(UpdateOne(
-                {"_id": doc.doc_id},
-                {"$set": {"n": n, "work": doc.work, "title": doc.title, "text": doc.text,
-                          "source": doc.source, "length": fp.length, "updated_at": now},
-                 "$setOnInsert": {"added_at": now}},
-                upsert=True))
-            print_ops.append(UpdateOne({"_id": doc.doc_id}, {"$set": {"n": n, **fp.to_mongo()}},
-                                       upsert=True))
+            master_ops.append(
+                UpdateOne(
+                    {"_id": doc.doc_id},
+                    {
+                        "$set": {
+                            "n": n,
+                            "work": doc.work,
+                            "title": doc.title,
+                            "text": doc.text,
+                            "source": doc.source,
+                            "length": fp.length,
+                            "updated_at": now,
+                        },
+                        "$setOnInsert": {"added_at": now},
+                    },
+                    upsert=True,
+                )
+            )
+            print_ops.append(
+                UpdateOne({"_id": doc.doc_id}, {"$set": {"n": n, **fp.to_mongo()}}, upsert=True)
+            )
         if master_ops:
             self.masters.bulk_write(master_ops, ordered=False)
             self.fingerprints.bulk_write(print_ops, ordered=False)
@@ -85,16 +103,22 @@ class MasterStore:
 
     def by_ns(self, ns: Iterable[int], with_text: bool = True) -> dict[int, dict]:
         projection = None if with_text else {"text": 0}
-        return {int(d["n"]): d for d in self.masters.find({"n": {"$in": [int(n) for n in ns]}},
-                                                          projection)}
+        return {
+            int(d["n"]): d
+            for d in self.masters.find({"n": {"$in": [int(n) for n in ns]}}, projection)
+        }
 
     def simhashes(self, ns: Iterable[int]) -> dict[int, int]:
         from tracker.fingerprints.document import to_unsigned
 
-        cursor = self.fingerprints.find({"n": {"$in": [int(n) for n in ns]}}, {"n": 1, "simhash": 1})
+        cursor = self.fingerprints.find(
+            {"n": {"$in": [int(n) for n in ns]}}, {"n": 1, "simhash": 1}
+        )
         return {int(d["n"]): to_unsigned(d["simhash"]) for d in cursor}
 
-    def iter_fingerprints(self, batch_size: int = 1000) -> Iterator[tuple[int, DocumentFingerprint]]:
+    def iter_fingerprints(
+        self, batch_size: int = 1000
+    ) -> Iterator[tuple[int, DocumentFingerprint]]:
         for doc in self.fingerprints.find({}, batch_size=batch_size):
             yield int(doc["n"]), DocumentFingerprint.from_mongo(doc)
 
@@ -102,5 +126,8 @@ class MasterStore:
         return self.masters.estimated_document_count()
 
     def works(self) -> list[dict]:
-        return list(self.masters.aggregate([
-            {"$group": {"_id": "$work", "chapters": {"$sum": 1}}}, {"$sort": {"_id": 1}}]))
+        return list(
+            self.masters.aggregate(
+                [{"$group": {"_id": "$work", "chapters": {"$sum": 1}}}, {"$sort": {"_id": 1}}]
+            )
+        )

@@ -54,12 +54,22 @@ class PageStore:
         now = now or datetime.now(UTC)
         digest = content_hash(page.text)
         changed = self.known_hash(page.url) != digest
-        update: dict[str, Any] = {"$set": {"last_seen": now, "status": page.status},
-                                  "$setOnInsert": {"first_seen": now, "site": site_of(page.url)}}
+        update: dict[str, Any] = {
+            "$set": {"last_seen": now, "status": page.status},
+            "$setOnInsert": {"first_seen": now, "site": site_of(page.url)},
+        }
         if changed:
-            update["$set"].update({"text": page.text, "title": page.title, "content_hash": digest,
-                                   "extractor": page.extractor, "simhash": page.simhash,
-                                   "changed_at": now, **page.extra})
+            update["$set"].update(
+                {
+                    "text": page.text,
+                    "title": page.title,
+                    "content_hash": digest,
+                    "extractor": page.extractor,
+                    "simhash": page.simhash,
+                    "changed_at": now,
+                    **page.extra,
+                }
+            )
         self.pages.update_one({"_id": page.url}, update, upsert=True)
         return changed
 
@@ -83,12 +93,22 @@ class MatchStore:
         ops = []
         for match in matches:
             fields = {k: v for k, v in match.items() if k != "doc_id"}
-            ops.append(UpdateOne(
-                {"_id": f"{url}\x00{match['doc_id']}"},
-                {"$set": {**fields, "url": url, "site": site, "doc_id": match["doc_id"],
-                          "last_seen": now},
-                 "$setOnInsert": {"first_seen": now}},
-                upsert=True))
+            ops.append(
+                UpdateOne(
+                    {"_id": f"{url}\x00{match['doc_id']}"},
+                    {
+                        "$set": {
+                            **fields,
+                            "url": url,
+                            "site": site,
+                            "doc_id": match["doc_id"],
+                            "last_seen": now,
+                        },
+                        "$setOnInsert": {"first_seen": now},
+                    },
+                    upsert=True,
+                )
+            )
         result = self.matches.bulk_write(ops, ordered=False)
         return result.upserted_count
 

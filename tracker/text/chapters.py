@@ -41,7 +41,7 @@ def split_chapters(text: str) -> list[Chapter]:
         chapters.append(Chapter(1, "前言", preface))
     for i, match in enumerate(headings):
         end = headings[i + 1].start() if i + 1 < len(headings) else len(text)
-        body = text[match.end():end].strip()
+        body = text[match.end() : end].strip()
         title = re.sub(r"[ \t\u3000]+", " ", match.group(0).strip())
         if body:
             chapters.append(Chapter(len(chapters) + 1, title, body))

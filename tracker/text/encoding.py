@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import codecs
+import contextlib
 
 from charset_normalizer import from_bytes
 
@@ -14,8 +15,14 @@ _BOMS = (
     (codecs.BOM_UTF16_BE, "utf-16"),
 )
 _CHINESE_ENCODINGS = ("gb18030", "big5", "utf_16")
-_ALIASES = {"gbk": "gb18030", "gb2312": "gb18030", "hz": "gb18030", "cp936": "gb18030",
-            "big5hkscs": "big5", "cp950": "big5"}
+_ALIASES = {
+    "gbk": "gb18030",
+    "gb2312": "gb18030",
+    "hz": "gb18030",
+    "cp936": "gb18030",
+    "big5hkscs": "big5",
+    "cp950": "big5",
+}
 
 
 class DecodeError(ValueError):
@@ -39,17 +46,15 @@ def decode_bytes(data: bytes, declared: str | None = None) -> tuple[str, str]:
         raise DecodeError("binary data (NUL or control bytes), not text")
     candidates = []
     if declared:
-        try:
+        with contextlib.suppress(LookupError):  # an unknown declared charset is ignored
             candidates.append(normalise_encoding_name(declared))
-        except LookupError:
-            pass
     candidates.append("utf-8")
     for name in candidates:
         try:
             return data.decode(name), name
         except UnicodeDecodeError:
             continue
-    best = from_bytes(data[:200_000], cp_isolation=list(_CHINESE_ENCODINGS) + ["utf_8"]).best()
+    best = from_bytes(data[:200_000], cp_isolation=[*_CHINESE_ENCODINGS, "utf_8"]).best()
     guesses = [normalise_encoding_name(best.encoding)] if best else []
     guesses += [name for name in ("gb18030", "big5") if name not in guesses]
     for name in guesses:

@@ -20,36 +20,87 @@ from tracker.text import tables
 
 # Phrases pirate sites inject into chapter text. Matched on the Simplified form of the text.
 AD_PHRASES = (
-    "最快更新", "更新最快", "最新章节", "请记住本站", "本站域名", "记住本站", "一秒记住", "笔趣阁",
-    "手机阅读", "手机版阅读", "手机用户请", "本章未完", "点击下一页", "下一页继续", "加入书签",
-    "投推荐票", "求月票", "求收藏", "无弹窗", "全文阅读", "免费阅读", "百度搜索", "书友群",
-    "章节错误", "首发网址", "首发域名", "小说网", "阅读网", "txt下载", "本书来自", "本文来自",
-    "请收藏本站", "天才壹秒", "天才一秒", "看最新", "追书神器", "正版订阅", "防盗章节",
+    "最快更新",
+    "更新最快",
+    "最新章节",
+    "请记住本站",
+    "本站域名",
+    "记住本站",
+    "一秒记住",
+    "笔趣阁",
+    "手机阅读",
+    "手机版阅读",
+    "手机用户请",
+    "本章未完",
+    "点击下一页",
+    "下一页继续",
+    "加入书签",
+    "投推荐票",
+    "求月票",
+    "求收藏",
+    "无弹窗",
+    "全文阅读",
+    "免费阅读",
+    "百度搜索",
+    "书友群",
+    "章节错误",
+    "首发网址",
+    "首发域名",
+    "小说网",
+    "阅读网",
+    "txt下载",
+    "本书来自",
+    "本文来自",
+    "请收藏本站",
+    "天才壹秒",
+    "天才一秒",
+    "看最新",
+    "追书神器",
+    "正版订阅",
+    "防盗章节",
 )
 MAX_AD_LINE_CHARS = 80
-_URL = r"(?:https?://)?(?:www\.|m\.|wap\.)?[a-z0-9-]+(?:\.[a-z0-9-]+)*\.(?:com|net|org|cc|la|info|cn|me|co|tw|io|xyz|top|vip|tv|app)\b(?:/[^\s　]*)?"
+_URL = (
+    r"(?:https?://)?(?:www\.|m\.|wap\.)?[a-z0-9-]+(?:\.[a-z0-9-]+)*"
+    r"\.(?:com|net|org|cc|la|info|cn|me|co|tw|io|xyz|top|vip|tv|app)\b(?:/[^\s　]*)?"
+)
 
 
 @cache
 def _ad_patterns() -> tuple[re.Pattern, re.Pattern, re.Pattern]:
     phrases = "|".join(re.escape(p) for p in AD_PHRASES)
-    line = re.compile(rf"^[^\n]{{0,{MAX_AD_LINE_CHARS}}}(?:{phrases})[^\n]{{0,{MAX_AD_LINE_CHARS}}}$",
-                      re.MULTILINE | re.IGNORECASE)
-    bracket = re.compile(rf"[（(【\[《〔][^）)】\]》〕\n]{{0,40}}(?:{phrases}|{_URL})[^）)】\]》〕\n]{{0,40}}[）)】\]》〕]",
-                         re.IGNORECASE)
+    line = re.compile(
+        rf"^[^\n]{{0,{MAX_AD_LINE_CHARS}}}(?:{phrases})[^\n]{{0,{MAX_AD_LINE_CHARS}}}$",
+        re.MULTILINE | re.IGNORECASE,
+    )
+    bracket = re.compile(
+        rf"[（(【\[《〔][^）)】\]》〕\n]{{0,40}}(?:{phrases}|{_URL})[^）)】\]》〕\n]{{0,40}}[）)】\]》〕]",
+        re.IGNORECASE,
+    )
     url = re.compile(_URL, re.IGNORECASE)
     return line, bracket, url
 
 
 def boilerplate_mask(text: str) -> np.ndarray:
-    """Boolean mask over ``text``: True where a character belongs to injected boilerplate."""
+    """Boolean mask over ``text``: True where a character belongs to injected boilerplate.
+
+    Bracketed ads inside a paragraph are removed first, so that only lines which are ads
+    themselves (not paragraphs carrying a bracketed ad) are dropped whole.
+    """
     mask = np.zeros(len(text), dtype=bool)
     if not text:
         return mask
+    line, bracket, url = _ad_patterns()
     scan = text.translate(tables.t2s_translation())  # same length as text
-    for pattern in _ad_patterns():
+    for pattern in (bracket, url):
         for m in pattern.finditer(scan):
-            mask[m.start():m.end()] = True
+            mask[m.start() : m.end()] = True
+    if mask.any():
+        hidden = codepoints(scan).copy()
+        hidden[mask] = ord(" ")
+        scan = hidden.tobytes().decode("utf-32-le", "surrogatepass")
+    for m in line.finditer(scan):
+        mask[m.start() : m.end()] = True
     return mask
 
 
@@ -104,8 +155,9 @@ def normalize(text: str, strip_boilerplate: bool = True) -> NormalizedText:
 _LETTER_RUN = re.compile(r"[a-z]+")
 
 
-def _parse_pinyin_runs(chars: str, tokens: np.ndarray, starts: np.ndarray, ends: np.ndarray
-                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _parse_pinyin_runs(
+    chars: str, tokens: np.ndarray, starts: np.ndarray, ends: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Replace runs of Latin letters that spell pinyin ("zi", "dianzi") by their syllable ids."""
     pieces_tokens, pieces_starts, pieces_ends = [], [], []
     last = 0
@@ -132,7 +184,7 @@ def _parse_pinyin_runs(chars: str, tokens: np.ndarray, starts: np.ndarray, ends:
 
 
 def segment_pinyin(run: str) -> list[str] | None:
-    """Split a letter run into pinyin syllables (fewest syllables wins); None if it is not pinyin."""
+    """Split a letter run into pinyin syllables (fewest wins); None if it is not pinyin."""
     ids = tables.syllable_ids()
     n = len(run)
     if n > 60:
@@ -142,8 +194,11 @@ def segment_pinyin(run: str) -> list[str] | None:
     for end in range(1, n + 1):
         for size in range(1, min(6, end) + 1):
             prefix = best[end - size]
-            piece = run[end - size:end]
-            if prefix is not None and piece in ids and (
-                    best[end] is None or len(prefix) + 1 < len(best[end])):
+            piece = run[end - size : end]
+            if (
+                prefix is not None
+                and piece in ids
+                and (best[end] is None or len(prefix) + 1 < len(best[end]))
+            ):
                 best[end] = [*prefix, piece]
     return best[n]

@@ -33,8 +33,11 @@ def _t2s_pairs() -> dict[int, int]:
     converted = opencc.OpenCC("t2s").convert("\n".join(map(chr, hanzi))).split("\n")
     if len(converted) != len(hanzi):  # never expected; fall back to no conversion
         return {}
-    return {cp: ord(out) for cp, out in zip(hanzi, converted, strict=True)
-            if len(out) == 1 and ord(out) != cp}
+    return {
+        cp: ord(out)
+        for cp, out in zip(hanzi, converted, strict=True)
+        if len(out) == 1 and ord(out) != cp
+    }
 
 
 @cache

@@ -1,0 +1,70 @@
+"""SimHash, pinyin-DNA windows and anchors."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+
+from tracker.fingerprints.anchors import anchor_hashes, gram_hashes
+from tracker.fingerprints.document import DocumentFingerprint, fingerprint, to_signed, to_unsigned
+from tracker.fingerprints.pinyin_dna import LETTERS, dna_windows
+from tracker.fingerprints.simhash import hamming, simhash_tokens, simhash_weighted
+from tracker.text.normalize import normalize
+
+from .texts import ARTICLE, OTHER_ARTICLE
+
+
+def test_simhash_weighted_is_the_sign_of_weighted_votes():
+    hashes = np.array([0xFFFF_0000_0000_0000, 0x0000_0000_0000_FFFF], dtype=np.uint64)
+    assert simhash_weighted(hashes, np.array([2.0, 1.0])) == 0xFFFF_0000_0000_0000
+    assert simhash_weighted(hashes, np.array([1.0, 2.0])) == 0x0000_0000_0000_FFFF
+
+
+def test_near_duplicates_are_close_and_different_texts_far():
+    original = fingerprint(ARTICLE)[1].simhash
+    edited = fingerprint(ARTICLE.replace("。", "！", 3) + "欢迎阅读。")[1].simhash
+    other = fingerprint(OTHER_ARTICLE)[1].simhash
+    assert hamming(original, edited) <= 3
+    assert hamming(original, other) > 10
+
+
+def test_simhash_of_nothing_is_zero():
+    assert simhash_tokens([]) == 0
+    assert simhash_tokens(["的", "了"]) == 0  # stop words only
+
+
+def test_dna_windows_overlap_and_fit_in_40_bits():
+    tokens = normalize(ARTICLE * 3).tokens
+    windows = dna_windows(tokens, window=100, overlap=0.5)
+    usable = len([t for t in tokens if t])  # every CJK token has an initial here or is dropped
+    assert 1 < len(windows) <= usable // 50
+    assert all(int(v) < 1 << (2 * len(LETTERS)) for v in windows)
+    # Homophone and Traditional disguises leave the DNA unchanged.
+    disguised = normalize((ARTICLE * 3).replace("时候", "是后")).tokens
+    assert (dna_windows(disguised, window=100) == windows).all()
+
+
+def test_short_text_gives_one_window():
+    assert len(dna_windows(normalize("短文本只有几个字").tokens)) == 1
+    assert len(dna_windows(normalize("").tokens)) == 0
+
+
+def test_anchors_are_content_defined():
+    tokens = normalize(ARTICLE).tokens
+    positions, hashes = anchor_hashes(tokens, modulus=4)
+    shifted = np.concatenate([normalize("无关的开头文字" * 3).tokens, tokens])
+    _, shifted_hashes = anchor_hashes(shifted, modulus=4)
+    assert len(hashes) > 5
+    assert set(hashes.tolist()) <= set(shifted_hashes.tolist())
+    assert (gram_hashes(tokens)[positions] == hashes).all()
+
+
+def test_fingerprint_round_trips_through_mongo_form():
+    _, fp = fingerprint(ARTICLE)
+    restored = DocumentFingerprint.from_mongo(fp.to_mongo())
+    assert restored.simhash == fp.simhash
+    assert (restored.dna == fp.dna).all() and (restored.anchors == fp.anchors).all()
+    value = random.getrandbits(64)
+    assert to_unsigned(to_signed(value)) == value
+    assert -(1 << 63) <= to_signed(value) < 1 << 63

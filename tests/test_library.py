@@ -1,0 +1,196 @@
+"""Ingest, check, replace, delete and rebuild on the real servers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tracker.cli import main
+from tracker.library import MasterLibrary
+from tracker.readers import InputError, iter_files, read_documents
+from tracker.stores.masters import MasterDocument
+
+from . import disguise
+from .texts import prose
+
+CHAPTERS = {f"book/{i:04d}": prose(seed=i, chars=3000) for i in range(1, 9)}
+
+
+@pytest.fixture()
+def library(runtime) -> MasterLibrary:
+    lib = MasterLibrary.from_runtime(runtime)
+    lib.ingest(
+        MasterDocument(doc_id, "book", f"第{doc_id[-1]}章", text)
+        for doc_id, text in CHAPTERS.items()
+    )
+    return lib
+
+
+def matched(library: MasterLibrary, text: str) -> list[str]:
+    return [m.doc_id for m in library.detector().check(text)]
+
+
+@pytest.mark.parametrize(
+    "name, disguise_fn",
+    [
+        ("verbatim", lambda t: t),
+        ("ads", disguise.with_ads),
+        ("traditional", disguise.traditional),
+        ("homophones 10%", lambda t: disguise.homophones(t, 0.10)),
+        ("typos 15%", lambda t: disguise.typos(t, 0.15)),
+        ("punctuation noise", disguise.punctuation_noise),
+        (
+            "all at once",
+            lambda t: disguise.punctuation_noise(
+                disguise.typos(
+                    disguise.homophones(disguise.traditional(disguise.with_ads(t)), 0.05), 0.10
+                )
+            ),
+        ),
+    ],
+)
+def test_disguised_copies_are_found(library, name, disguise_fn):
+    assert matched(library, disguise_fn(CHAPTERS["book/0003"])) == ["book/0003"], name
+
+
+def test_partial_split_and_merged_copies(library):
+    text = CHAPTERS["book/0005"]
+    half = len(text) // 2
+    assert matched(library, text[:half]) == ["book/0005"]
+    assert matched(library, text[half:]) == ["book/0005"]
+    merged = library.detector().check(CHAPTERS["book/0001"] + "\n" + CHAPTERS["book/0002"])
+    assert sorted(m.doc_id for m in merged) == ["book/0001", "book/0002"]
+    assert all(m.coverage > 0.9 for m in merged)
+    embedded = prose(seed=100, chars=4000) + text[1000:1900] + prose(seed=101, chars=4000)
+    found = library.detector().check(embedded)
+    assert [m.doc_id for m in found] == ["book/0005"]
+    assert 0.2 < found[0].coverage < 0.45
+
+
+def test_evidence_spans_point_at_the_copied_passage(library):
+    passage = CHAPTERS["book/0004"][500:1100]
+    page = prose(seed=200, chars=2000) + passage + prose(seed=201, chars=2000)
+    [match] = library.detector().check(page)
+    [span] = match.spans
+    assert abs(span["page_start"] - page.index(passage)) <= 8
+    assert abs(span["page_end"] - (page.index(passage) + len(passage))) <= 8
+    master = CHAPTERS["book/0004"]
+    assert (
+        master[span["master_start"] : span["master_end"]] in passage
+        or passage[10:-10] in master[span["master_start"] : span["master_end"]]
+    )
+    assert span["text"] == page[span["page_start"] : span["page_end"]]
+
+
+def test_innocent_texts_and_short_quotes_are_not_flagged(library):
+    for seed in range(300, 310):
+        assert matched(library, prose(seed=seed, chars=3000)) == []
+    quote = CHAPTERS["book/0002"][100:140]
+    assert matched(library, prose(seed=400, chars=1500) + "正如书中所说：" + quote) == []
+
+
+def test_reingest_replaces_and_delete_removes(library):
+    new_text = prose(seed=999, chars=3000)
+    summary = library.ingest([MasterDocument("book/0003", "book", "第3章", new_text)])
+    assert (summary.added, summary.replaced) == (0, 1)
+    assert library.store.count() == len(CHAPTERS)
+    assert matched(library, CHAPTERS["book/0003"]) == []
+    assert matched(library, new_text) == ["book/0003"]
+    assert library.delete("book/0003") is True
+    assert library.delete("book/0003") is False
+    assert matched(library, new_text) == []
+
+
+def test_rebuild_index_from_mongodb(library, runtime):
+    library.index.clear()
+    assert matched(library, CHAPTERS["book/0006"]) == []
+    assert library.rebuild_index() == len(CHAPTERS)
+    assert matched(library, CHAPTERS["book/0006"]) == ["book/0006"]
+
+
+def test_readers_split_books_and_reject_malformed_files(tmp_path: Path):
+    book = tmp_path / "小说.txt"
+    book.write_bytes("第一章 起\n甲乙丙丁。\n第二章 承\n戊己庚辛。\n".encode("gb18030"))
+    docs = list(read_documents(book))
+    assert [(d.doc_id, d.work, d.title) for d in docs] == [
+        ("小说/0001", "小说", "第一章 起"),
+        ("小说/0002", "小说", "第二章 承"),
+    ]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "a", "text": "正文"}\n{"id": "b"\n', encoding="utf-8")
+    with pytest.raises(InputError, match=r"bad.jsonl:2: invalid JSON"):
+        list(read_documents(bad))
+    missing = tmp_path / "missing.jsonl"
+    missing.write_text('{"id": "a", "text": ""}\n', encoding="utf-8")
+    with pytest.raises(InputError, match=r"missing or empty field\(s\): text"):
+        list(read_documents(missing))
+    binary = tmp_path / "binary.txt"
+    binary.write_bytes(b"\x00\x01\x02PK\x03\x04" * 100)
+    with pytest.raises(InputError, match="binary"):
+        list(read_documents(binary))
+    empty = tmp_path / "empty.txt"
+    empty.write_bytes(b"")
+    with pytest.raises(InputError, match="empty text"):
+        list(read_documents(empty))
+    assert [p.name for p in iter_files([tmp_path])] == sorted(
+        ["小说.txt", "bad.jsonl", "missing.jsonl", "binary.txt", "empty.txt"]
+    )
+
+
+@pytest.fixture()
+def cli_env(monkeypatch, settings):
+    monkeypatch.setenv("MONGO_URL", settings.mongo_url)
+    monkeypatch.setenv("REDIS_URL", settings.redis_url)
+    monkeypatch.setenv("TRACKER_MONGO_DB", settings.mongo_db)
+    monkeypatch.setenv("TRACKER_REDIS_PREFIX", settings.redis_prefix)
+    monkeypatch.setenv("TRACKER_DATA_DIR", str(settings.data_dir))
+
+
+def test_cli_ingest_and_check_jsonl(cli_env, runtime, tmp_path, capsys):
+    masters = tmp_path / "articles.jsonl"
+    masters.write_text(
+        "\n".join(
+            json.dumps(
+                {
+                    "id": f"a{i}",
+                    "work": "news",
+                    "title": f"t{i}",
+                    "text": prose(seed=50 + i, chars=600),
+                },
+                ensure_ascii=False,
+            )
+            for i in range(3)
+        ),
+        encoding="utf-8",
+    )
+    assert main(["ingest", str(masters)]) == 0
+    assert "3 new" in capsys.readouterr().out
+    queries = tmp_path / "queries.jsonl"
+    queries.write_text(
+        "\n".join(
+            [
+                json.dumps({"id": "q1", "text": disguise.with_ads(prose(seed=51, chars=600))}),
+                json.dumps({"id": "q2", "text": prose(seed=77, chars=600)}),
+                "not json",
+            ]
+        ),
+        encoding="utf-8",
+    )
+    assert main(["check", "--jsonl", str(queries)]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [line.get("id") for line in lines] == ["q1", "q2", None]
+    [hit] = lines[0]["matches"]
+    assert (hit["doc_id"], hit["work"], hit["title"]) == ("a1", "news", "t1")
+    assert set(hit) >= {"doc_id", "work", "title", "score", "coverage", "method", "spans"}
+    assert hit["coverage"] > 0.9 and lines[1]["matches"] == []
+    assert "error" in lines[2]
+
+
+def test_cli_reports_malformed_input_clearly(cli_env, tmp_path, capsys):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("{broken", encoding="utf-8")
+    assert main(["ingest", str(bad)]) == 2
+    assert "bad.jsonl:1: invalid JSON" in capsys.readouterr().err
+    assert main(["ingest", str(tmp_path / "nope.txt")]) == 2

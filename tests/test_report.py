@@ -1,0 +1,330 @@
+"""The daily infringement report against the real servers: build, renderers, ``tracker report``."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from datetime import UTC, date, datetime
+
+import pytest
+
+from tracker.reports import build_report, summary_line, to_csv, to_html, to_json
+from tracker.stores.pages import MatchStore, PageRecord, PageStore
+
+pytestmark = pytest.mark.integration
+
+DAY = date(2026, 11, 22)
+PAGE_A = "https://pirate.example/book/1.html"
+PAGE_B = "https://pirate.example/book/2.html"
+PAGE_YESTERDAY = "https://mirror.example/old.html"
+PAGE_TOMORROW = "https://mirror.example/new.html"
+LONG_PASSAGE = "萧炎望着那测验魔石碑，面无表情。" * 30
+
+
+def at(day: date, hour: int) -> datetime:
+    return datetime(day.year, day.month, day.day, hour, tzinfo=UTC)
+
+
+def match(doc_id: str, work: str, score: float, coverage: float, *passages: str) -> dict:
+    return {
+        "doc_id": doc_id,
+        "work": work,
+        "title": f"{work} {doc_id}",
+        "score": score,
+        "coverage": coverage,
+        "method": "align",
+        "spans": [
+            {
+                "page_start": 0,
+                "page_end": len(text),
+                "master_start": 0,
+                "master_end": len(text),
+                "text": text,
+            }
+            for text in passages
+        ],
+    }
+
+
+@pytest.fixture()
+def seeded(runtime):
+    """Two infringing pages on DAY (one copying two works), one the day before, one after."""
+    store = MatchStore(runtime.db)
+    store.ensure_indexes()
+    store.record(
+        PAGE_A,
+        [
+            match("dpcq-1", "斗破苍穹", 0.912345, 0.8, "三十年河东，三十年河西", LONG_PASSAGE),
+            match("dpcq-2", "斗破苍穹", 0.5, 0.95, "莫欺少年穷"),
+        ],
+        now=at(DAY, 10),
+    )
+    store.record(
+        PAGE_B,
+        [
+            match("dpcq-1", "斗破苍穹", 0.7, 0.3, "斗之力，三段"),
+            match("news-1", "新闻", 0.6, 0.66666, "新华社北京电"),
+        ],
+        now=at(DAY, 12),
+    )
+    # Re-seen later the same day with a better score: first_seen stays at 12:00.
+    store.record(PAGE_B, [match("dpcq-1", "斗破苍穹", 0.75, 0.3, "斗之力，三段")], now=at(DAY, 15))
+    store.record(
+        PAGE_YESTERDAY,
+        [match("dpcq-3", "斗破苍穹", 1.0, 1.0, "昨天的")],
+        now=at(date(2026, 11, 21), 23),
+    )
+    store.record(
+        PAGE_TOMORROW, [match("news-2", "新闻", 1.0, 1.0, "明天的")], now=at(date(2026, 11, 23), 0)
+    )
+    PageStore(runtime.db).save(
+        PageRecord(url=PAGE_A, text="…", title="斗破苍穹 第一章 免费阅读"), now=at(DAY, 10)
+    )
+    return runtime
+
+
+def test_build_report_groups_the_days_matches_by_work_and_page(seeded):
+    report = build_report(seeded.db, DAY, now=at(DAY, 23))
+
+    assert report["date"] == "2026-11-22"
+    assert report["generated_at"] == "2026-11-22T23:00:00+00:00"
+    assert report["summary"] == {"pages": 2, "works": 2, "sites": 1, "matches": 4}
+    assert report["pages"] == [
+        {
+            "url": PAGE_A,
+            "site": "pirate.example",
+            "doc_ids": ["dpcq-1", "dpcq-2"],
+            "score": 0.9123,
+            "coverage": 0.95,
+            "first_seen": "2026-11-22T10:00:00+00:00",
+        },
+        {
+            "url": PAGE_B,
+            "site": "pirate.example",
+            "doc_ids": ["dpcq-1", "news-1"],
+            "score": 0.75,
+            "coverage": 0.6667,
+            "first_seen": "2026-11-22T12:00:00+00:00",
+        },
+    ]
+    assert [(w["work"], w["chapters"]) for w in report["works"]] == [("斗破苍穹", 2), ("新闻", 1)]
+
+    novel_pages = report["works"][0]["pages"]
+    assert [p["url"] for p in novel_pages] == [PAGE_A, PAGE_B]  # best score first
+    page_a = novel_pages[0]
+    assert page_a["title"] == "斗破苍穹 第一章 免费阅读"
+    assert page_a["doc_ids"] == ["dpcq-1", "dpcq-2"]
+    assert (page_a["score"], page_a["coverage"]) == (0.9123, 0.95)
+    assert len(page_a["evidence"]) == 200
+    assert page_a["evidence"] == LONG_PASSAGE[:199] + "…"
+    # Under each work, a page shows only that work's matches.
+    assert novel_pages[1] == {
+        "url": PAGE_B,
+        "site": "pirate.example",
+        "title": "",
+        "doc_ids": ["dpcq-1"],
+        "score": 0.75,
+        "coverage": 0.3,
+        "first_seen": "2026-11-22T12:00:00+00:00",
+        "evidence": "斗之力，三段",
+    }
+    news_pages = report["works"][1]["pages"]
+    assert [(p["url"], p["doc_ids"], p["score"], p["evidence"]) for p in news_pages] == [
+        (PAGE_B, ["news-1"], 0.6, "新华社北京电")
+    ]
+
+
+def test_build_report_only_includes_matches_seen_that_day(seeded):
+    yesterday = build_report(seeded.db, date(2026, 11, 21))
+    assert [p["url"] for p in yesterday["pages"]] == [PAGE_YESTERDAY]
+    assert yesterday["pages"][0]["doc_ids"] == ["dpcq-3"]
+    assert yesterday["summary"] == {"pages": 1, "works": 1, "sites": 1, "matches": 1}
+
+    tomorrow = build_report(seeded.db, date(2026, 11, 23))
+    assert [(p["url"], p["doc_ids"]) for p in tomorrow["pages"]] == [(PAGE_TOMORROW, ["news-2"])]
+
+    empty = build_report(seeded.db, date(2026, 11, 30))
+    assert empty["summary"] == {"pages": 0, "works": 0, "sites": 0, "matches": 0}
+    assert (empty["works"], empty["pages"]) == ([], [])
+    assert "No infringement was seen" in to_html(empty)
+
+
+def test_summary_line(seeded):
+    assert summary_line(build_report(seeded.db, DAY)) == (
+        "2026-11-22: 2 infringing pages on 1 site(s), copying 2 work(s) (4 matches)"
+    )
+    assert summary_line(build_report(seeded.db, date(2026, 11, 21))) == (
+        "2026-11-21: 1 infringing page on 1 site(s), copying 1 work(s) (1 match)"
+    )
+
+
+def test_json_and_csv_renderers(seeded):
+    report = build_report(seeded.db, DAY)
+    text = to_json(report)
+    assert "斗破苍穹" in text  # not \u-escaped
+    assert json.loads(text) == report
+
+    rows = list(csv.reader(io.StringIO(to_csv(report))))
+    assert rows == [
+        ["date", "work", "doc_id", "url", "site", "score", "coverage", "first_seen"],
+        [
+            "2026-11-22",
+            "斗破苍穹",
+            "dpcq-1",
+            PAGE_A,
+            "pirate.example",
+            "0.9123",
+            "0.95",
+            "2026-11-22T10:00:00+00:00",
+        ],
+        [
+            "2026-11-22",
+            "斗破苍穹",
+            "dpcq-2",
+            PAGE_A,
+            "pirate.example",
+            "0.9123",
+            "0.95",
+            "2026-11-22T10:00:00+00:00",
+        ],
+        [
+            "2026-11-22",
+            "斗破苍穹",
+            "dpcq-1",
+            PAGE_B,
+            "pirate.example",
+            "0.75",
+            "0.3",
+            "2026-11-22T12:00:00+00:00",
+        ],
+        [
+            "2026-11-22",
+            "新闻",
+            "news-1",
+            PAGE_B,
+            "pirate.example",
+            "0.6",
+            "0.6667",
+            "2026-11-22T12:00:00+00:00",
+        ],
+    ]
+
+
+def test_html_escapes_hostile_pages(runtime):
+    hostile_js = "javascript:alert(1)//<script>alert(1)</script>"
+    hostile_http = 'https://evil.example/"><script>alert(2)</script>'
+    store = MatchStore(runtime.db)
+    store.record(
+        hostile_js,
+        [match("dpcq-1", "<b>斗破苍穹</b>", 0.9, 0.9, "<img src=x onerror=alert(3)>萧炎")],
+        now=at(DAY, 8),
+    )
+    store.record(
+        hostile_http,
+        [match("dpcq-1", "<b>斗破苍穹</b>", 0.8, 0.8, "</td></table>")],
+        now=at(DAY, 9),
+    )
+    PageStore(runtime.db).save(
+        PageRecord(url=hostile_http, text="x", title="<script>alert(1)</script>"), now=at(DAY, 9)
+    )
+
+    html = to_html(build_report(runtime.db, DAY))
+
+    assert html.startswith("<!DOCTYPE html>")
+    assert '<meta charset="utf-8">' in html
+    assert "<script" not in html.lower()
+    assert "<img" not in html and "<b>" not in html and "</td></table>" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "&lt;img src=x onerror=alert(3)&gt;萧炎" in html
+    assert "<h2>&lt;b&gt;斗破苍穹&lt;/b&gt;</h2>" in html
+    assert 'href="javascript' not in html.lower()
+    assert "javascript:alert(1)//&lt;script&gt;" in html  # shown as text, not linked
+    assert '<a href="https://evil.example/&quot;&gt;&lt;script&gt;alert(2)&lt;/script&gt;"' in html
+    assert html.count("<a href=") == 1
+
+
+def main(argv: list[str]) -> int:
+    """``tracker.cli.main``, imported on use so the other tests run without every CLI module."""
+    from tracker.cli import main as tracker_main
+
+    return tracker_main(argv)
+
+
+@pytest.fixture()
+def cli_env(seeded, settings, monkeypatch, tmp_path):
+    """Point ``tracker`` (which loads Settings from the environment) at the test database."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("TRACKER_CONFIG", raising=False)
+    monkeypatch.setenv("MONGO_URL", settings.mongo_url)
+    monkeypatch.setenv("REDIS_URL", settings.redis_url)
+    monkeypatch.setenv("TRACKER_MONGO_DB", settings.mongo_db)
+    monkeypatch.setenv("TRACKER_REDIS_PREFIX", settings.redis_prefix)
+    return tmp_path / "data"
+
+
+def test_cli_prints_json_and_summary(cli_env, capsys):
+    assert main(["--data-dir", str(cli_env), "report", "--date", "2026-11-22"]) == 0
+    out, err = capsys.readouterr()
+    report = json.loads(out)
+    assert [(p["url"], p["doc_ids"]) for p in report["pages"]] == [
+        (PAGE_A, ["dpcq-1", "dpcq-2"]),
+        (PAGE_B, ["dpcq-1", "news-1"]),
+    ]
+    assert err.strip() == (
+        "2026-11-22: 2 infringing pages on 1 site(s), copying 2 work(s) (4 matches)"
+    )
+
+
+def test_cli_writes_html_under_the_data_dir(cli_env, capsys):
+    assert (
+        main(["--data-dir", str(cli_env), "report", "--date", "2026-11-22", "--format", "html"])
+        == 0
+    )
+    expected = cli_env / "reports" / "report-2026-11-22.html"
+    assert capsys.readouterr().out.strip() == str(expected)
+    html = expected.read_text(encoding="utf-8")
+    assert "斗破苍穹 第一章 免费阅读" in html
+    assert f'<a href="{PAGE_A}"' in html
+
+
+def test_cli_writes_csv_to_out(cli_env, tmp_path, capsys):
+    out_path = tmp_path / "exports" / "day.csv"
+    assert (
+        main(
+            [
+                "--data-dir",
+                str(cli_env),
+                "report",
+                "--date",
+                "2026-11-21",
+                "--format",
+                "csv",
+                "--out",
+                str(out_path),
+            ]
+        )
+        == 0
+    )
+    assert capsys.readouterr().out.strip() == str(out_path)
+    rows = list(csv.reader(io.StringIO(out_path.read_text(encoding="utf-8"))))
+    assert rows[1:] == [
+        [
+            "2026-11-21",
+            "斗破苍穹",
+            "dpcq-3",
+            PAGE_YESTERDAY,
+            "mirror.example",
+            "1.0",
+            "1.0",
+            "2026-11-21T23:00:00+00:00",
+        ]
+    ]
+
+
+@pytest.mark.parametrize("bad", ["22-11-2026", "2026-13-01", "2026-11-31", "20261122", "today"])
+def test_cli_rejects_a_bad_date(bad, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["report", "--date", bad])
+    assert exc.value.code == 2
+    assert f"invalid date {bad!r}: expected YYYY-MM-DD" in capsys.readouterr().err

@@ -1,0 +1,107 @@
+"""Chapter splitting, encodings and normalisation."""
+
+from __future__ import annotations
+
+import opencc
+import pytest
+
+from tracker.text.chapters import split_chapters
+from tracker.text.encoding import DecodeError, decode_bytes
+from tracker.text.normalize import boilerplate_mask, normalize, segment_pinyin
+
+BOOK = """红楼梦
+曹雪芹 著
+
+第一回  甄士隐梦幻识通灵　贾雨村风尘怀闺秀
+此开卷第一回也。作者自云：因曾历过一番梦幻之后，故将真事隐去。
+
+第12章 风雪
+雪下得正紧。第十二章并不在行首，所以不是标题。
+
+楔子
+楔子的正文在这里。
+尾声
+全书完。
+"""
+
+
+def test_split_chapters_on_headings():
+    chapters = split_chapters(BOOK)
+    assert [c.title for c in chapters] == [
+        "第一回 甄士隐梦幻识通灵 贾雨村风尘怀闺秀",
+        "第12章 风雪",
+        "楔子",
+        "尾声",
+    ]
+    assert [c.number for c in chapters] == [1, 2, 3, 4]
+    assert chapters[0].text.startswith("此开卷第一回也")
+    assert "第十二章并不在行首" in chapters[1].text
+    assert chapters[3].text == "全书完。"
+
+
+def test_long_preface_becomes_its_own_chapter():
+    preface = "序文" * 60
+    chapters = split_chapters(f"{preface}\n第一章 开始\n正文。\n")
+    assert [c.title for c in chapters] == ["前言", "第一章 开始"]
+    assert chapters[0].text == preface
+
+
+def test_text_without_headings_is_one_chapter():
+    chapters = split_chapters("只是一篇文章。\n第二段。")
+    assert len(chapters) == 1
+    assert chapters[0].title == "只是一篇文章。"
+
+
+def test_empty_text_has_no_chapter():
+    assert split_chapters("  \n\n ") == []
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "gb18030", "gbk", "big5", "utf-16", "utf-8-sig"])
+def test_decode_chinese_encodings(encoding):
+    text = BOOK if encoding != "big5" else opencc.OpenCC("s2tw").convert(BOOK)
+    decoded, _ = decode_bytes(text.encode(encoding))
+    assert decoded.lstrip("\ufeff") == text
+
+
+def test_decode_uses_declared_charset():
+    data = "繁體中文的網頁內容，說明編碼在標頭裡。".encode("big5")
+    assert decode_bytes(data, declared="big5")[0] == "繁體中文的網頁內容，說明編碼在標頭裡。"
+
+
+def test_binary_data_is_rejected():
+    with pytest.raises(DecodeError, match="binary"):
+        decode_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" * 20)
+
+
+def test_normalize_folds_traditional_width_punctuation_and_zero_width():
+    simplified = normalize("电子书，“很好”！ABC１２３")
+    noisy = normalize("電\u200b子　書,「很 好」!ａｂｃ123")
+    assert simplified.chars == noisy.chars == "电子书很好abc123"
+    assert (simplified.tokens == noisy.tokens).all()
+
+
+def test_normalize_keeps_source_offsets():
+    source = "【廣告】他說：你好嗎？"
+    n = normalize(source)
+    assert n.chars == "广告他说你好吗"
+    start, end = n.source_span(2, 4)
+    assert source[start:end] == "他說"
+
+
+def test_homophones_share_tokens_and_pinyin_letters_parse():
+    assert (normalize("电子书").tokens == normalize("电zi书").tokens).all()
+    assert (normalize("时候").tokens == normalize("是后").tokens).all()
+    assert segment_pinyin("dianzishu") == ["dian", "zi", "shu"]
+    assert segment_pinyin("qwrtx") is None
+
+
+def test_boilerplate_lines_are_dropped():
+    text = "正文第一段。\n最快更新红楼梦最新章节，请记住本站域名 www.biquge.com\n正文第二段。"
+    assert normalize(text).chars == "正文第一段正文第二段"
+    mask = boilerplate_mask(text)
+    assert mask.sum() > 20 and not mask[:6].any()
+
+
+def test_inline_bracketed_ads_are_dropped():
+    assert normalize("他走了（天才一秒记住本站地址）进来。").chars == "他走了进来"
+    assert normalize("文章（原文）保留。").chars == "文章原文保留"
