@@ -1,30 +1,46 @@
-"""The ``tracker`` command line. Each sub-command lives in its own module with a ``register``
-function that adds its parser and sets ``func``."""
+"""The ``tracker`` command line.
+
+Each sub-command lives in its own module of this package with a ``register(commands)`` function
+that adds its parser and sets ``func(args, settings) -> int``; modules are discovered, so a new
+command is a new file.
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
+import pkgutil
 import sys
+from types import ModuleType
 
-from tracker.cli import check, demo, index, ingest, report, services
 from tracker.config import ConfigError, Settings
 from tracker.readers import InputError
 from tracker.services import ServiceError
 from tracker.text.encoding import DecodeError
 
-COMMANDS = (ingest, check, report, index, services, demo)
+# Listed first, in this order, in --help; any other command module follows alphabetically.
+PREFERRED_ORDER = ("ingest", "check", "report", "index", "services", "demo")
+
+
+def command_modules() -> list[ModuleType]:
+    names = [info.name for info in pkgutil.iter_modules(__path__) if not info.name.startswith("_")]
+    names.sort(key=lambda n: (PREFERRED_ORDER.index(n) if n in PREFERRED_ORDER else 99, n))
+    modules = [importlib.import_module(f"{__name__}.{name}") for name in names]
+    return [module for module in modules if hasattr(module, "register")]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="tracker", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="tracker", description="Find pirated copies of a master library of Chinese texts."
+    )
     parser.add_argument(
         "--config", help="TOML settings file (default: $TRACKER_CONFIG or ./tracker.toml)"
     )
     parser.add_argument("--data-dir", help="data directory (embedded servers, reports)")
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in COMMANDS:
+    for module in command_modules():
         module.register(commands)
     return parser
 
