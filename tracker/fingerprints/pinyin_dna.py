@@ -13,6 +13,8 @@ Normalisation: for letter *l* with window frequency *f* and reference *r*, the r
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from tracker.text import tables
@@ -71,17 +73,19 @@ def dna_windows(
         return np.zeros(0, dtype=np.uint64)
     step = max(1, round(window * (1 - overlap)))
     if n <= window:
-        starts = np.array([0])
-        size = n
+        window, starts = n, np.array([0])
     else:
         starts = np.arange(0, n - window + 1, step)
-        size = window
-    # Prefix sums of one-hot letters give every window's counts in one subtraction.
-    onehot = np.zeros((n + 1, len(LETTERS)), dtype=np.int32)
-    onehot[np.arange(1, n + 1), slots] = 1
-    prefix = np.cumsum(onehot, axis=0)
-    counts = prefix[starts + size] - prefix[starts]
-    deviation = counts / size / REFERENCE - 1.0
+    # Count letters per block of gcd(window, step) letters with one bincount; each window is
+    # then a sum of whole blocks (two halves at 50 % overlap).
+    block = math.gcd(window, step)
+    blocks = (n + block - 1) // block
+    per_block = np.bincount(np.arange(n) // block * len(LETTERS) + slots,
+                            minlength=blocks * len(LETTERS)).reshape(blocks, len(LETTERS))
+    prefix = np.vstack([np.zeros((1, len(LETTERS)), dtype=np.int64), np.cumsum(per_block, axis=0)])
+    first = starts // block
+    counts = prefix[first + window // block] - prefix[first]
+    deviation = counts / window / REFERENCE - 1.0
     levels = np.searchsorted(EDGES, deviation, side="right").astype(np.uint64)
     shifts = np.arange(len(LETTERS) - 1, -1, -1, dtype=np.uint64) * np.uint64(BITS_PER_LETTER)
     return np.bitwise_or.reduce(levels << shifts, axis=1)

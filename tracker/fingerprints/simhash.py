@@ -12,6 +12,7 @@ and rare names and terms weigh much).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from functools import cache
 from importlib import resources
@@ -145,28 +146,29 @@ def tokenize(folded: str) -> list[str]:
 
 
 def simhash_tokens(tokens: Sequence[str]) -> int:
-    """SimHash-64 of word tokens, TF·IDF weighted, stop words and single digits dropped."""
-    counts: dict[str, int] = {}
-    for token in tokens:
-        if token not in STOP_WORDS and not token.isdigit():
-            counts[token] = counts.get(token, 0) + 1
-    if not counts:
+    """SimHash-64 of word tokens, TF·IDF weighted, stop words and numbers dropped."""
+    counts = Counter(tokens)
+    for word in STOP_WORDS.intersection(counts):
+        del counts[word]
+    words = [w for w in counts if not w.isdigit()]
+    if not words:
         return 0
     idf, default_idf = idf_table()
-    words = list(counts)
-    weights = np.array([counts[w] * idf.get(w, default_idf) for w in words], dtype=np.float64)
-    hashes = np.array([xxhash.xxh64_intdigest(w.encode()) for w in words], dtype=np.uint64)
+    weights = np.fromiter((counts[w] * idf.get(w, default_idf) for w in words), np.float64,
+                          len(words))
+    hashes = np.fromiter((xxhash.xxh3_64_intdigest(w.encode()) for w in words), np.uint64,
+                         len(words))
     return simhash_weighted(hashes, weights)
 
 
 def simhash_weighted(hashes: np.ndarray, weights: np.ndarray) -> int:
-    """Combine 64-bit feature hashes with their weights into one fingerprint (vectorised)."""
+    """Combine 64-bit feature hashes with their weights into one fingerprint (vectorised).
+
+    Σ w·(2b − 1) > 0  ⇔  2·Σ w·b > Σ w, so one matrix product gives every bit's vote.
+    """
     bits = np.unpackbits(hashes.astype(">u8").view(np.uint8).reshape(-1, 8), axis=1)  # n x 64
-    votes = weights @ (bits.astype(np.float64) * 2.0 - 1.0)
-    fingerprint = 0
-    for bit in np.flatnonzero(votes > 0):
-        fingerprint |= 1 << (63 - int(bit))
-    return fingerprint
+    votes = weights.astype(np.float32) @ bits.astype(np.float32)
+    return int.from_bytes(np.packbits(votes * 2 > weights.sum()).tobytes(), "big")
 
 
 def hamming(a: int, b: int) -> int:

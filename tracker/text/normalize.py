@@ -60,11 +60,11 @@ AD_PHRASES = (
     "防盗章节",
 )
 MAX_AD_LINE_CHARS = 80
+# Starts with a plain character class so the regex engine can skip CJK text quickly.
 _URL = (
-    r"(?:https?://)?(?:www\.|m\.|wap\.)?[a-z0-9-]+(?:\.[a-z0-9-]+)*"
+    r"[a-z0-9][a-z0-9.:/-]*"
     r"\.(?:com|net|org|cc|la|info|cn|me|co|tw|io|xyz|top|vip|tv|app)\b(?:/[^\s　]*)?"
 )
-
 
 @cache
 def _ad_patterns() -> tuple[re.Pattern, re.Pattern, re.Pattern]:
@@ -91,7 +91,7 @@ def boilerplate_mask(text: str) -> np.ndarray:
     if not text:
         return mask
     line, bracket, url = _ad_patterns()
-    scan = text.translate(tables.t2s_translation())  # same length as text
+    scan = _simplified_same_length(text)
     for pattern in (bracket, url):
         for m in pattern.finditer(scan):
             mask[m.start() : m.end()] = True
@@ -102,6 +102,11 @@ def boilerplate_mask(text: str) -> np.ndarray:
     for m in line.finditer(scan):
         mask[m.start() : m.end()] = True
     return mask
+
+
+def _simplified_same_length(text: str) -> str:
+    cps = np.minimum(codepoints(text), tables.TABLE_SIZE - 1)
+    return tables.t2s_codepoints()[cps].tobytes().decode("utf-32-le", "surrogatepass")
 
 
 @dataclass(frozen=True)

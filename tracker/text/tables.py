@@ -56,9 +56,14 @@ def fold_table() -> np.ndarray:
     return table
 
 
-def t2s_translation() -> dict[int, int]:
-    """A length-preserving Traditional→Simplified ``str.translate`` table (for regex scans)."""
-    return _t2s_pairs()
+@cache
+def t2s_codepoints() -> np.ndarray:
+    """Code point → its Simplified code point (itself when unchanged); length-preserving."""
+    table = np.arange(TABLE_SIZE, dtype=np.uint32)
+    table[0xD800:0xE000] = ord(" ")  # lone surrogates never reach a str decoder
+    for traditional, simplified in _t2s_pairs().items():
+        table[traditional] = simplified
+    return table
 
 
 @cache
