@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from tracker.fingerprints.simhash import hamming
-from tracker.index import AnchorIndex, DnaIndex, MemoryStorage, RedisStorage, SimHashIndex
+from tracker.index import MemoryStorage, RedisStorage, SimHashIndex
+from tracker.index.postings import RECORD, HashPostings, fetch
 
 
 @pytest.fixture(params=["memory", "redis"])
@@ -32,44 +33,55 @@ def test_simhash_index_finds_everything_within_k_and_nothing_beyond(storage, blo
     assert len(index.tables) == (4 if blocks == 4 else 20)
     stored = {n: rng.getrandbits(64) for n in range(1, 301)}
     index.add(stored.items())
-    lookup = lambda ns: {n: stored[n] for n in ns}  # noqa: E731
     for n in range(1, 301, 7):
         for distance in range(0, 6):
             query = flip(stored[n], rng.sample(range(64), distance))
-            found = index.query(query, lookup)
+            found = index.query(query)
             if distance <= 3:
                 assert found.get(n) == distance
             else:
                 assert n not in found
-            assert all(hamming(stored[m], query) <= 3 for m in found)
+            assert all(hamming(stored[m], query) == d <= 3 for m, d in found.items())
 
 
 def test_simhash_index_remove(storage):
     index = SimHashIndex(storage)
-    index.add([(1, 0xABCDEF0123456789), (2, 0x1111111111111111)])
+    index.add([(1, 0xABCDEF0123456789), (2, 0x1111111111111111), (3, 0xABCDEF0123456788)])
     index.remove([(1, 0xABCDEF0123456789)])
-    assert index.candidates(0xABCDEF0123456789) == set()
-    assert index.candidates(0x1111111111111111) == {2}
+    assert index.query(0xABCDEF0123456789) == {3: 1}
+    assert index.query(0x1111111111111111) == {2: 0}
 
 
-def test_dna_and_anchor_indexes_vote_per_master(storage):
-    dna, anchors = DnaIndex(storage), AnchorIndex(storage, stop_after=2)
-    dna.add(1, np.array([10, 11, 12], dtype=np.uint64))
-    dna.add(2, np.array([12, 13], dtype=np.uint64))
-    assert dna.query(np.array([11, 12, 12, 99], dtype=np.uint64)) == {1: 2, 2: 1}
-    dna.remove(1, [10, 11, 12])
-    assert dna.query(np.array([11, 12], dtype=np.uint64)) == {2: 1}
+def test_hash_postings_vote_per_document(storage):
+    postings = HashPostings(storage, "t")
+    rng = np.random.default_rng(3)
+    values = rng.integers(0, 2**63, 40, dtype=np.uint64)
+    storage.append(postings.records(1, values[:20]))
+    storage.append(postings.records(2, values[10:30]))
+    storage.append(postings.records(70_000, values[25:]))  # a document id above 16 bits
+    query = np.concatenate([values[5:15], values[28:32]])
+    blobs = fetch(storage, postings.keys_of(query))
+    assert postings.votes(query, blobs) == {1: 10, 2: 7, 70_000: 4}
+    # Values shared by more than stop_after documents count for nobody.
+    assert postings.votes(values[10:20], blobs, stop_after=1) == {}
+    postings.remove(2, values[10:30])
+    blobs = fetch(storage, postings.keys_of(query))
+    assert postings.votes(query, blobs) == {1: 10, 70_000: 4}
+    assert RECORD.itemsize == 5
 
-    for n in (1, 2, 3):  # anchor 500 is in three masters: a stock phrase, ignored
-        anchors.add(n, np.array([500, 600 + n], dtype=np.uint64))
-    assert anchors.query(np.array([500, 601, 602], dtype=np.uint64)) == {1: 1, 2: 1}
+
+def test_document_ids_must_fit_the_record(storage):
+    with pytest.raises(ValueError, match="out of range"):
+        HashPostings(storage, "t").records(1 << 24, np.array([1], dtype=np.uint64))
 
 
 def test_storage_clear_removes_only_its_own_keys(runtime):
     own = RedisStorage(runtime.redis, runtime.settings.redis_prefix + "ix:")
     other = RedisStorage(runtime.redis, runtime.settings.redis_prefix + "other:")
-    own.add([("a", 1), ("b", 2)])
-    other.add([("a", 3)])
+    own.append({"a": b"12345", "b": b"67890"})
+    own.append({"a": b"abcde"})
+    other.append({"a": b"zzzzz"})
+    assert own.get(["a", "b", "c"]) == [b"12345abcde", b"67890", b""]
     own.clear()
-    assert own.get(["a", "b"]) == [set(), set()]
-    assert other.get(["a"]) == [{3}]
+    assert own.get(["a", "b"]) == [b"", b""]
+    assert other.get(["a"]) == [b"zzzzz"]

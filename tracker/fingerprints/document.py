@@ -1,50 +1,49 @@
-"""All fingerprints of one text, computed in one pass over its normalised form."""
+"""All fingerprints of one master text, computed in one pass over its normalised form."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
+from bson import Binary
 
-from tracker.fingerprints.anchors import anchor_hashes
-from tracker.fingerprints.pinyin_dna import dna_windows
 from tracker.fingerprints.simhash import simhash_tokens, tokenize
+from tracker.index.anchor_index import AnchorIndex
+from tracker.index.dna_index import master_windows
 from tracker.text.normalize import NormalizedText, normalize
 
 
 @dataclass(frozen=True)
 class DocumentFingerprint:
     simhash: int  # unsigned 64-bit
-    dna: np.ndarray  # uint64 window values, in text order
-    anchors: np.ndarray  # uint64 anchor shingle hashes, in text order
+    dna: np.ndarray  # uint64 pinyin-DNA window values, in text order
+    anchors: np.ndarray  # uint64 anchor shingle hashes kept in the index
     length: int  # tokens after normalisation
+    tokens: np.ndarray  # uint16 pinyin syllable tokens (for alignment; empty when not loaded)
 
     def to_mongo(self) -> dict:
         # MongoDB integers are signed 64-bit: store the two's-complement value.
-        return {
-            "simhash": to_signed(self.simhash),
-            "dna": [int(v) for v in self.dna],
-            "anchors": [to_signed(int(v)) for v in self.anchors],
-            "length": self.length,
-        }
+        return {"simhash": to_signed(self.simhash), "dna": [int(v) for v in self.dna],
+                "anchors": Binary(self.anchors.astype("<u8").tobytes()),
+                "tokens": Binary(self.tokens.astype("<u2").tobytes()), "length": self.length}
 
     @classmethod
     def from_mongo(cls, doc: dict) -> DocumentFingerprint:
-        return cls(
-            simhash=to_unsigned(doc["simhash"]),
-            dna=np.array(doc.get("dna", []), dtype=np.uint64),
-            anchors=np.array([to_unsigned(v) for v in doc.get("anchors", [])], dtype=np.uint64),
-            length=int(doc.get("length", 0)),
-        )
+        return cls(simhash=to_unsigned(doc["simhash"]),
+                   dna=np.array(doc.get("dna", []), dtype=np.uint64),
+                   anchors=np.frombuffer(doc.get("anchors", b""), dtype="<u8").astype(np.uint64),
+                   length=int(doc.get("length", 0)),
+                   tokens=np.frombuffer(doc.get("tokens", b""), dtype="<u2").astype(np.uint16))
 
 
 def fingerprint(text: NormalizedText | str) -> tuple[NormalizedText, DocumentFingerprint]:
+    """Normalise ``text`` (when needed) and compute SimHash, DNA windows and anchors."""
     normalized = text if isinstance(text, NormalizedText) else normalize(text)
     simhash = simhash_tokens(tokenize(normalized.chars)) if normalized.chars else 0
-    _, anchors = anchor_hashes(normalized.tokens)
     return normalized, DocumentFingerprint(
-        simhash=simhash, dna=dna_windows(normalized.tokens), anchors=anchors, length=len(normalized)
-    )
+        simhash=simhash, dna=master_windows(normalized.tokens),
+        anchors=AnchorIndex.master_anchors(normalized.tokens), length=len(normalized),
+        tokens=normalized.tokens)
 
 
 def to_signed(value: int) -> int:

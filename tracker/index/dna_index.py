@@ -1,33 +1,52 @@
-"""Exact-value index of pinyin-DNA window numbers: window value → masters having that window."""
+"""Exact-value index of pinyin-DNA window numbers: window value → masters having that window.
+
+Masters store their windows at the design's 50 % overlap; a page is looked up with windows
+taken at a finer step, so that some page window starts within a few letters of each master
+window and, the letter distribution of a large window barely changing over a few letters,
+quantises to the same number.
+"""
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Iterable
-
 import numpy as np
 
+from tracker.fingerprints.anchors import _mix
+from tracker.fingerprints.pinyin_dna import dna_windows
+from tracker.index.postings import HashPostings
 from tracker.index.storage import Storage
+
+MASTER_WINDOW = 320
+MASTER_OVERLAP = 0.5
+QUERY_OVERLAP = 0.875
+
+
+def spread(values: np.ndarray) -> np.ndarray:
+    """40-bit DNA values hashed to uniform 64-bit keys for the postings."""
+    with np.errstate(over="ignore"):
+        return _mix(np.asarray(values, dtype=np.uint64) + np.uint64(0x5DEECE66D))
+
+
+def master_windows(tokens: np.ndarray) -> np.ndarray:
+    return dna_windows(tokens, window=MASTER_WINDOW, overlap=MASTER_OVERLAP)
+
+
+def query_windows(tokens: np.ndarray) -> np.ndarray:
+    return dna_windows(tokens, window=MASTER_WINDOW, overlap=QUERY_OVERLAP)
 
 
 class DnaIndex:
     def __init__(self, storage: Storage, name: str = "dna") -> None:
-        self.storage = storage
-        self.name = name
+        self.postings = HashPostings(storage, name)
 
-    def _key(self, value: int) -> str:
-        return f"{self.name}:{value:x}"
+    def records(self, doc: int, windows: np.ndarray) -> dict[str, bytes]:
+        return self.postings.records(doc, spread(windows))
 
-    def add(self, n: int, windows: np.ndarray) -> None:
-        self.storage.add((self._key(int(v)), n) for v in np.unique(windows))
+    def remove(self, doc: int, windows: np.ndarray) -> None:
+        self.postings.remove(doc, spread(windows))
 
-    def remove(self, n: int, windows: Iterable[int]) -> None:
-        self.storage.remove((self._key(int(v)), n) for v in set(windows))
+    def plan(self, windows: np.ndarray) -> tuple[np.ndarray, list[str]]:
+        keys = spread(windows)
+        return keys, self.postings.keys_of(keys)
 
-    def query(self, windows: np.ndarray) -> Counter[int]:
-        """Number of the query's distinct windows found in each master."""
-        values = [int(v) for v in np.unique(windows)]
-        votes: Counter[int] = Counter()
-        for members in self.storage.get([self._key(v) for v in values]):
-            votes.update(members)
-        return votes
+    def votes(self, keys: np.ndarray, blobs: dict[str, bytes]) -> dict[int, int]:
+        return self.postings.votes(keys, blobs)

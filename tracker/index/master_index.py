@@ -1,43 +1,57 @@
-"""The index of the whole master library: SimHash tables, DNA windows and shingle anchors."""
+"""The index of the whole master library: SimHash tables, shingle anchors and DNA windows.
+
+A lookup is planned for a batch of pages first, so every bucket any of them needs is fetched
+in one round trip (one ``MGET`` on Redis), then resolved page by page.
+"""
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 
+import numpy as np
+
+from tracker.fingerprints.anchors import gram_hashes
 from tracker.fingerprints.document import DocumentFingerprint
 from tracker.index.anchor_index import AnchorIndex
-from tracker.index.dna_index import DnaIndex
+from tracker.index.dna_index import DnaIndex, query_windows
+from tracker.index.postings import fetch
 from tracker.index.simhash_index import SimHashIndex
 from tracker.index.storage import Storage
 
 
 @dataclass
+class Query:
+    """What a page needs from the index; ``grams`` are reused for alignment."""
+
+    simhash: int
+    grams: np.ndarray
+    dense: np.ndarray
+    sparse: np.ndarray
+    dna: np.ndarray
+    keys: list[str] = field(default_factory=list)
+
+
+@dataclass
 class Candidates:
-    near_duplicates: dict[int, int]  # n -> Hamming distance
-    anchor_votes: Counter[int]
-    dna_votes: Counter[int]
+    near_duplicates: dict[int, int]  # doc -> Hamming distance
+    anchor_votes: dict[int, int]
+    dna_votes: dict[int, int]
 
-    def ranked(self, min_anchor_votes: int = 2, limit: int = 30) -> list[int]:
-        score: Counter[int] = Counter()
-        for n in self.near_duplicates:
-            score[n] += 1000
-        for n, votes in self.anchor_votes.items():
-            if votes >= min_anchor_votes:
-                score[n] += votes
-        for n, votes in self.dna_votes.items():
-            score[n] += votes
-        return [n for n, _ in score.most_common(limit)]
+    def ranked(self, limit: int = 12) -> list[int]:
+        score: dict[int, float] = {}
+        for doc in self.near_duplicates:
+            score[doc] = score.get(doc, 0) + 1000
+        for doc, votes in self.anchor_votes.items():
+            score[doc] = score.get(doc, 0) + votes
+        for doc, votes in self.dna_votes.items():
+            score[doc] = score.get(doc, 0) + 0.5 * votes
+        return sorted(score, key=lambda d: (-score[d], d))[:limit]
 
-    def methods(self, n: int) -> str:
-        found = []
-        if n in self.near_duplicates:
-            found.append("simhash")
-        if self.anchor_votes.get(n):
-            found.append("shingle")
-        if self.dna_votes.get(n):
-            found.append("dna")
+    def methods(self, doc: int) -> str:
+        found = [name for name, table in (("simhash", self.near_duplicates),
+                                          ("shingle", self.anchor_votes),
+                                          ("dna", self.dna_votes)) if doc in table]
         return "+".join(found) or "shingle"
 
 
@@ -45,27 +59,42 @@ class MasterIndex:
     def __init__(self, storage: Storage, simhash_k: int = 3, simhash_blocks: int = 4) -> None:
         self.storage = storage
         self.simhash = SimHashIndex(storage, k=simhash_k, blocks=simhash_blocks)
-        self.dna = DnaIndex(storage)
         self.anchors = AnchorIndex(storage)
+        self.dna = DnaIndex(storage)
 
     def add(self, items: Iterable[tuple[int, DocumentFingerprint]]) -> None:
+        chunks: dict[str, bytearray] = {}
         items = list(items)
-        self.simhash.add((n, fp.simhash) for n, fp in items if fp.simhash)
-        for n, fp in items:
-            self.dna.add(n, fp.dna)
-            self.anchors.add(n, fp.anchors)
 
-    def remove(self, n: int, fp: DocumentFingerprint) -> None:
+        def merge(records: dict[str, bytes]) -> None:
+            for key, blob in records.items():
+                chunks.setdefault(key, bytearray()).extend(blob)
+
+        merge(self.simhash.records((doc, fp.simhash) for doc, fp in items if fp.simhash))
+        for doc, fp in items:
+            merge(self.anchors.records(doc, fp.length, fp.anchors))
+            merge(self.dna.records(doc, fp.dna))
+        self.storage.append({k: bytes(v) for k, v in chunks.items()})
+
+    def remove(self, doc: int, fp: DocumentFingerprint) -> None:
         if fp.simhash:
-            self.simhash.remove([(n, fp.simhash)])
-        self.dna.remove(n, fp.dna.tolist())
-        self.anchors.remove(n, fp.anchors.tolist())
+            self.simhash.remove([(doc, fp.simhash)])
+        self.anchors.remove(doc, fp.length, fp.anchors)
+        self.dna.remove(doc, fp.dna)
 
-    def candidates(
-        self, fp: DocumentFingerprint, simhashes_of: Callable[[set[int]], dict[int, int]]
-    ) -> Candidates:
-        near = self.simhash.query(fp.simhash, simhashes_of) if fp.simhash else {}
-        return Candidates(near, self.anchors.query(fp.anchors), self.dna.query(fp.dna))
+    def plan(self, simhash: int, tokens: np.ndarray) -> Query:
+        grams = gram_hashes(tokens)
+        dense, sparse, anchor_keys = self.anchors.plan(grams)
+        dna, dna_keys = self.dna.plan(query_windows(tokens))
+        keys = (self.simhash.keys(simhash) if simhash else []) + anchor_keys + dna_keys
+        return Query(simhash, grams, dense, sparse, dna, keys)
+
+    def candidates_many(self, queries: Sequence[Query]) -> list[Candidates]:
+        blobs = fetch(self.storage, [key for q in queries for key in q.keys])
+        return [Candidates(
+            near_duplicates=self.simhash.within(q.simhash, blobs) if q.simhash else {},
+            anchor_votes=self.anchors.votes(q.dense, q.sparse, blobs),
+            dna_votes=self.dna.votes(q.dna, blobs)) for q in queries]
 
     def clear(self) -> None:
         self.storage.clear()

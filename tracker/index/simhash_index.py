@@ -4,64 +4,80 @@ To find every stored 64-bit fingerprint within Hamming distance *k* of a query, 
 into *b* > *k* blocks. Any *k* differing bits touch at most *k* blocks, so at least *b − k* blocks
 are identical: with one table per choice of *b − k* blocks (C(b, b−k) tables) keyed by those
 blocks' bits, a near-duplicate shares its key with the query in at least one table. Each table
-lookup returns the few candidates with that key; their exact distance is then checked.
+lookup returns the few candidates filed under that key; their exact distance is then checked.
 
 ``blocks=4, k=3`` gives 4 tables keyed by 16 bits; ``blocks=6, k=3`` gives 20 tables keyed by
-~32 bits (fewer candidates per lookup, 5× the entries). Members are stored as ``n``, the
-master's integer id; the fingerprint itself is kept beside the index by the caller.
+~32 bits (fewer candidates per lookup, 5× the entries). Keys are folded into ``2^bucket_bits``
+buckets per table; each record holds the document id and its whole fingerprint (12 bytes), so
+the distance check needs no second lookup.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from itertools import combinations
 
-from tracker.fingerprints.simhash import hamming
+import numpy as np
+
 from tracker.index.storage import Storage
+
+RECORD = np.dtype([("doc", "<u4"), ("fingerprint", "<u8")])
+_GOLDEN = 0x9E3779B97F4A7C15
 
 
 class SimHashIndex:
-    def __init__(self, storage: Storage, k: int = 3, blocks: int = 4, name: str = "sh") -> None:
+    def __init__(self, storage: Storage, k: int = 3, blocks: int = 4, bucket_bits: int = 12,
+                 name: str = "sh") -> None:
         if blocks <= k:
             raise ValueError("blocks must exceed k for the pigeonhole guarantee")
         self.storage = storage
         self.k = k
         self.name = name
+        self.bucket_bits = bucket_bits
         edges = [round(i * 64 / blocks) for i in range(blocks + 1)]
-        self._masks = [
-            ((1 << (edges[i + 1] - edges[i])) - 1) << (64 - edges[i + 1]) for i in range(blocks)
-        ]
-        self.tables = [
-            sum(self._masks[i] for i in chosen)
-            for chosen in combinations(range(blocks), blocks - k)
-        ]
+        block_masks = [((1 << (edges[i + 1] - edges[i])) - 1) << (64 - edges[i + 1])
+                       for i in range(blocks)]
+        self.tables = [sum(block_masks[i] for i in chosen)
+                       for chosen in combinations(range(blocks), blocks - k)]
 
     def keys(self, fingerprint: int) -> list[str]:
-        return [f"{self.name}:{t}:{fingerprint & mask:x}" for t, mask in enumerate(self.tables)]
+        keys = []
+        for t, mask in enumerate(self.tables):
+            bucket = (((fingerprint & mask) * _GOLDEN) & 0xFFFFFFFFFFFFFFFF) >> (
+                64 - self.bucket_bits)
+            keys.append(f"{self.name}:{t}:{bucket:x}")
+        return keys
+
+    def records(self, items: Iterable[tuple[int, int]]) -> dict[str, bytes]:
+        grouped: dict[str, bytearray] = {}
+        for doc, fingerprint in items:
+            row = np.array([(doc, fingerprint)], dtype=RECORD).tobytes()
+            for key in self.keys(fingerprint):
+                grouped.setdefault(key, bytearray()).extend(row)
+        return {k: bytes(v) for k, v in grouped.items()}
 
     def add(self, items: Iterable[tuple[int, int]]) -> None:
-        """Index ``(n, fingerprint)`` pairs."""
-        self.storage.add((key, n) for n, fp in items for key in self.keys(fp))
+        """Index ``(doc, fingerprint)`` pairs."""
+        self.storage.append(self.records(items))
 
     def remove(self, items: Iterable[tuple[int, int]]) -> None:
-        self.storage.remove((key, n) for n, fp in items for key in self.keys(fp))
+        for doc, fingerprint in items:
+            self.storage.remove_doc(self.keys(fingerprint), doc, RECORD)
 
-    def candidates(self, fingerprint: int) -> set[int]:
-        found: set[int] = set()
-        for members in self.storage.get(self.keys(fingerprint)):
-            found |= members
+    def within(self, fingerprint: int, blobs: dict[str, bytes]) -> dict[int, int]:
+        """``{doc: distance}`` for records in the fetched buckets within ``k`` bits."""
+        found: dict[int, int] = {}
+        for key in self.keys(fingerprint):
+            blob = blobs.get(key)
+            if not blob:
+                continue
+            records = np.frombuffer(blob, dtype=RECORD)
+            distances = np.bitwise_count(records["fingerprint"] ^ np.uint64(fingerprint))
+            for doc, distance in zip(records["doc"][distances <= self.k].tolist(),
+                                     distances[distances <= self.k].tolist(), strict=True):
+                found[doc] = min(distance, found.get(doc, 64))
         return found
 
-    def query(
-        self, fingerprint: int, fingerprint_of: Callable[[set[int]], dict[int, int]]
-    ) -> dict[int, int]:
-        """``{n: distance}`` of indexed fingerprints within ``k`` bits of ``fingerprint``.
-
-        ``fingerprint_of`` maps candidate ids to their stored fingerprints (one batched fetch).
-        """
-        candidates = self.candidates(fingerprint)
-        if not candidates:
-            return {}
-        stored = fingerprint_of(candidates)
-        distances = {n: hamming(fp, fingerprint) for n, fp in stored.items()}
-        return {n: d for n, d in distances.items() if d <= self.k}
+    def query(self, fingerprint: int) -> dict[int, int]:
+        keys = self.keys(fingerprint)
+        return self.within(fingerprint, dict(zip(keys, self.storage.get(keys), strict=True)))

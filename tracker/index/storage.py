@@ -1,98 +1,150 @@
-"""Storage for the indexes: a mapping from string keys to sets of integer members.
+"""Storage for the indexes: buckets of fixed-size binary records, in memory or in Redis.
 
 Like datasketch's storage layer, the indexes are written against this small interface and run
-unchanged in memory (tests, one-off checks) or in Redis (shared by every process). All calls are
-batched so the Redis backend makes one round trip per batch (pipelining).
+unchanged in memory (tests, one-off checks) or in Redis (shared by every process). A bucket is
+one byte string of packed records (see :mod:`tracker.index.postings`): Redis keeps it in a
+single allocation, so an index entry costs its record size (5–12 bytes) instead of the ~60
+bytes of a set member. Calls are batched: one round trip per batch.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
+import numpy as np
 import redis
 
 
 class Storage(ABC):
     @abstractmethod
-    def add(self, pairs: Iterable[tuple[str, int]]) -> None:
-        """Add each member to the set at its key."""
+    def append(self, chunks: Mapping[str, bytes]) -> None:
+        """Append each chunk of records to the bucket at its key."""
 
     @abstractmethod
-    def remove(self, pairs: Iterable[tuple[str, int]]) -> None:
-        """Remove each member from the set at its key (absent members are ignored)."""
+    def get(self, keys: Sequence[str]) -> list[bytes]:
+        """The buckets at ``keys``, in order (``b""`` for missing keys)."""
 
     @abstractmethod
-    def get(self, keys: Sequence[str]) -> list[set[int]]:
-        """The sets at ``keys``, in order (empty for missing keys)."""
+    def remove_doc(self, keys: Iterable[str], doc: int, record: np.dtype) -> None:
+        """Drop every record whose ``doc`` field equals ``doc`` from the buckets at ``keys``."""
 
     @abstractmethod
     def clear(self) -> None:
-        """Remove every key of this storage."""
+        """Remove every bucket of this storage."""
 
     def memory_bytes(self) -> int | None:
         return None
 
 
+def without_doc(blob: bytes, doc: int, record: np.dtype) -> bytes:
+    records = np.frombuffer(blob, dtype=record)
+    return records[doc_ids(records) != doc].tobytes()
+
+
+def doc_ids(records: np.ndarray) -> np.ndarray:
+    """The ``doc`` field of packed records (stored as 3 bytes in 5-byte records)."""
+    if "doc" in records.dtype.names:
+        return records["doc"].astype(np.int64)
+    return records["doc_lo"].astype(np.int64) | (records["doc_hi"].astype(np.int64) << 16)
+
+
 class MemoryStorage(Storage):
     def __init__(self) -> None:
-        self._sets: dict[str, set[int]] = defaultdict(set)
+        self._buckets: dict[str, bytearray] = defaultdict(bytearray)
 
-    def add(self, pairs: Iterable[tuple[str, int]]) -> None:
-        for key, member in pairs:
-            self._sets[key].add(member)
+    def append(self, chunks: Mapping[str, bytes]) -> None:
+        for key, chunk in chunks.items():
+            self._buckets[key] += chunk
 
-    def remove(self, pairs: Iterable[tuple[str, int]]) -> None:
-        for key, member in pairs:
-            members = self._sets.get(key)
-            if members is not None:
-                members.discard(member)
-                if not members:
-                    del self._sets[key]
+    def get(self, keys: Sequence[str]) -> list[bytes]:
+        return [bytes(self._buckets.get(key, b"")) for key in keys]
 
-    def get(self, keys: Sequence[str]) -> list[set[int]]:
-        return [set(self._sets.get(key, ())) for key in keys]
+    def remove_doc(self, keys: Iterable[str], doc: int, record: np.dtype) -> None:
+        for key in set(keys):
+            if key in self._buckets:
+                kept = without_doc(bytes(self._buckets[key]), doc, record)
+                if kept:
+                    self._buckets[key] = bytearray(kept)
+                else:
+                    del self._buckets[key]
 
     def clear(self) -> None:
-        self._sets.clear()
+        self._buckets.clear()
+
+
+# Appending through SET keeps each value in an exact-size allocation (APPEND over-allocates).
+_APPEND = """
+for i, key in ipairs(KEYS) do
+  local old = redis.call('GET', key)
+  if old then redis.call('SET', key, old .. ARGV[i]) else redis.call('SET', key, ARGV[i]) end
+end
+return #KEYS
+"""
+
+# ARGV: record size, byte offset of the doc field, the packed doc field to drop.
+_REMOVE = """
+local size, offset, target = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
+local width = #target
+for _, key in ipairs(KEYS) do
+  local blob = redis.call('GET', key)
+  if blob then
+    local kept = {}
+    for p = 1, #blob, size do
+      if string.sub(blob, p + offset, p + offset + width - 1) ~= target then
+        kept[#kept + 1] = string.sub(blob, p, p + size - 1)
+      end
+    end
+    if #kept == 0 then redis.call('DEL', key) else redis.call('SET', key, table.concat(kept)) end
+  end
+end
+return #KEYS
+"""
 
 
 class RedisStorage(Storage):
-    """Sets of integers in Redis (compact intset/listpack encodings), one key per index key."""
+    BATCH = 2000
 
-    BATCH = 5000
-
-    def __init__(self, client: redis.Redis, prefix: str = "tracker:") -> None:
+    def __init__(self, client: redis.Redis, prefix: str = "tracker:ix:") -> None:
         self.client = client
         self.prefix = prefix
+        self._append = client.register_script(_APPEND)
+        self._remove = client.register_script(_REMOVE)
 
-    def _write(self, command: str, pairs: Iterable[tuple[str, int]]) -> None:
+    def append(self, chunks: Mapping[str, bytes]) -> None:
+        items = list(chunks.items())
         pipe = self.client.pipeline(transaction=False)
-        pending = 0
-        for key, member in pairs:
-            getattr(pipe, command)(self.prefix + key, member)
-            pending += 1
-            if pending >= self.BATCH:
-                pipe.execute()
-                pending = 0
-        if pending:
-            pipe.execute()
+        for start in range(0, len(items), self.BATCH):
+            batch = items[start:start + self.BATCH]
+            self._append(keys=[self.prefix + k for k, _ in batch], args=[v for _, v in batch],
+                         client=pipe)
+        pipe.execute()
 
-    def add(self, pairs: Iterable[tuple[str, int]]) -> None:
-        self._write("sadd", pairs)
+    def get(self, keys: Sequence[str]) -> list[bytes]:
+        blobs: list[bytes] = []
+        for start in range(0, len(keys), 10 * self.BATCH):
+            chunk = [self.prefix + k for k in keys[start:start + 10 * self.BATCH]]
+            blobs.extend(b or b"" for b in self.client.mget(chunk))
+        return blobs
 
-    def remove(self, pairs: Iterable[tuple[str, int]]) -> None:
-        self._write("srem", pairs)
-
-    def get(self, keys: Sequence[str]) -> list[set[int]]:
-        results: list[set[int]] = []
-        for start in range(0, len(keys), self.BATCH):
-            pipe = self.client.pipeline(transaction=False)
-            for key in keys[start : start + self.BATCH]:
-                pipe.smembers(self.prefix + key)
-            results.extend({int(m) for m in members} for members in pipe.execute())
-        return results
+    def remove_doc(self, keys: Iterable[str], doc: int, record: np.dtype) -> None:
+        unique = sorted(set(keys))
+        if not unique:
+            return
+        sample = np.zeros(1, dtype=record)
+        field = "doc" if "doc" in record.names else "doc_lo"
+        offset = record.fields[field][1]
+        if field == "doc":
+            sample["doc"] = doc
+            width = record.fields["doc"][0].itemsize
+        else:
+            sample["doc_lo"], sample["doc_hi"] = doc & 0xFFFF, doc >> 16
+            width = 3
+        target = sample.tobytes()[offset:offset + width]
+        for start in range(0, len(unique), self.BATCH):
+            self._remove(keys=[self.prefix + k for k in unique[start:start + self.BATCH]],
+                         args=[record.itemsize, offset, target])
 
     def clear(self) -> None:
         batch = []

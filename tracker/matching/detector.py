@@ -1,10 +1,11 @@
 """Decide which master documents a text copies, and prove it with the copied passages.
 
 1. Normalise and fingerprint the text (:mod:`tracker.fingerprints`).
-2. Candidates from the index: SimHash near-duplicates (Hamming ≤ k), masters sharing ≥ 2 shingle
-   anchors, masters sharing a pinyin-DNA window.
+2. Candidates from the index, for a whole batch of texts in one round trip: SimHash
+   near-duplicates (Hamming ≤ k), masters sharing shingle anchors, masters sharing pinyin-DNA
+   windows (:mod:`tracker.index.master_index`).
 3. Align the text with each candidate (:mod:`tracker.matching.align`) to get the copied passages.
-4. Report a master when the aligned evidence is at least ``min_evidence_tokens`` and either covers
+4. Report a master when the aligned evidence is at least ``MIN_EVIDENCE_TOKENS`` and either covers
    ``min_coverage`` of the master or contains one passage of ``min_passage_chars`` tokens — so a
    page that copies a few hundred characters is reported, while commentary quoting a sentence
    or two is not.
@@ -16,10 +17,14 @@ the share of the master found in the text.
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+
+import numpy as np
 
 from tracker.config import Settings
 from tracker.fingerprints.document import DocumentFingerprint, fingerprint
+from tracker.fingerprints.simhash import simhash_tokens, tokenize
 from tracker.index.master_index import MasterIndex
 from tracker.matching.align import Alignment, align
 from tracker.stores.masters import MasterStore
@@ -43,95 +48,114 @@ class Match:
         return asdict(self)
 
 
-class MasterTexts:
-    """LRU cache of normalised master texts, fetched from MongoDB by integer id."""
+class _LRU(OrderedDict):
+    def __init__(self, size: int) -> None:
+        super().__init__()
+        self.size = size
+
+    def put(self, key: int, value: object) -> None:
+        self[key] = value
+        self.move_to_end(key)
+        while len(self) > self.size:
+            self.popitem(last=False)
+
+
+class MasterCache:
+    """Master tokens (for alignment) and normalised texts (for evidence offsets), by doc id."""
 
     def __init__(self, store: MasterStore, size: int = 4096) -> None:
         self.store = store
-        self.size = size
-        self._cache: OrderedDict[int, tuple[dict, NormalizedText]] = OrderedDict()
+        self._tokens = _LRU(size)  # ~14 KB per 7,000-character chapter
+        self._texts = _LRU(512)
 
-    def get(self, ns: list[int]) -> dict[int, tuple[dict, NormalizedText]]:
-        missing = [n for n in ns if n not in self._cache]
+    def tokens(self, docs: Sequence[int]) -> dict[int, tuple[dict, np.ndarray]]:
+        missing = [d for d in docs if d not in self._tokens]
         if missing:
-            for n, doc in self.store.by_ns(missing).items():
-                self._cache[n] = (doc, normalize(doc["text"]))
-        found = {}
-        for n in ns:
-            if n in self._cache:
-                self._cache.move_to_end(n)
-                found[n] = self._cache[n]
-        while len(self._cache) > self.size:
-            self._cache.popitem(last=False)
-        return found
+            for doc, (meta, tokens) in self.store.tokens_by_ns(missing).items():
+                self._tokens.put(doc, (meta, tokens))
+        return {d: self._tokens[d] for d in docs if d in self._tokens}
 
-    def forget(self, n: int) -> None:
-        self._cache.pop(n, None)
+    def text(self, doc: int) -> NormalizedText | None:
+        if doc not in self._texts:
+            found = self.store.by_ns([doc])
+            if doc not in found:
+                return None
+            self._texts.put(doc, normalize(found[doc]["text"]))
+        return self._texts[doc]
+
+    def forget(self, doc: int) -> None:
+        self._tokens.pop(doc, None)
+        self._texts.pop(doc, None)
 
 
 class Detector:
-    def __init__(
-        self, store: MasterStore, index: MasterIndex, settings: Settings | None = None
-    ) -> None:
+    def __init__(self, store: MasterStore, index: MasterIndex, settings: Settings | None = None
+                 ) -> None:
         self.store = store
         self.index = index
         self.settings = settings or Settings()
-        self.texts = MasterTexts(store)
+        self.masters = MasterCache(store)
 
     def check(self, text: str) -> list[Match]:
-        normalized, fp = fingerprint(text)
-        return self.check_fingerprinted(normalized, fp)
+        return self.check_many([text])[0]
+
+    def check_many(self, texts: Sequence[str]) -> list[list[Match]]:
+        pages = [normalize(text) for text in texts]
+        simhashes = [simhash_tokens(tokenize(p.chars)) if p.chars else 0 for p in pages]
+        return self._check(pages, simhashes)
 
     def check_fingerprinted(self, page: NormalizedText, fp: DocumentFingerprint) -> list[Match]:
-        if len(page) == 0:
-            return []
-        candidates = self.index.candidates(fp, self.store.simhashes)
-        ranked = candidates.ranked()
-        matches = []
-        for n, (doc, master) in self.texts.get(ranked).items():
-            alignment = align(page.tokens, master.tokens, min_tokens=self.settings.min_span_chars)
-            if not self._is_copy(alignment, n in candidates.near_duplicates):
-                continue
-            shorter = max(1, min(len(page), len(master)))
-            matches.append(
-                Match(
-                    doc_id=doc["_id"],
-                    work=doc.get("work", ""),
-                    title=doc.get("title", ""),
+        return self._check([page], [fp.simhash])[0]
+
+    def _check(self, pages: list[NormalizedText], simhashes: list[int]) -> list[list[Match]]:
+        queries = [self.index.plan(sh, page.tokens) for page, sh in zip(pages, simhashes,
+                                                                        strict=True)]
+        live = [i for i, page in enumerate(pages) if len(page)]
+        candidates = dict(zip(live, self.index.candidates_many([queries[i] for i in live]),
+                              strict=True))
+        ranked = {i: c.ranked() for i, c in candidates.items()}
+        masters = self.masters.tokens(sorted({d for docs in ranked.values() for d in docs}))
+        results: list[list[Match]] = [[] for _ in pages]
+        for i in live:
+            page, query, found = pages[i], queries[i], candidates[i]
+            for doc in ranked[i]:
+                if doc not in masters:
+                    continue  # deleted since it was indexed
+                meta, tokens = masters[doc]
+                alignment = align(page.tokens, tokens, min_tokens=self.settings.min_span_chars,
+                                  page_hashes=query.grams)
+                if not self._is_copy(alignment, doc in found.near_duplicates):
+                    continue
+                shorter = max(1, min(len(page), len(tokens)))
+                results[i].append(Match(
+                    doc_id=meta["_id"], work=meta.get("work", ""), title=meta.get("title", ""),
                     score=round(min(1.0, alignment.master_tokens / shorter), 4),
-                    coverage=round(alignment.coverage, 4),
-                    method=candidates.methods(n),
-                    spans=self._spans(alignment, page, master),
-                )
-            )
-        matches.sort(key=lambda m: (-m.score, -m.coverage, m.doc_id))
-        return matches
+                    coverage=round(alignment.coverage, 4), method=found.methods(doc),
+                    spans=self._spans(alignment, page, self.masters.text(doc))))
+            results[i].sort(key=lambda m: (-m.score, -m.coverage, m.doc_id))
+        return results
 
     def _is_copy(self, alignment: Alignment, near_duplicate: bool) -> bool:
         if alignment.master_tokens < MIN_EVIDENCE_TOKENS and not (
-            near_duplicate and alignment.coverage >= 0.5
-        ):
+                near_duplicate and alignment.coverage >= 0.5):
             return False
-        return (
-            alignment.coverage >= self.settings.min_coverage
-            or alignment.longest >= self.settings.min_passage_chars
-        )
+        return (alignment.coverage >= self.settings.min_coverage
+                or alignment.longest >= self.settings.min_passage_chars)
 
     @staticmethod
-    def _spans(alignment: Alignment, page: NormalizedText, master: NormalizedText) -> list[dict]:
+    def _spans(alignment: Alignment, page: NormalizedText, master: NormalizedText | None
+               ) -> list[dict]:
         spans = []
         for p in alignment.passages:
             page_start, page_end = page.source_span(p.page_start, min(p.page_end, len(page)))
-            master_start, master_end = master.source_span(
-                p.master_start, min(p.master_end, len(master))
-            )
-            spans.append(
-                {
-                    "page_start": page_start,
-                    "page_end": page_end,
-                    "master_start": master_start,
-                    "master_end": master_end,
-                    "text": page.source[page_start:page_end][:MAX_SPAN_TEXT],
-                }
-            )
+            span = {"page_start": page_start, "page_end": page_end,
+                    "master_start": None, "master_end": None,
+                    "text": page.source[page_start:page_end][:MAX_SPAN_TEXT]}
+            if master is not None and len(master):
+                span["master_start"], span["master_end"] = master.source_span(
+                    min(p.master_start, len(master) - 1), min(p.master_end, len(master)))
+            spans.append(span)
         return spans
+
+
+__all__ = ["Detector", "Match", "fingerprint"]

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+import numpy as np
 from pymongo import ASCENDING, ReturnDocument, UpdateOne
 from pymongo.database import Database
 
@@ -108,18 +109,22 @@ class MasterStore:
             for d in self.masters.find({"n": {"$in": [int(n) for n in ns]}}, projection)
         }
 
-    def simhashes(self, ns: Iterable[int]) -> dict[int, int]:
-        from tracker.fingerprints.document import to_unsigned
-
-        cursor = self.fingerprints.find(
-            {"n": {"$in": [int(n) for n in ns]}}, {"n": 1, "simhash": 1}
-        )
-        return {int(d["n"]): to_unsigned(d["simhash"]) for d in cursor}
+    def tokens_by_ns(self, ns: Iterable[int]) -> dict[int, tuple[dict, np.ndarray]]:
+        """``n → (master metadata, pinyin tokens)`` for alignment (two indexed queries)."""
+        wanted = [int(n) for n in ns]
+        meta = {int(d["n"]): d for d in self.masters.find({"n": {"$in": wanted}}, {"text": 0})}
+        found = {}
+        for doc in self.fingerprints.find({"n": {"$in": wanted}}, {"n": 1, "tokens": 1}):
+            n = int(doc["n"])
+            if n in meta:
+                found[n] = (meta[n], np.frombuffer(doc.get("tokens", b""), dtype="<u2"))
+        return found
 
     def iter_fingerprints(
         self, batch_size: int = 1000
     ) -> Iterator[tuple[int, DocumentFingerprint]]:
-        for doc in self.fingerprints.find({}, batch_size=batch_size):
+        # The index needs no tokens: leave them in MongoDB.
+        for doc in self.fingerprints.find({}, {"tokens": 0}, batch_size=batch_size):
             yield int(doc["n"]), DocumentFingerprint.from_mongo(doc)
 
     def count(self) -> int:

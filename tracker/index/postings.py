@@ -1,0 +1,94 @@
+"""Inverted index from uniformly distributed 64-bit hashes to the documents containing them.
+
+A hash *h* is split into a bucket (its top ``BUCKET_BITS`` bits, which name the storage key)
+and a 16-bit check (the next 16 bits), stored in the bucket beside the document id as one
+5-byte record. A lookup fetches the query's buckets and keeps the records whose check equals
+the query's: the effective key is 32 bits, so a chance collision between two different hashes
+has probability ~2⁻³² per record examined. Document ids are 24-bit (16.7 M documents).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from tracker.index.storage import Storage, doc_ids
+
+BUCKET_BITS = 16
+RECORD = np.dtype([("check", "<u2"), ("doc_lo", "<u2"), ("doc_hi", "u1")])
+MAX_DOC = (1 << 24) - 1
+
+
+class HashPostings:
+    def __init__(self, storage: Storage, name: str) -> None:
+        self.storage = storage
+        self.name = name
+
+    def _split(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        values = np.asarray(values, dtype=np.uint64)
+        buckets = (values >> np.uint64(64 - BUCKET_BITS)).astype(np.int64)
+        checks = ((values >> np.uint64(64 - BUCKET_BITS - 16)) & np.uint64(0xFFFF)).astype(
+            np.uint16)
+        return buckets, checks
+
+    def key(self, bucket: int) -> str:
+        return f"{self.name}:{bucket:x}"
+
+    def records(self, doc: int, values: np.ndarray) -> dict[str, bytes]:
+        """The records to append for one document, grouped by storage key."""
+        if not 0 < doc <= MAX_DOC:
+            raise ValueError(f"document id {doc} out of range")
+        buckets, checks = self._split(np.unique(values))
+        grouped: dict[str, bytearray] = defaultdict(bytearray)
+        rows = np.zeros(len(buckets), dtype=RECORD)
+        rows["check"], rows["doc_lo"], rows["doc_hi"] = checks, doc & 0xFFFF, doc >> 16
+        for bucket, row in zip(buckets.tolist(), rows, strict=True):
+            grouped[self.key(bucket)] += row.tobytes()
+        return {k: bytes(v) for k, v in grouped.items()}
+
+    def keys_of(self, values: Iterable[int] | np.ndarray) -> list[str]:
+        buckets, _ = self._split(np.unique(np.asarray(list(values) if not isinstance(
+            values, np.ndarray) else values, dtype=np.uint64)))
+        return [self.key(b) for b in buckets.tolist()]
+
+    def remove(self, doc: int, values: np.ndarray) -> None:
+        self.storage.remove_doc(self.keys_of(values), doc, RECORD)
+
+    def votes(self, values: np.ndarray, blobs: dict[str, bytes], stop_after: int | None = None
+              ) -> dict[int, int]:
+        """Documents sharing the query's distinct values, with how many each shares.
+
+        ``blobs`` holds the fetched buckets (see :meth:`keys_of`). Values found in more than
+        ``stop_after`` documents are stock phrases and are not counted.
+        """
+        values = np.unique(np.asarray(values, dtype=np.uint64))
+        if len(values) == 0:
+            return {}
+        buckets, checks = self._split(values)
+        wanted = (buckets << 16) | checks.astype(np.int64)
+        found_keys, found_docs = [], []
+        for bucket in np.unique(buckets).tolist():
+            blob = blobs.get(self.key(bucket))
+            if not blob:
+                continue
+            records = np.frombuffer(blob, dtype=RECORD)
+            found_keys.append((bucket << 16) | records["check"].astype(np.int64))
+            found_docs.append(doc_ids(records))
+        if not found_keys:
+            return {}
+        keys, docs = np.concatenate(found_keys), np.concatenate(found_docs)
+        hit = np.isin(keys, wanted)
+        keys, docs = keys[hit], docs[hit]
+        if stop_after is not None and len(keys):
+            common, counts = np.unique(keys, return_counts=True)
+            keys_ok = ~np.isin(keys, common[counts > stop_after])
+            docs = docs[keys_ok]
+        ids, counts = np.unique(docs, return_counts=True)
+        return dict(zip(ids.tolist(), counts.tolist(), strict=True))
+
+
+def fetch(storage: Storage, keys: Sequence[str]) -> dict[str, bytes]:
+    unique = list(dict.fromkeys(keys))
+    return dict(zip(unique, storage.get(unique), strict=True))
