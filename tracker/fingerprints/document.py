@@ -19,21 +19,28 @@ class DocumentFingerprint:
     dna: np.ndarray  # uint64 pinyin-DNA window values, in text order
     anchors: np.ndarray  # uint64 anchor shingle hashes kept in the index
     length: int  # tokens after normalisation
-    tokens: np.ndarray  # uint16 pinyin syllable tokens (for alignment; empty when not loaded)
+    # uint16 pinyin syllable tokens, for alignment: stored with the master's text, not with
+    # its fingerprints (the index rebuild needs none of them).
+    tokens: np.ndarray
 
     def to_mongo(self) -> dict:
         # MongoDB integers are signed 64-bit: store the two's-complement value.
-        return {"simhash": to_signed(self.simhash), "dna": [int(v) for v in self.dna],
-                "anchors": Binary(self.anchors.astype("<u8").tobytes()),
-                "tokens": Binary(self.tokens.astype("<u2").tobytes()), "length": self.length}
+        return {
+            "simhash": to_signed(self.simhash),
+            "dna": [int(v) for v in self.dna],
+            "anchors": Binary(self.anchors.astype("<u8").tobytes()),
+            "length": self.length,
+        }
 
     @classmethod
     def from_mongo(cls, doc: dict) -> DocumentFingerprint:
-        return cls(simhash=to_unsigned(doc["simhash"]),
-                   dna=np.array(doc.get("dna", []), dtype=np.uint64),
-                   anchors=np.frombuffer(doc.get("anchors", b""), dtype="<u8").astype(np.uint64),
-                   length=int(doc.get("length", 0)),
-                   tokens=np.frombuffer(doc.get("tokens", b""), dtype="<u2").astype(np.uint16))
+        return cls(
+            simhash=to_unsigned(doc["simhash"]),
+            dna=np.array(doc.get("dna", []), dtype=np.uint64),
+            anchors=np.frombuffer(doc.get("anchors", b""), dtype="<u8").astype(np.uint64),
+            length=int(doc.get("length", 0)),
+            tokens=np.zeros(0, dtype=np.uint16),
+        )
 
 
 def fingerprint(text: NormalizedText | str) -> tuple[NormalizedText, DocumentFingerprint]:
@@ -41,9 +48,12 @@ def fingerprint(text: NormalizedText | str) -> tuple[NormalizedText, DocumentFin
     normalized = text if isinstance(text, NormalizedText) else normalize(text)
     simhash = simhash_tokens(tokenize(normalized.chars)) if normalized.chars else 0
     return normalized, DocumentFingerprint(
-        simhash=simhash, dna=master_windows(normalized.tokens),
-        anchors=AnchorIndex.master_anchors(normalized.tokens), length=len(normalized),
-        tokens=normalized.tokens)
+        simhash=simhash,
+        dna=master_windows(normalized.tokens),
+        anchors=AnchorIndex.master_anchors(normalized.tokens),
+        length=len(normalized),
+        tokens=normalized.tokens,
+    )
 
 
 def to_signed(value: int) -> int:

@@ -80,8 +80,9 @@ def dna_windows(
     # then a sum of whole blocks (two halves at 50 % overlap).
     block = math.gcd(window, step)
     blocks = (n + block - 1) // block
-    per_block = np.bincount(np.arange(n) // block * len(LETTERS) + slots,
-                            minlength=blocks * len(LETTERS)).reshape(blocks, len(LETTERS))
+    per_block = np.bincount(
+        np.arange(n) // block * len(LETTERS) + slots, minlength=blocks * len(LETTERS)
+    ).reshape(blocks, len(LETTERS))
     prefix = np.vstack([np.zeros((1, len(LETTERS)), dtype=np.int64), np.cumsum(per_block, axis=0)])
     first = starts // block
     counts = prefix[first + window // block] - prefix[first]

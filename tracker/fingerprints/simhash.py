@@ -145,6 +145,21 @@ def tokenize(folded: str) -> list[str]:
         return jieba.lcut(folded)
 
 
+_FEATURES: dict[str, tuple[int, float]] = {}
+_MAX_CACHED_FEATURES = 1_000_000
+
+
+def _feature(word: str) -> tuple[int, float]:
+    """(64-bit hash, IDF weight) of a word, cached: the vocabulary of a library is finite."""
+    feature = _FEATURES.get(word)
+    if feature is None:
+        idf, default_idf = idf_table()
+        feature = (xxhash.xxh3_64_intdigest(word.encode()), idf.get(word, default_idf))
+        if len(_FEATURES) < _MAX_CACHED_FEATURES:
+            _FEATURES[word] = feature
+    return feature
+
+
 def simhash_tokens(tokens: Sequence[str]) -> int:
     """SimHash-64 of word tokens, TF·IDF weighted, stop words and numbers dropped."""
     counts = Counter(tokens)
@@ -153,11 +168,10 @@ def simhash_tokens(tokens: Sequence[str]) -> int:
     words = [w for w in counts if not w.isdigit()]
     if not words:
         return 0
-    idf, default_idf = idf_table()
-    weights = np.fromiter((counts[w] * idf.get(w, default_idf) for w in words), np.float64,
-                          len(words))
-    hashes = np.fromiter((xxhash.xxh3_64_intdigest(w.encode()) for w in words), np.uint64,
-                         len(words))
+    features = [_feature(w) for w in words]
+    hashes = np.fromiter((h for h, _ in features), np.uint64, len(words))
+    weights = np.fromiter((idf for _, idf in features), np.float64, len(words))
+    weights *= np.fromiter((counts[w] for w in words), np.float64, len(words))
     return simhash_weighted(hashes, weights)
 
 

@@ -16,7 +16,7 @@ from tracker.fingerprints.anchors import gram_hashes
 from tracker.index.postings import HashPostings
 from tracker.index.storage import Storage
 
-DENSE_MODULUS = 8
+DENSE_MODULUS = 16
 SPARSE_MODULUS = 64
 DENSE_BELOW_TOKENS = 2000
 
@@ -56,8 +56,9 @@ class AnchorIndex:
         sparse = select(dense, SPARSE_MODULUS)  # SPARSE_MODULUS is a multiple of DENSE_MODULUS
         return dense, sparse, self.dense.keys_of(dense) + self.sparse.keys_of(sparse)
 
-    def votes(self, dense: np.ndarray, sparse: np.ndarray, blobs: dict[str, bytes]
-              ) -> dict[int, int]:
+    def votes(
+        self, dense: np.ndarray, sparse: np.ndarray, blobs: dict[str, bytes]
+    ) -> dict[int, int]:
         votes = self.dense.votes(dense, blobs, self.stop_after)
         for doc, count in self.sparse.votes(sparse, blobs, self.stop_after).items():
             votes[doc] = votes.get(doc, 0) + count

@@ -38,7 +38,13 @@ class Candidates:
     anchor_votes: dict[int, int]
     dna_votes: dict[int, int]
 
-    def ranked(self, limit: int = 12) -> list[int]:
+    def ranked(self, limit: int = 8, relative: float = 0.1) -> list[int]:
+        """Candidates worth aligning, best first.
+
+        A master with a single shared anchor is only worth aligning when nothing better was
+        found (one copied passage of a few hundred characters carries few anchors); next to a
+        strong candidate, masters with under ``relative`` of its votes are stock-phrase noise.
+        """
         score: dict[int, float] = {}
         for doc in self.near_duplicates:
             score[doc] = score.get(doc, 0) + 1000
@@ -46,12 +52,22 @@ class Candidates:
             score[doc] = score.get(doc, 0) + votes
         for doc, votes in self.dna_votes.items():
             score[doc] = score.get(doc, 0) + 0.5 * votes
-        return sorted(score, key=lambda d: (-score[d], d))[:limit]
+        ordered = sorted(score, key=lambda d: (-score[d], d))[:limit]
+        if not ordered:
+            return []
+        floor = relative * min(score[ordered[0]], 1000)
+        return [d for d in ordered if score[d] >= floor]
 
     def methods(self, doc: int) -> str:
-        found = [name for name, table in (("simhash", self.near_duplicates),
-                                          ("shingle", self.anchor_votes),
-                                          ("dna", self.dna_votes)) if doc in table]
+        found = [
+            name
+            for name, table in (
+                ("simhash", self.near_duplicates),
+                ("shingle", self.anchor_votes),
+                ("dna", self.dna_votes),
+            )
+            if doc in table
+        ]
         return "+".join(found) or "shingle"
 
 
@@ -91,10 +107,14 @@ class MasterIndex:
 
     def candidates_many(self, queries: Sequence[Query]) -> list[Candidates]:
         blobs = fetch(self.storage, [key for q in queries for key in q.keys])
-        return [Candidates(
-            near_duplicates=self.simhash.within(q.simhash, blobs) if q.simhash else {},
-            anchor_votes=self.anchors.votes(q.dense, q.sparse, blobs),
-            dna_votes=self.dna.votes(q.dna, blobs)) for q in queries]
+        return [
+            Candidates(
+                near_duplicates=self.simhash.within(q.simhash, blobs) if q.simhash else {},
+                anchor_votes=self.anchors.votes(q.dense, q.sparse, blobs),
+                dna_votes=self.dna.votes(q.dna, blobs),
+            )
+            for q in queries
+        ]
 
     def clear(self) -> None:
         self.storage.clear()

@@ -10,7 +10,7 @@ has probability ~2⁻³² per record examined. Document ids are 24-bit (16.7 M d
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -30,11 +30,9 @@ class HashPostings:
         values = np.asarray(values, dtype=np.uint64)
         buckets = (values >> np.uint64(64 - BUCKET_BITS)).astype(np.int64)
         checks = ((values >> np.uint64(64 - BUCKET_BITS - 16)) & np.uint64(0xFFFF)).astype(
-            np.uint16)
+            np.uint16
+        )
         return buckets, checks
-
-    def key(self, bucket: int) -> str:
-        return f"{self.name}:{bucket:x}"
 
     def records(self, doc: int, values: np.ndarray) -> dict[str, bytes]:
         """The records to append for one document, grouped by storage key."""
@@ -45,19 +43,20 @@ class HashPostings:
         rows = np.zeros(len(buckets), dtype=RECORD)
         rows["check"], rows["doc_lo"], rows["doc_hi"] = checks, doc & 0xFFFF, doc >> 16
         for bucket, row in zip(buckets.tolist(), rows, strict=True):
-            grouped[self.key(bucket)] += row.tobytes()
+            grouped[f"{self.name}:{bucket:x}"] += row.tobytes()
         return {k: bytes(v) for k, v in grouped.items()}
 
-    def keys_of(self, values: Iterable[int] | np.ndarray) -> list[str]:
-        buckets, _ = self._split(np.unique(np.asarray(list(values) if not isinstance(
-            values, np.ndarray) else values, dtype=np.uint64)))
-        return [self.key(b) for b in buckets.tolist()]
+    def keys_of(self, values: np.ndarray) -> list[str]:
+        """Storage keys of the buckets holding ``values`` (distinct, in bucket order)."""
+        buckets, _ = self._split(np.unique(np.asarray(values, dtype=np.uint64)))
+        return [f"{self.name}:{b:x}" for b in np.unique(buckets).tolist()]
 
     def remove(self, doc: int, values: np.ndarray) -> None:
         self.storage.remove_doc(self.keys_of(values), doc, RECORD)
 
-    def votes(self, values: np.ndarray, blobs: dict[str, bytes], stop_after: int | None = None
-              ) -> dict[int, int]:
+    def votes(
+        self, values: np.ndarray, blobs: dict[str, bytes], stop_after: int | None = None
+    ) -> dict[int, int]:
         """Documents sharing the query's distinct values, with how many each shares.
 
         ``blobs`` holds the fetched buckets (see :meth:`keys_of`). Values found in more than
@@ -68,23 +67,21 @@ class HashPostings:
             return {}
         buckets, checks = self._split(values)
         wanted = (buckets << 16) | checks.astype(np.int64)
-        found_keys, found_docs = [], []
-        for bucket in np.unique(buckets).tolist():
-            blob = blobs.get(self.key(bucket))
-            if not blob:
-                continue
-            records = np.frombuffer(blob, dtype=RECORD)
-            found_keys.append((bucket << 16) | records["check"].astype(np.int64))
-            found_docs.append(doc_ids(records))
-        if not found_keys:
+        parts = []
+        for bucket, key in zip(np.unique(buckets).tolist(), self.keys_of(values), strict=True):
+            blob = blobs.get(key)
+            if blob:
+                parts.append((bucket, np.frombuffer(blob, dtype=RECORD)))
+        if not parts:
             return {}
-        keys, docs = np.concatenate(found_keys), np.concatenate(found_docs)
+        records = np.concatenate([r for _, r in parts])
+        owner = np.repeat([b for b, _ in parts], [len(r) for _, r in parts])
+        keys = (owner.astype(np.int64) << 16) | records["check"].astype(np.int64)
         hit = np.isin(keys, wanted)
-        keys, docs = keys[hit], docs[hit]
+        keys, docs = keys[hit], doc_ids(records[hit])
         if stop_after is not None and len(keys):
             common, counts = np.unique(keys, return_counts=True)
-            keys_ok = ~np.isin(keys, common[counts > stop_after])
-            docs = docs[keys_ok]
+            docs = docs[~np.isin(keys, common[counts > stop_after])]
         ids, counts = np.unique(docs, return_counts=True)
         return dict(zip(ids.tolist(), counts.tolist(), strict=True))
 

@@ -26,8 +26,9 @@ _GOLDEN = 0x9E3779B97F4A7C15
 
 
 class SimHashIndex:
-    def __init__(self, storage: Storage, k: int = 3, blocks: int = 4, bucket_bits: int = 12,
-                 name: str = "sh") -> None:
+    def __init__(
+        self, storage: Storage, k: int = 3, blocks: int = 4, bucket_bits: int = 12, name: str = "sh"
+    ) -> None:
         if blocks <= k:
             raise ValueError("blocks must exceed k for the pigeonhole guarantee")
         self.storage = storage
@@ -35,16 +36,20 @@ class SimHashIndex:
         self.name = name
         self.bucket_bits = bucket_bits
         edges = [round(i * 64 / blocks) for i in range(blocks + 1)]
-        block_masks = [((1 << (edges[i + 1] - edges[i])) - 1) << (64 - edges[i + 1])
-                       for i in range(blocks)]
-        self.tables = [sum(block_masks[i] for i in chosen)
-                       for chosen in combinations(range(blocks), blocks - k)]
+        block_masks = [
+            ((1 << (edges[i + 1] - edges[i])) - 1) << (64 - edges[i + 1]) for i in range(blocks)
+        ]
+        self.tables = [
+            sum(block_masks[i] for i in chosen)
+            for chosen in combinations(range(blocks), blocks - k)
+        ]
 
     def keys(self, fingerprint: int) -> list[str]:
         keys = []
         for t, mask in enumerate(self.tables):
             bucket = (((fingerprint & mask) * _GOLDEN) & 0xFFFFFFFFFFFFFFFF) >> (
-                64 - self.bucket_bits)
+                64 - self.bucket_bits
+            )
             keys.append(f"{self.name}:{t}:{bucket:x}")
         return keys
 
@@ -73,8 +78,11 @@ class SimHashIndex:
                 continue
             records = np.frombuffer(blob, dtype=RECORD)
             distances = np.bitwise_count(records["fingerprint"] ^ np.uint64(fingerprint))
-            for doc, distance in zip(records["doc"][distances <= self.k].tolist(),
-                                     distances[distances <= self.k].tolist(), strict=True):
+            for doc, distance in zip(
+                records["doc"][distances <= self.k].tolist(),
+                distances[distances <= self.k].tolist(),
+                strict=True,
+            ):
                 found[doc] = min(distance, found.get(doc, 64))
         return found
 

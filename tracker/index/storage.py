@@ -116,16 +116,18 @@ class RedisStorage(Storage):
         items = list(chunks.items())
         pipe = self.client.pipeline(transaction=False)
         for start in range(0, len(items), self.BATCH):
-            batch = items[start:start + self.BATCH]
-            self._append(keys=[self.prefix + k for k, _ in batch], args=[v for _, v in batch],
-                         client=pipe)
+            batch = items[start : start + self.BATCH]
+            self._append(
+                keys=[self.prefix + k for k, _ in batch], args=[v for _, v in batch], client=pipe
+            )
         pipe.execute()
 
     def get(self, keys: Sequence[str]) -> list[bytes]:
         blobs: list[bytes] = []
+        prefix = self.prefix.encode()
         for start in range(0, len(keys), 10 * self.BATCH):
-            chunk = [self.prefix + k for k in keys[start:start + 10 * self.BATCH]]
-            blobs.extend(b or b"" for b in self.client.mget(chunk))
+            chunk = [prefix + k.encode() for k in keys[start : start + 10 * self.BATCH]]
+            blobs.extend(b or b"" for b in self.client.execute_command("MGET", *chunk))
         return blobs
 
     def remove_doc(self, keys: Iterable[str], doc: int, record: np.dtype) -> None:
@@ -141,10 +143,12 @@ class RedisStorage(Storage):
         else:
             sample["doc_lo"], sample["doc_hi"] = doc & 0xFFFF, doc >> 16
             width = 3
-        target = sample.tobytes()[offset:offset + width]
+        target = sample.tobytes()[offset : offset + width]
         for start in range(0, len(unique), self.BATCH):
-            self._remove(keys=[self.prefix + k for k in unique[start:start + self.BATCH]],
-                         args=[record.itemsize, offset, target])
+            self._remove(
+                keys=[self.prefix + k for k in unique[start : start + self.BATCH]],
+                args=[record.itemsize, offset, target],
+            )
 
     def clear(self) -> None:
         batch = []

@@ -75,13 +75,12 @@ class MasterCache:
                 self._tokens.put(doc, (meta, tokens))
         return {d: self._tokens[d] for d in docs if d in self._tokens}
 
-    def text(self, doc: int) -> NormalizedText | None:
-        if doc not in self._texts:
-            found = self.store.by_ns([doc])
-            if doc not in found:
-                return None
-            self._texts.put(doc, normalize(found[doc]["text"]))
-        return self._texts[doc]
+    def texts(self, docs: Sequence[int]) -> dict[int, NormalizedText]:
+        missing = [d for d in docs if d not in self._texts]
+        if missing:
+            for doc, master in self.store.by_ns(missing).items():
+                self._texts.put(doc, normalize(master["text"]))
+        return {d: self._texts[d] for d in docs if d in self._texts}
 
     def forget(self, doc: int) -> None:
         self._tokens.pop(doc, None)
@@ -89,8 +88,9 @@ class MasterCache:
 
 
 class Detector:
-    def __init__(self, store: MasterStore, index: MasterIndex, settings: Settings | None = None
-                 ) -> None:
+    def __init__(
+        self, store: MasterStore, index: MasterIndex, settings: Settings | None = None
+    ) -> None:
         self.store = store
         self.index = index
         self.settings = settings or Settings()
@@ -108,52 +108,77 @@ class Detector:
         return self._check([page], [fp.simhash])[0]
 
     def _check(self, pages: list[NormalizedText], simhashes: list[int]) -> list[list[Match]]:
-        queries = [self.index.plan(sh, page.tokens) for page, sh in zip(pages, simhashes,
-                                                                        strict=True)]
+        queries = [
+            self.index.plan(sh, page.tokens) for page, sh in zip(pages, simhashes, strict=True)
+        ]
         live = [i for i, page in enumerate(pages) if len(page)]
-        candidates = dict(zip(live, self.index.candidates_many([queries[i] for i in live]),
-                              strict=True))
+        candidates = dict(
+            zip(live, self.index.candidates_many([queries[i] for i in live]), strict=True)
+        )
         ranked = {i: c.ranked() for i, c in candidates.items()}
         masters = self.masters.tokens(sorted({d for docs in ranked.values() for d in docs}))
-        results: list[list[Match]] = [[] for _ in pages]
+        accepted: list[tuple[int, int, Alignment]] = []
         for i in live:
-            page, query, found = pages[i], queries[i], candidates[i]
             for doc in ranked[i]:
                 if doc not in masters:
                     continue  # deleted since it was indexed
-                meta, tokens = masters[doc]
-                alignment = align(page.tokens, tokens, min_tokens=self.settings.min_span_chars,
-                                  page_hashes=query.grams)
-                if not self._is_copy(alignment, doc in found.near_duplicates):
-                    continue
-                shorter = max(1, min(len(page), len(tokens)))
-                results[i].append(Match(
-                    doc_id=meta["_id"], work=meta.get("work", ""), title=meta.get("title", ""),
+                alignment = align(
+                    pages[i].tokens,
+                    masters[doc][1],
+                    min_tokens=self.settings.min_span_chars,
+                    page_hashes=queries[i].grams,
+                )
+                if self._is_copy(alignment, doc in candidates[i].near_duplicates):
+                    accepted.append((i, doc, alignment))
+        # Master texts, for the evidence's offsets in the master, only for the accepted ones.
+        texts = self.masters.texts(sorted({doc for _, doc, _ in accepted}))
+        results: list[list[Match]] = [[] for _ in pages]
+        for i, doc, alignment in accepted:
+            meta, tokens = masters[doc]
+            shorter = max(1, min(len(pages[i]), len(tokens)))
+            results[i].append(
+                Match(
+                    doc_id=meta["_id"],
+                    work=meta.get("work", ""),
+                    title=meta.get("title", ""),
                     score=round(min(1.0, alignment.master_tokens / shorter), 4),
-                    coverage=round(alignment.coverage, 4), method=found.methods(doc),
-                    spans=self._spans(alignment, page, self.masters.text(doc))))
-            results[i].sort(key=lambda m: (-m.score, -m.coverage, m.doc_id))
+                    coverage=round(alignment.coverage, 4),
+                    method=candidates[i].methods(doc),
+                    spans=self._spans(alignment, pages[i], texts.get(doc)),
+                )
+            )
+        for matches in results:
+            matches.sort(key=lambda m: (-m.score, -m.coverage, m.doc_id))
         return results
 
     def _is_copy(self, alignment: Alignment, near_duplicate: bool) -> bool:
         if alignment.master_tokens < MIN_EVIDENCE_TOKENS and not (
-                near_duplicate and alignment.coverage >= 0.5):
+            near_duplicate and alignment.coverage >= 0.5
+        ):
             return False
-        return (alignment.coverage >= self.settings.min_coverage
-                or alignment.longest >= self.settings.min_passage_chars)
+        return (
+            alignment.coverage >= self.settings.min_coverage
+            or alignment.longest >= self.settings.min_passage_chars
+        )
 
     @staticmethod
-    def _spans(alignment: Alignment, page: NormalizedText, master: NormalizedText | None
-               ) -> list[dict]:
+    def _spans(
+        alignment: Alignment, page: NormalizedText, master: NormalizedText | None
+    ) -> list[dict]:
         spans = []
         for p in alignment.passages:
             page_start, page_end = page.source_span(p.page_start, min(p.page_end, len(page)))
-            span = {"page_start": page_start, "page_end": page_end,
-                    "master_start": None, "master_end": None,
-                    "text": page.source[page_start:page_end][:MAX_SPAN_TEXT]}
+            span = {
+                "page_start": page_start,
+                "page_end": page_end,
+                "master_start": None,
+                "master_end": None,
+                "text": page.source[page_start:page_end][:MAX_SPAN_TEXT],
+            }
             if master is not None and len(master):
                 span["master_start"], span["master_end"] = master.source_span(
-                    min(p.master_start, len(master) - 1), min(p.master_end, len(master)))
+                    min(p.master_start, len(master) - 1), min(p.master_end, len(master))
+                )
             spans.append(span)
         return spans
 

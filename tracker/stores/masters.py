@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import numpy as np
+from bson import Binary
 from pymongo import ASCENDING, ReturnDocument, UpdateOne
 from pymongo.database import Database
 
@@ -79,6 +80,7 @@ class MasterStore:
                             "text": doc.text,
                             "source": doc.source,
                             "length": fp.length,
+                            "tokens": Binary(fp.tokens.astype("<u2").tobytes()),
                             "updated_at": now,
                         },
                         "$setOnInsert": {"added_at": now},
@@ -102,29 +104,20 @@ class MasterStore:
         n, fp = existing
         return n, fp  # type: ignore[return-value]
 
-    def by_ns(self, ns: Iterable[int], with_text: bool = True) -> dict[int, dict]:
-        projection = None if with_text else {"text": 0}
-        return {
-            int(d["n"]): d
-            for d in self.masters.find({"n": {"$in": [int(n) for n in ns]}}, projection)
-        }
+    def by_ns(self, ns: Iterable[int]) -> dict[int, dict]:
+        """``n → master document`` with its text (no tokens)."""
+        cursor = self.masters.find({"n": {"$in": [int(n) for n in ns]}}, {"tokens": 0})
+        return {int(d["n"]): d for d in cursor}
 
     def tokens_by_ns(self, ns: Iterable[int]) -> dict[int, tuple[dict, np.ndarray]]:
-        """``n → (master metadata, pinyin tokens)`` for alignment (two indexed queries)."""
-        wanted = [int(n) for n in ns]
-        meta = {int(d["n"]): d for d in self.masters.find({"n": {"$in": wanted}}, {"text": 0})}
-        found = {}
-        for doc in self.fingerprints.find({"n": {"$in": wanted}}, {"n": 1, "tokens": 1}):
-            n = int(doc["n"])
-            if n in meta:
-                found[n] = (meta[n], np.frombuffer(doc.get("tokens", b""), dtype="<u2"))
-        return found
+        """``n → (master metadata, pinyin tokens)`` for alignment, in one indexed query."""
+        cursor = self.masters.find({"n": {"$in": [int(n) for n in ns]}}, {"text": 0})
+        return {int(d["n"]): (d, np.frombuffer(d.pop("tokens", b""), dtype="<u2")) for d in cursor}
 
     def iter_fingerprints(
         self, batch_size: int = 1000
     ) -> Iterator[tuple[int, DocumentFingerprint]]:
-        # The index needs no tokens: leave them in MongoDB.
-        for doc in self.fingerprints.find({}, {"tokens": 0}, batch_size=batch_size):
+        for doc in self.fingerprints.find({}, batch_size=batch_size):
             yield int(doc["n"]), DocumentFingerprint.from_mongo(doc)
 
     def count(self) -> int:
