@@ -3,11 +3,15 @@ and rebuild the index from MongoDB, which is the source of truth."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import multiprocessing
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass, field
+from itertools import islice
+from types import TracebackType
 
 from tracker.config import Settings
-from tracker.fingerprints.document import fingerprint
+from tracker.fingerprints.document import DocumentFingerprint, fingerprint
 from tracker.index.master_index import MasterIndex
 from tracker.index.storage import RedisStorage, Storage
 from tracker.matching.detector import Detector
@@ -42,30 +46,46 @@ class MasterLibrary:
         return Detector(self.store, self.index, settings)
 
     def ingest(
-        self, documents: Iterable[MasterDocument], progress: Callable[[int], None] | None = None
+        self,
+        documents: Iterable[MasterDocument],
+        progress: Callable[[int], None] | None = None,
+        workers: int | None = None,
     ) -> IngestSummary:
+        """Fingerprint, store and index ``documents``; an id seen before is replaced.
+
+        Fingerprinting is CPU-bound: with ``workers`` > 1 and more than one batch it runs in that
+        many processes, one batch ahead of the MongoDB and Redis writes. Starting the workers
+        costs a second or two, so the default (1) suits small imports; the CLI uses one worker
+        per core for large ones. Scripts using workers need the ``if __name__ == "__main__"``
+        guard (worker processes are spawned).
+        """
         summary = IngestSummary()
-        batch: list[MasterDocument] = []
-        for doc in documents:
-            batch.append(doc)
-            if len(batch) >= self.BATCH:
-                self._ingest_batch(batch, summary)
+        with _Fingerprinter(workers) as fingerprinter:
+            pending: tuple[list[MasterDocument], Iterator[DocumentFingerprint]] | None = None
+            for batch in _batches(documents, self.BATCH):
+                prints = fingerprinter.submit(batch, parallel=pending is not None)
+                if pending:
+                    self._store_batch(*pending, summary)
+                    if progress:
+                        progress(len(pending[0]))
+                pending = (batch, prints)
+            if pending:
+                self._store_batch(*pending, summary)
                 if progress:
-                    progress(len(batch))
-                batch = []
-        if batch:
-            self._ingest_batch(batch, summary)
-            if progress:
-                progress(len(batch))
+                    progress(len(pending[0]))
         return summary
 
-    def _ingest_batch(self, batch: list[MasterDocument], summary: IngestSummary) -> None:
-        unique = {doc.doc_id: doc for doc in batch}  # the last version of an id in a batch wins
-        existing = self.store.existing(unique)
-        new_ns = iter(self.store.allocate_ns(sum(1 for d in unique if d not in existing)))
+    def _store_batch(
+        self,
+        batch: list[MasterDocument],
+        prints: Iterator[DocumentFingerprint],
+        summary: IngestSummary,
+    ) -> None:
+        latest = {doc.doc_id: (doc, fp) for doc, fp in zip(batch, prints, strict=True)}
+        existing = self.store.existing(latest)  # the last version of an id in a batch wins
+        new_ns = iter(self.store.allocate_ns(sum(1 for d in latest if d not in existing)))
         rows = []
-        for doc_id, doc in unique.items():
-            _, fp = fingerprint(doc.text)
+        for doc_id, (doc, fp) in latest.items():
             if fp.length == 0:
                 summary.skipped_empty.append(doc_id)
                 continue
@@ -109,3 +129,44 @@ class MasterLibrary:
             if progress:
                 progress(len(batch))
         return total
+
+
+def fingerprint_only(text: str) -> DocumentFingerprint:
+    return fingerprint(text)[1]
+
+
+def _batches(documents: Iterable[MasterDocument], size: int) -> Iterator[list[MasterDocument]]:
+    iterator = iter(documents)
+    while batch := list(islice(iterator, size)):
+        yield batch
+
+
+class _Fingerprinter:
+    """Fingerprints batches inline, or in worker processes once there is more than one batch."""
+
+    def __init__(self, workers: int | None) -> None:
+        self.workers = workers or 1
+        self._pool: Executor | None = None
+
+    def submit(self, batch: list[MasterDocument], parallel: bool) -> Iterator[DocumentFingerprint]:
+        texts = [doc.text for doc in batch]
+        if self.workers <= 1 or not parallel:
+            return map(fingerprint_only, texts)
+        if self._pool is None:
+            # spawn, not fork: the parent holds MongoDB and Redis connections.
+            self._pool = ProcessPoolExecutor(
+                self.workers, mp_context=multiprocessing.get_context("spawn")
+            )
+        return self._pool.map(fingerprint_only, texts, chunksize=8)
+
+    def __enter__(self) -> _Fingerprinter:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(cancel_futures=True)
