@@ -20,6 +20,7 @@ from rich.table import Table
 from tracker.config import Settings
 from tracker.extract import extract
 from tracker.library import MasterLibrary
+from tracker.matching.detector import Detector
 from tracker.readers import InputError
 from tracker.runtime import Runtime
 from tracker.text.encoding import decode_bytes
@@ -80,9 +81,27 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _run_jsonl(path: str, detector) -> int:
+JSONL_BATCH = 64  # texts checked together: one index round trip, one master fetch per batch
+
+
+def _run_jsonl(path: str, detector: Detector) -> int:
+    """One output line per input line, in order; malformed lines get an ``error`` object."""
     stream = sys.stdin if path == "-" else open(path, encoding="utf-8", errors="replace")  # noqa: SIM115
     errors = 0
+    batch: list[tuple[int, object, str | None, str | None]] = []  # lineno, id, text, error
+
+    def flush() -> None:
+        texts = [text for _, _, text, _ in batch if text is not None]
+        results = iter(detector.check_many(texts)) if texts else iter(())
+        for lineno, record_id, _, error in batch:
+            if error is not None:
+                out = {"id": record_id, "line": lineno, "error": error}
+            else:
+                out = {"id": record_id, "matches": [m.to_dict() for m in next(results)]}
+            print(json.dumps(out, ensure_ascii=False))
+        sys.stdout.flush()
+        batch.clear()
+
     with stream:
         for lineno, line in enumerate(stream, start=1):
             if not line.strip():
@@ -93,16 +112,12 @@ def _run_jsonl(path: str, detector) -> int:
                     raise ValueError("expected an object with a string 'text'")
             except ValueError as exc:
                 errors += 1
-                print(json.dumps({"id": None, "line": lineno, "error": str(exc)}), flush=True)
-                continue
-            matches = detector.check(record["text"])
-            print(
-                json.dumps(
-                    {"id": record.get("id"), "matches": [m.to_dict() for m in matches]},
-                    ensure_ascii=False,
-                ),
-                flush=True,
-            )
+                batch.append((lineno, None, None, str(exc)))
+            else:
+                batch.append((lineno, record.get("id"), record["text"], None))
+            if len(batch) >= JSONL_BATCH:
+                flush()
+        flush()
     if errors:
         print(f"tracker check: skipped {errors} malformed line(s)", file=sys.stderr)
     return 0
