@@ -2,10 +2,16 @@
 
 A *w*-shingle is a run of *w* consecutive tokens (Broder, "On the resemblance and containment
 of documents", 1997). Hashing every shingle gives the dense set used for alignment. For the
-index only a sample is kept: Broder's MOD_m rule keeps the shingles whose hash ≡ 0 (mod m).
-Because the choice depends on content, not position, a passage copied anywhere into a page
-selects the same anchors as in the master — so a part of a page finds its master chapter, and
-on average a passage of L tokens carries L/m anchors.
+index only a sample is kept, chosen by content, not position, so that a passage copied anywhere
+into a page selects the same anchors as in the master:
+
+* Broder's MOD_m rule keeps the shingles whose hash ≡ 0 (mod m): on average L/m anchors in a
+  passage of L shingles, but with Poisson-distributed gaps.
+* Winnowing (Schleimer, Wilkerson, Aiken, "Winnowing: local algorithms for document
+  fingerprinting", SIGMOD 2003) keeps the minimum hash of every window of *W* consecutive
+  shingles: density ≈ 2/(W+1) and a *guarantee* — any shared passage of at least W + w − 1
+  tokens shares at least one anchor, because a window lying inside it selects the same minimum
+  in both texts.
 """
 
 from __future__ import annotations
@@ -46,3 +52,22 @@ def anchor_hashes(
     hashes = gram_hashes(tokens, gram)
     positions = np.flatnonzero(hashes % np.uint64(modulus) == 0)
     return positions, hashes[positions]
+
+
+def winnow(hashes: np.ndarray, window: int) -> np.ndarray:
+    """Distinct minima of every ``window`` consecutive hashes (a text shorter than one window
+    gives its minimum). Van Herk / Gil-Werman: prefix and suffix minima within blocks of
+    ``window`` give each sliding minimum in O(1), so the whole pass is a few vector operations.
+    """
+    n = len(hashes)
+    if n == 0:
+        return hashes[:0]
+    if n <= window:
+        return hashes[np.argmin(hashes) :][:1]
+    pad = (-n) % window
+    padded = np.concatenate([hashes, np.full(pad, np.iinfo(np.uint64).max, dtype=np.uint64)])
+    blocks = padded.reshape(-1, window)
+    prefix = np.minimum.accumulate(blocks, axis=1).ravel()
+    suffix = np.minimum.accumulate(blocks[:, ::-1], axis=1)[:, ::-1].ravel()
+    starts = np.arange(n - window + 1)
+    return np.unique(np.minimum(suffix[starts], prefix[starts + window - 1]))

@@ -1,10 +1,11 @@
 """Inverted index of shingle anchors (see :mod:`tracker.fingerprints.anchors`).
 
-Anchor hash → masters containing that shingle. Anchors are selected by hash mod *m*; a short
-master (news) keeps a dense sample (m = ``DENSE_MODULUS``) and a long one (a chapter) a sparse
-sample (m = ``SPARSE_MODULUS``), in separate postings, so that a short text still carries enough
-anchors while a long one stays within the memory budget. A page is looked up with its anchors at
-both moduli. Anchors found in more than ``stop_after`` masters (stock phrases such as
+Anchor hash → masters containing that shingle. A short master (news) keeps a dense sample (hash
+mod ``DENSE_MODULUS``) and a long one (a chapter) a sparse, winnowed sample (window
+``SPARSE_WINDOW``: ~1 anchor per 64 tokens, and any copied passage of ≥ ``SPARSE_WINDOW`` + 4
+tokens is guaranteed to share one), in separate postings, so that a short text still carries
+enough anchors while a long one stays within the memory budget. A page is looked up with both
+samples of its own. Anchors found in more than ``stop_after`` masters (stock phrases such as
 且听下回分解) carry no evidence and are ignored.
 """
 
@@ -12,12 +13,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from tracker.fingerprints.anchors import gram_hashes
+from tracker.fingerprints.anchors import gram_hashes, winnow
 from tracker.index.postings import HashPostings
 from tracker.index.storage import Storage
 
 DENSE_MODULUS = 16
-SPARSE_MODULUS = 64
+SPARSE_WINDOW = 127
 DENSE_BELOW_TOKENS = 2000
 
 
@@ -31,29 +32,26 @@ class AnchorIndex:
         self.sparse = HashPostings(storage, f"{name}s")
         self.stop_after = stop_after
 
-    def postings_for(self, length: int) -> tuple[HashPostings, int]:
-        if length < DENSE_BELOW_TOKENS:
-            return self.dense, DENSE_MODULUS
-        return self.sparse, SPARSE_MODULUS
+    def postings_for(self, length: int) -> HashPostings:
+        return self.dense if length < DENSE_BELOW_TOKENS else self.sparse
 
     @staticmethod
     def master_anchors(tokens: np.ndarray) -> np.ndarray:
-        """The anchors stored for a master (depends on its length)."""
-        modulus = DENSE_MODULUS if len(tokens) < DENSE_BELOW_TOKENS else SPARSE_MODULUS
-        return np.unique(select(gram_hashes(tokens), modulus))
+        """The anchors stored for a master (dense or sparse, by its length)."""
+        if len(tokens) < DENSE_BELOW_TOKENS:
+            return np.unique(select(gram_hashes(tokens), DENSE_MODULUS))
+        return winnow(gram_hashes(tokens), SPARSE_WINDOW)
 
     def records(self, doc: int, length: int, anchors: np.ndarray) -> dict[str, bytes]:
-        postings, _ = self.postings_for(length)
-        return postings.records(doc, anchors)
+        return self.postings_for(length).records(doc, anchors)
 
     def remove(self, doc: int, length: int, anchors: np.ndarray) -> None:
-        postings, _ = self.postings_for(length)
-        postings.remove(doc, anchors)
+        self.postings_for(length).remove(doc, anchors)
 
     def plan(self, page_hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[str]]:
         """The page's dense and sparse anchors, and the keys to fetch for them."""
         dense = np.unique(select(page_hashes, DENSE_MODULUS))
-        sparse = select(dense, SPARSE_MODULUS)  # SPARSE_MODULUS is a multiple of DENSE_MODULUS
+        sparse = winnow(page_hashes, SPARSE_WINDOW)
         return dense, sparse, self.dense.keys_of(dense) + self.sparse.keys_of(sparse)
 
     def votes(
