@@ -6,7 +6,7 @@ import random
 
 import numpy as np
 
-from tracker.fingerprints.anchors import anchor_hashes, gram_hashes
+from tracker.fingerprints.anchors import anchor_hashes, gram_hashes, winnow
 from tracker.fingerprints.document import DocumentFingerprint, fingerprint, to_signed, to_unsigned
 from tracker.fingerprints.pinyin_dna import LETTERS, dna_windows
 from tracker.fingerprints.simhash import hamming, simhash_tokens, simhash_weighted
@@ -69,3 +69,24 @@ def test_fingerprint_round_trips_through_mongo_form():
     value = random.getrandbits(64)
     assert to_unsigned(to_signed(value)) == value
     assert -(1 << 63) <= to_signed(value) < 1 << 63
+
+
+def test_winnowing_matches_brute_force_and_guarantees_shared_passages():
+    rng = np.random.default_rng(11)
+    hashes = rng.integers(0, 2**63, 2000, dtype=np.uint64)
+    for window in (1, 7, 64):
+        expected = np.unique([hashes[i : i + window].min() for i in range(2000 - window + 1)])
+        assert (winnow(hashes, window) == expected).all()
+    assert winnow(hashes[:3], 10).tolist() == [hashes[:3].min()]
+    # Any passage of at least one window shares an anchor with the text it was copied from.
+    window = 50
+    source = set(winnow(hashes, window).tolist())
+    for start in range(0, 1900, 37):
+        passage = np.concatenate(
+            [
+                rng.integers(0, 2**63, 30, dtype=np.uint64),
+                hashes[start : start + window],
+                rng.integers(0, 2**63, 30, dtype=np.uint64),
+            ]
+        )
+        assert source & set(winnow(passage, window).tolist())
