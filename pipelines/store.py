@@ -38,6 +38,9 @@ class StorePipeline:
             extra={
                 "matched_doc_ids": [m["doc_id"] for m in matches],
                 "encoding": item.get("encoding"),
+                "chapter_title": item.get("chapter_title") or "",
+                "metadata": item.get("metadata") or {},
+                "truncated": bool(item.get("truncated")),
             },
         )
         try:

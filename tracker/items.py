@@ -10,10 +10,15 @@ class PageItem(scrapy.Item):
     status = scrapy.Field()
     depth = scrapy.Field()
     referer = scrapy.Field()
+    truncated = scrapy.Field()  # the body was cut short in transfer (a partial copy)
+    rules = scrapy.Field()  # per-site extraction rules (dict, see tracker.extract.ExtractionRules)
     # Set by the pipelines:
     title = scrapy.Field()
+    chapter_title = scrapy.Field()
+    metadata = scrapy.Field()  # page metadata: description, keywords, author, published, …
     text = scrapy.Field()
     extractor = scrapy.Field()
+    content_hash = scrapy.Field()
     normalized = scrapy.Field()  # tracker.text.normalize.NormalizedText (not stored)
     fingerprint = scrapy.Field()  # tracker.fingerprints.document.DocumentFingerprint
     matches = scrapy.Field()  # list of match dicts

@@ -73,6 +73,13 @@ class PageStore:
         self.pages.update_one({"_id": page.url}, update, upsert=True)
         return changed
 
+    def touch(self, url: str, now: datetime | None = None, status: int | None = None) -> bool:
+        """Record that ``url`` was seen again, unchanged; returns False when it is not stored."""
+        fields: dict[str, Any] = {"last_seen": now or datetime.now(UTC)}
+        if status is not None:
+            fields["status"] = status
+        return self.pages.update_one({"_id": url}, {"$set": fields}).matched_count > 0
+
 
 class MatchStore:
     def __init__(self, db: Database) -> None:
@@ -111,6 +118,13 @@ class MatchStore:
             )
         result = self.matches.bulk_write(ops, ordered=False)
         return result.upserted_count
+
+    def touch(self, url: str, now: datetime | None = None) -> int:
+        """Mark the matches of an unchanged page as seen again; returns how many there are."""
+        result = self.matches.update_many(
+            {"url": url}, {"$set": {"last_seen": now or datetime.now(UTC)}}
+        )
+        return result.matched_count
 
     def seen_between(self, start: datetime, end: datetime) -> list[dict]:
         """Matches seen in ``[start, end)``: last seen after start and first seen before end."""

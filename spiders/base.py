@@ -1,0 +1,370 @@
+"""What every tracker spider shares.
+
+* **Scope**: ``allowed_domains`` (the start URLs' hosts unless given) and, when a start URL
+  names a port, that port; links elsewhere are not followed.
+* **Limits and politeness** from spider arguments: ``max_pages``, ``max_depth``,
+  ``obey_robots`` (with a ``robots_reason`` that is logged and stored with the run).
+* **Decoding** (:func:`decode_page`): the charset of the HTTP header, of ``<meta>``, or
+  detected; a declaration that does not fit the bytes is overruled and counted.
+* **Faults**: every failed request ends in :meth:`TrackerSpider.on_error`, which logs it and
+  counts it as ``tracker/errors/<kind>`` (:func:`error_kind`); bad bodies (binary, undecodable,
+  truncated) are counted the same way, and the crawl goes on.
+* **Canonical URLs**: a page whose ``<link rel="canonical">`` names another page of the site is
+  not stored under its own URL; the canonical page is fetched instead (once).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+import scrapy
+from scrapy.crawler import Crawler
+from scrapy.exceptions import (
+    CannotResolveHostError,
+    DownloadCancelledError,
+    DownloadConnectionRefusedError,
+    DownloadFailedError,
+    DownloadTimeoutError,
+    IgnoreRequest,
+    ResponseDataLossError,
+)
+from scrapy.http import HtmlResponse, Request, Response, TextResponse
+from scrapy.spidermiddlewares.httperror import HttpError
+from twisted.internet import error as net_error
+from twisted.internet.defer import CancelledError
+from twisted.python.failure import Failure
+from twisted.web._newclient import ResponseFailed, ResponseNeverReceived
+from w3lib.encoding import html_body_declared_encoding, http_content_type_encoding
+from w3lib.url import canonicalize_url
+
+from tracker.items import PageItem
+from tracker.middlewares.redirect import RedirectLoop
+from tracker.middlewares.traps import strip_session_ids
+from tracker.text.encoding import DecodeError, decode_bytes, normalise_encoding_name
+
+IGNORED_EXTENSIONS = [
+    *("zip", "rar", "7z", "gz", "exe", "apk", "dmg", "iso", "torrent"),
+    *("jpg", "jpeg", "png", "gif", "webp", "bmp", "mp3", "mp4", "avi", "flv", "pdf", "epub"),
+    *("css", "js", "ico", "svg", "woff", "woff2", "ttf", "xml", "json"),
+]
+
+
+def flag(value: Any) -> bool:
+    return str(value).strip().lower() not in ("0", "false", "no", "off", "")
+
+
+def split_list(value: str | list[str] | None) -> list[str]:
+    if not value:
+        return []
+    if isinstance(value, str):
+        value = value.split(",")
+    return [v.strip() for v in value if v and v.strip()]
+
+
+# ------------------------------------------------------------------------------- decoding
+
+
+@dataclass(frozen=True)
+class DecodedPage:
+    html: str
+    encoding: str
+    wrong_charset: bool  # the declared charset (header first, as a browser reads it) was wrong
+
+
+def decode_page(body: bytes, content_type: str | None = None) -> DecodedPage:
+    """Decode an HTML body whose charset may be declared in the header, in ``<meta>``, wrongly,
+    or not at all. Raises :class:`DecodeError` for binary or undecodable bodies.
+
+    Valid UTF-8 with non-ASCII bytes is UTF-8 whatever is declared (GBK or Big5 text is
+    practically never valid UTF-8, while UTF-8 text often "decodes" as GB18030 mojibake); else
+    the declared charsets are tried strictly, header first; else the charset is detected.
+    """
+    declared = [
+        name
+        for name in (
+            http_content_type_encoding(content_type or ""),
+            html_body_declared_encoding(body[:8192]),
+        )
+        if name
+    ]
+    if not body:
+        return DecodedPage("", "utf-8", False)
+    text, encoding = None, None
+    if not body.startswith((b"\xff\xfe", b"\xfe\xff")) and b"\x00" not in body[:8192]:
+        try:
+            text, encoding = _decode_strict(body, "utf-8"), "utf-8"
+        except UnicodeDecodeError:
+            for name in declared:
+                try:
+                    codec = normalise_encoding_name(name)
+                    if codec in ("latin_1", "iso8859_1", "ascii", "cp1252"):
+                        continue  # a server default, never the charset of a Chinese page
+                    text, encoding = _decode_strict(body, codec), codec
+                    break
+                except (LookupError, UnicodeDecodeError):
+                    continue
+    if text is None:
+        text, encoding = decode_bytes(body)
+        encoding = normalise_encoding_name(encoding)
+    wrong = False
+    if declared and not body.isascii():
+        try:
+            wrong = normalise_encoding_name(declared[0]) != normalise_encoding_name(encoding)
+        except LookupError:
+            wrong = True
+    if encoding == "utf-8" and body.startswith(b"\xef\xbb\xbf"):
+        text = text.removeprefix("\ufeff")
+    return DecodedPage(text, encoding, wrong)
+
+
+def _decode_strict(body: bytes, codec: str) -> str:
+    """Strict decoding that forgives a last character cut in half (a truncated transfer)."""
+    try:
+        return body.decode(codec)
+    except UnicodeDecodeError as exc:
+        if exc.start < len(body) - 3:
+            raise
+        return body[: exc.start].decode(codec)
+
+
+_END_OF_HTML = re.compile(r"</(html|body)\s*>", re.I)
+
+
+def looks_truncated(html: str) -> bool:
+    """An HTML document without its closing ``</body>``/``</html>``: cut short somewhere."""
+    return bool(html.strip()) and not _END_OF_HTML.search(html[-4096:])
+
+
+#: A page is a list page (catalogue, chapter list, tag page) when most of its text is links.
+MAX_LINK_TEXT_SHARE = 0.5
+
+
+def link_text_share(response: TextResponse) -> float:
+    """Share of the body's visible text that sits inside links: the "link density" of
+    Kohlschütter, Fankhauser and Nejdl, "Boilerplate Detection using Shallow Text Features",
+    WSDM 2010."""
+    body = response.xpath("//body")
+    if not body:
+        return 0.0
+    text = "".join(body.xpath(".//text()[not(ancestor::script or ancestor::style)]").getall())
+    links = "".join(body.xpath(".//a//text()").getall())
+    total = len("".join(text.split()))
+    return len("".join(links.split())) / total if total else 1.0
+
+
+# --------------------------------------------------------------------------------- faults
+
+
+def error_kind(failure: Failure) -> str:
+    """A short name for why a request failed: ``http_404``, ``timeout``, ``redirect_loop``…"""
+    exc = failure.value
+    if isinstance(exc, HttpError):
+        return f"http_{exc.response.status}"
+    if isinstance(exc, RedirectLoop):
+        return "redirect_loop"
+    if isinstance(exc, IgnoreRequest):
+        message = str(exc)
+        if "redirect" in message:
+            return "redirect_loop"  # max redirections reached
+        if "robots" in message.lower():
+            return "robots"
+        return "ignored"
+    if isinstance(exc, DownloadTimeoutError | net_error.TimeoutError | net_error.TCPTimedOutError):
+        return "timeout"
+    if isinstance(exc, DownloadCancelledError | CancelledError):
+        return "too_large" if "max size" in str(exc) else "cancelled"
+    if isinstance(exc, CannotResolveHostError | net_error.DNSLookupError):
+        return "dns"
+    if isinstance(exc, ResponseDataLossError):
+        return "truncated"
+    if isinstance(
+        exc,
+        DownloadConnectionRefusedError
+        | DownloadFailedError
+        | ResponseFailed
+        | ResponseNeverReceived
+        | net_error.ConnectError
+        | net_error.ConnectionLost
+        | net_error.ConnectionDone,
+    ):
+        return "connection"
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", type(exc).__name__).lower()
+
+
+# --------------------------------------------------------------------------------- spider
+
+
+class TrackerSpider(scrapy.Spider):
+    """Base of the tracker spiders (see the module doc). Subclasses implement :meth:`parse`."""
+
+    #: Extraction rules passed to the pipelines with every page (see ``tracker.extract``).
+    extraction_rules: dict[str, Any] | None = None
+
+    def __init__(
+        self,
+        start_url: str | None = None,
+        allowed_domains: str | list[str] | None = None,
+        max_pages: str | int | None = None,
+        max_depth: str | int | None = None,
+        obey_robots: str | bool | None = None,
+        robots_reason: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        if start_url:
+            self.start_urls = split_list(start_url)
+        if not getattr(self, "start_urls", None):
+            raise ValueError(f"give a start page: scrapy crawl {self.name} -a start_url=URL")
+        hosts, ports = [], set()
+        for url in self.start_urls:
+            parts = urlsplit(url)
+            if parts.scheme not in ("http", "https") or not parts.hostname:
+                raise ValueError(f"start URLs must be http(s) URLs, got {url!r}")
+            hosts.append(parts.hostname.lower())
+            ports.add(parts.port)
+        self.allowed_domains = split_list(allowed_domains) or list(dict.fromkeys(hosts))
+        # A start URL with an explicit port confines the crawl to the start URLs' ports.
+        self.allowed_ports = ports if ports != {None} else None
+        self.max_pages = int(max_pages) if max_pages not in (None, "") else None
+        self.max_depth = int(max_depth) if max_depth not in (None, "") else None
+        self.obey_robots = flag(obey_robots) if obey_robots not in (None, "") else None
+        self.robots_reason = robots_reason or ""
+        if self.obey_robots is False and not self.robots_reason.strip():
+            raise ValueError(
+                "ignoring robots.txt needs a reason on record: "
+                "-a obey_robots=false -a robots_reason='written permission from …'"
+            )
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> TrackerSpider:
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        spider.apply_settings(crawler)
+        return spider
+
+    def spider_settings(self) -> dict[str, Any]:
+        """Crawl settings this spider's arguments (or site file) override."""
+        return {
+            "CLOSESPIDER_PAGECOUNT": self.max_pages,
+            "DEPTH_LIMIT": self.max_depth,
+            "ROBOTSTXT_OBEY": self.obey_robots,
+        }
+
+    def apply_settings(self, crawler: Crawler) -> None:
+        for key, value in self.spider_settings().items():
+            if value is not None:
+                crawler.settings.set(key, value, priority="spider")
+        if self.obey_robots is False:
+            self.logger.warning(
+                "robots.txt is NOT obeyed on %s: %s",
+                ", ".join(self.allowed_domains),
+                self.robots_reason,
+            )
+
+    def crawl_id(self) -> str:
+        """Processes crawling the same start URLs with the same spider join one crawl."""
+        digest = hashlib.sha1(" ".join(sorted(self.start_urls)).encode()).hexdigest()[:12]
+        return f"{self.name}-{digest}"
+
+    # -- requests --------------------------------------------------------------------------
+
+    async def start(self) -> Any:
+        for url in self.start_urls:
+            yield self.request(url, self.parse_start)
+
+    def parse_start(self, response: Response) -> Any:
+        return self.parse(response)
+
+    def request(
+        self, url: str, callback: Callable[..., Any], priority: int = 0, **kwargs: Any
+    ) -> Request:
+        return Request(url, callback=callback, errback=self.on_error, priority=priority, **kwargs)
+
+    def on_site(self, url: str) -> bool:
+        """An http(s) URL on an allowed domain (or a subdomain) and, if confined, port."""
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https"):
+            return False
+        host = (parts.hostname or "").lower()
+        if self.allowed_ports is not None and parts.port not in self.allowed_ports:
+            return False
+        return any(host == d or host.endswith("." + d) for d in self.allowed_domains)
+
+    def on_error(self, failure: Failure) -> None:
+        kind = error_kind(failure)
+        request = getattr(failure, "request", None)
+        url = request.url if request is not None else "?"
+        if kind == "robots":
+            self.crawler.stats.inc_value("tracker/skipped/robots")
+            self.logger.info("forbidden by robots.txt: %s", url)
+            return
+        self.count_error(kind, url, str(failure.value)[:200])
+
+    def count_error(self, kind: str, url: str, detail: str = "") -> None:
+        self.crawler.stats.inc_value("tracker/errors")
+        self.crawler.stats.inc_value(f"tracker/errors/{kind}")
+        self.logger.warning("page error (%s) %s %s", kind, url, detail)
+
+    # -- pages -----------------------------------------------------------------------------
+
+    def read_page(self, response: Response) -> tuple[TextResponse, bool] | None:
+        """The response as decoded HTML and whether it was cut short, or None (counted) when
+        it is not text."""
+        content_type = response.headers.get(b"Content-Type", b"").decode("latin-1")
+        try:
+            page = decode_page(response.body, content_type)
+        except DecodeError as exc:
+            kind = "binary" if "binary" in str(exc) else "decode"
+            self.count_error(kind, response.url, str(exc))
+            return None
+        if page.wrong_charset:
+            self.count_error("wrong_charset", response.url, f"decoded as {page.encoding}")
+        truncated = "dataloss" in response.flags or looks_truncated(page.html)
+        if truncated:
+            self.count_error("truncated", response.url, "body cut short; kept as a partial copy")
+        return response.replace(cls=HtmlResponse, encoding=page.encoding), truncated
+
+    def canonical_request(self, response: TextResponse) -> Request | None:
+        """A request for the page's canonical URL when it names another page of this site."""
+        href = response.xpath("//link[@rel='canonical']/@href").get()
+        if not href:
+            return None
+        canonical = strip_session_ids(response.urljoin(href.strip()))
+        if not self.on_site(canonical) or urlsplit(canonical).path in ("", "/"):
+            return None  # a site-wide canonical to the home page is a misconfiguration
+        if canonicalize_url(canonical) == canonicalize_url(strip_session_ids(response.url)):
+            return None
+        self.crawler.stats.inc_value("tracker/traps/canonical")
+        return self.request(canonical, response.request.callback if response.request else None)
+
+    def page_item(self, response: TextResponse, truncated: bool = False) -> PageItem:
+        referer = response.request.headers.get("Referer") if response.request else None
+        return PageItem(
+            url=response.url,
+            html=response.text,
+            status=response.status,
+            encoding=response.encoding,
+            depth=response.meta.get("depth", 0),
+            referer=(referer or b"").decode("latin-1"),
+            truncated=truncated,
+            rules=self.extraction_rules,
+        )
+
+    def is_list_page(self, response: TextResponse) -> bool:
+        """A catalogue, chapter list or tag page: mostly links (counted when true)."""
+        if link_text_share(response) <= MAX_LINK_TEXT_SHARE:
+            return False
+        self.crawler.stats.inc_value("tracker/skipped/list_page")
+        return True
+
+    def links(self, response: TextResponse, extractor: Any) -> Iterator[Any]:
+        """On-site links of ``response`` found by ``extractor`` (off-site ones counted)."""
+        for link in extractor.extract_links(response):
+            if self.on_site(link.url):
+                yield link
+            else:
+                self.crawler.stats.inc_value("tracker/links_offsite")

@@ -1,0 +1,77 @@
+"""``scrapy crawl site -a config=sites/NAME.yaml``: a crawl described by a per-site file.
+
+The file (see ``sites/example.yaml`` and :mod:`spiders.siteconfig`) gives the start URLs,
+allowed domains, which links to follow and which pages to store (regular expressions), an
+optional CSS/XPath body selector for sites where automatic extraction is wrong, limits, the
+robots.txt policy and the schedule. Spider arguments (``-a max_pages=…``) override the file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from scrapy.http import Response
+from scrapy.linkextractors import LinkExtractor
+
+from spiders.base import IGNORED_EXTENSIONS, TrackerSpider
+from spiders.novel import is_continuation
+from spiders.siteconfig import SiteConfig, load_site_config
+
+
+class SiteSpider(TrackerSpider):
+    name = "site"
+
+    def __init__(self, config: str | None = None, **kwargs: Any) -> None:
+        if not config:
+            raise ValueError("give a site file: scrapy crawl site -a config=sites/NAME.yaml")
+        self.site: SiteConfig = load_site_config(config)
+        site = self.site
+        defaults = {
+            "start_url": ",".join(site.start_urls),
+            "allowed_domains": site.allowed_domains,
+            "max_pages": site.max_pages,
+            "max_depth": site.max_depth,
+            "obey_robots": None if site.obey_robots else False,
+            "robots_reason": site.robots_reason,
+        }
+        for key, value in defaults.items():
+            if kwargs.get(key) in (None, ""):
+                kwargs[key] = value
+        super().__init__(**kwargs)
+        self.extraction_rules = site.extraction_rules
+        self.link_extractor = LinkExtractor(
+            allow=site.follow_allow,
+            deny=site.follow_deny,
+            deny_extensions=IGNORED_EXTENSIONS,
+            unique=True,
+        )
+
+    def spider_settings(self) -> dict[str, Any]:
+        site = self.site
+        return {
+            **super().spider_settings(),
+            "CONCURRENT_REQUESTS_PER_DOMAIN": site.concurrency,
+            "DOWNLOAD_DELAY": site.delay,
+            "AUTOTHROTTLE_START_DELAY": site.delay,
+            "DOWNLOAD_TIMEOUT": site.timeout,
+        }
+
+    def crawl_id(self) -> str:
+        return f"site-{self.site.name}"
+
+    def parse(self, response: Response) -> Iterator[Any]:
+        read = self.read_page(response)
+        if read is None:
+            return
+        page, truncated = read
+        if canonical := self.canonical_request(page):
+            yield canonical
+            return
+        if self.site.is_page(page.url) and (self.site.pages_allow or not self.is_list_page(page)):
+            yield self.page_item(page, truncated)
+        else:
+            self.crawler.stats.inc_value("tracker/skipped/not_a_page")
+        for link in self.links(page, self.link_extractor):
+            priority = 10 if is_continuation(link.url, link.text) else 0
+            yield self.request(link.url, self.parse, priority=priority)

@@ -1,0 +1,6 @@
+"""Scrapy middlewares of the tracker crawl, each doing one job (wired in ``tracker.settings``).
+
+Downloader side: :class:`~.useragent.RotatingUserAgentMiddleware`,
+:class:`~.proxy.ProxyListMiddleware`, :class:`~.retry.BackoffMiddleware`,
+:class:`~.redirect.RedirectLoopMiddleware`. Spider side: :class:`~.traps.TrapGuardMiddleware`.
+"""
