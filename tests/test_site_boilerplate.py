@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+from scrapy.utils.test import get_crawler
+
+from pipelines.boilerplate import SiteBoilerplatePipeline
+from tracker.context import TrackerContext
+from tracker.items import PageItem
+from tracker.text.normalize import normalize
 from tracker.text.site_boilerplate import SiteBoilerplate
 
 from .texts import prose
@@ -28,3 +34,25 @@ def test_long_lines_are_content(runtime):
     for _ in range(3):
         text, dropped = boilerplate.strip("site.test", paragraph + "\n短行")
     assert (text, dropped) == (paragraph, 1)
+
+
+def test_pipeline_masks_boilerplate_without_touching_the_stored_text(runtime):
+    crawler = get_crawler(settings_dict={"TRACKER_BOILERPLATE_MIN_PAGES": 2})
+    crawler._tracker_context = TrackerContext(runtime)
+    pipeline = SiteBoilerplatePipeline.from_crawler(crawler)
+    stamp = "本书由某某文学网独家首放欢迎收藏"
+    items = []
+    for i in range(3):
+        text = f"{prose(seed=20 + i, chars=300)}\n{stamp}"
+        items.append(
+            pipeline.process_item(
+                PageItem(
+                    url=f"http://127.0.0.1:9/book/{i}.html", text=text, normalized=normalize(text)
+                )
+            )
+        )
+    assert normalize(stamp).chars in items[0]["normalized"].chars  # seen once: kept
+    for item in items[1:]:
+        assert normalize(stamp).chars not in item["normalized"].chars
+        assert item["normalized"].source == item["text"]  # offsets still refer to the page
+    assert crawler.stats.get_value("tracker/boilerplate_lines") == 2

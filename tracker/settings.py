@@ -81,10 +81,14 @@ SPIDER_MIDDLEWARES = {
 ITEM_PIPELINES = {
     "pipelines.extract.ExtractPipeline": 100,
     "pipelines.unchanged.UnchangedPagePipeline": 150,
+    "pipelines.boilerplate.SiteBoilerplatePipeline": 175,
     "pipelines.fingerprint.FingerprintPipeline": 200,
     "pipelines.match.MatchPipeline": 300,
     "pipelines.store.StorePipeline": 400,
 }
+# A short line on at least this many pages of a site is that site's boilerplate.
+TRACKER_BOILERPLATE_MIN_PAGES = 5
+
 EXTENSIONS = {
     "tracker.extensions.CrawlRunRecorder": 500,
 }

@@ -66,6 +66,7 @@ _URL = (
     r"\.(?:com|net|org|cc|la|info|cn|me|co|tw|io|xyz|top|vip|tv|app)\b(?:/[^\s　]*)?"
 )
 
+
 @cache
 def _ad_patterns() -> tuple[re.Pattern, re.Pattern, re.Pattern]:
     phrases = "|".join(re.escape(p) for p in AD_PHRASES)
@@ -138,13 +139,19 @@ def codepoints(text: str) -> np.ndarray:
     return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype="<u4")
 
 
-def normalize(text: str, strip_boilerplate: bool = True) -> NormalizedText:
+def normalize(
+    text: str, strip_boilerplate: bool = True, drop: np.ndarray | None = None
+) -> NormalizedText:
+    """Fold ``text`` for matching; ``drop`` masks further characters (e.g. a site's own
+    boilerplate lines, :mod:`tracker.text.site_boilerplate`) without changing any offset."""
     cps = codepoints(text)
     fold = tables.fold_table()
     folded = fold[np.minimum(cps, tables.TABLE_SIZE - 1)]
     folded[cps >= tables.TABLE_SIZE] = 0
     if strip_boilerplate:
         folded[boilerplate_mask(text)] = 0
+    if drop is not None:
+        folded[drop[: len(folded)]] = 0
     char_pos = np.flatnonzero(folded).astype(np.int32)
     kept = folded[char_pos]
     chars = kept.astype("<u4").tobytes().decode("utf-32-le")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import redis
 import xxhash
 
@@ -39,40 +40,47 @@ class SiteBoilerplate:
     def line_id(line: str) -> str:
         return xxhash.xxh64_hexdigest(_SPACE.sub("", line).encode())
 
-    def strip(self, site: str, text: str) -> tuple[str, int]:
-        """Count this page's short lines for ``site`` and drop those that are boilerplate.
+    def mask(self, site: str, text: str) -> tuple[np.ndarray, int]:
+        """Count this page's short lines for ``site``; mark the lines that are boilerplate.
 
-        Returns the cleaned text and the number of lines dropped. Call once per distinct page.
+        Returns a boolean mask over ``text`` (True = boilerplate) and the number of lines it
+        covers. Call once per distinct page: every call counts the page.
         """
-        lines = text.split("\n")
-        short = {
-            self.line_id(line)
-            for line in lines
-            if line.strip() and len(line.strip()) <= self.max_line_chars
-        }
-        if not short:
-            return text, 0
+        mask = np.zeros(len(text), dtype=bool)
+        spans = []  # (start, end, line id) of the page's short lines
+        position = 0
+        for line in text.split("\n"):
+            stripped = line.strip()
+            if stripped and len(stripped) <= self.max_line_chars:
+                spans.append((position, position + len(line), self.line_id(line)))
+            position += len(line) + 1
+        if not spans:
+            return mask, 0
         key = self._key(site)
-        known = self.client.hlen(key)
+        grow = self.client.hlen(key) < self.max_lines_per_site
+        ids = sorted({line_id for _, _, line_id in spans})
         pipe = self.client.pipeline(transaction=False)
-        ids = sorted(short)
         for line_id in ids:
-            if known < self.max_lines_per_site:
-                pipe.hincrby(key, line_id, 1)
-            else:  # the site's table is full: only read, never grow it
-                pipe.hget(key, line_id)
+            # When the site's table is full, only read: never grow it.
+            pipe.hincrby(key, line_id, 1) if grow else pipe.hget(key, line_id)
         counts = {
             line_id: int(count or 0) for line_id, count in zip(ids, pipe.execute(), strict=True)
         }
-        kept, dropped = [], 0
-        for line in lines:
-            stripped = line.strip()
-            if (
-                stripped
-                and len(stripped) <= self.max_line_chars
-                and counts.get(self.line_id(line), 0) >= self.min_pages
-            ):
+        dropped = 0
+        for start, end, line_id in spans:
+            if counts[line_id] >= self.min_pages:
+                mask[start:end] = True
                 dropped += 1
-                continue
-            kept.append(line)
+        return mask, dropped
+
+    def strip(self, site: str, text: str) -> tuple[str, int]:
+        """:meth:`mask`, applied: the text without its boilerplate lines."""
+        mask, dropped = self.mask(site, text)
+        if not dropped:
+            return text, 0
+        lines, position, kept = text.split("\n"), 0, []
+        for line in lines:
+            if not (line and mask[position]):
+                kept.append(line)
+            position += len(line) + 1
         return "\n".join(kept), dropped
