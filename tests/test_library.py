@@ -194,3 +194,22 @@ def test_cli_reports_malformed_input_clearly(cli_env, tmp_path, capsys):
     assert main(["ingest", str(bad)]) == 2
     assert "bad.jsonl:1: invalid JSON" in capsys.readouterr().err
     assert main(["ingest", str(tmp_path / "nope.txt")]) == 2
+
+
+def test_short_news_masters_quotes_and_reposted_heads(runtime):
+    library = MasterLibrary.from_runtime(runtime)
+    article = prose(seed=500, chars=400).replace("\n", "")
+    library.ingest([MasterDocument("news-1", "news", "短讯", article)])
+    filler = prose(seed=501, chars=1500)
+    # A repost of the article's first 150 characters inside other text is a copy...
+    found = library.detector().check(filler[:700] + article[:150] + filler[700:])
+    assert [m.doc_id for m in found] == ["news-1"]
+    assert found[0].spans and article[10:140] in found[0].spans[0]["text"]
+    # ...commentary quoting a sentence or two (a fifth of the article) is not.
+    assert (
+        library.detector().check(filler[:700] + "原文写道：" + article[100:160] + filler[700:])
+        == []
+    )
+    # Nor is a text sharing a few short phrases with it.
+    phrases = "".join(article[i : i + 20] + filler[i : i + 200] for i in (0, 150, 300))
+    assert library.detector().check(phrases) == []

@@ -5,10 +5,12 @@
    near-duplicates (Hamming ≤ k), masters sharing shingle anchors, masters sharing pinyin-DNA
    windows (:mod:`tracker.index.master_index`).
 3. Align the text with each candidate (:mod:`tracker.matching.align`) to get the copied passages.
-4. Report a master when the aligned evidence is at least ``MIN_EVIDENCE_TOKENS`` and either covers
-   ``min_coverage`` of the master or contains one passage of ``min_passage_chars`` tokens — so a
-   page that copies a few hundred characters is reported, while commentary quoting a sentence
-   or two is not.
+4. Report a master when the aligned evidence is at least ``MIN_EVIDENCE_TOKENS`` and either
+   contains one passage of ``min_passage_chars`` tokens, or covers ``min_coverage`` of the
+   master with a passage of at least ``MIN_LONGEST_FOR_COVERAGE`` tokens (or half the master
+   in passages of any length, as when sentences are shuffled) — so a page that copies a few
+   hundred characters is reported, while commentary quoting a sentence or two, or a news item
+   sharing a few stock phrases with a short master, is not.
 
 ``score`` is the copied share of the shorter of the two texts (1.0 for a whole copy); ``coverage``
 the share of the master found in the text.
@@ -30,7 +32,8 @@ from tracker.matching.align import Alignment, align
 from tracker.stores.masters import MasterStore
 from tracker.text.normalize import NormalizedText, normalize
 
-MIN_EVIDENCE_TOKENS = 60
+MIN_EVIDENCE_TOKENS = 80
+MIN_LONGEST_FOR_COVERAGE = 30
 MAX_SPAN_TEXT = 2000
 
 
@@ -156,9 +159,10 @@ class Detector:
             near_duplicate and alignment.coverage >= 0.5
         ):
             return False
-        return (
-            alignment.coverage >= self.settings.min_coverage
-            or alignment.longest >= self.settings.min_passage_chars
+        if alignment.longest >= self.settings.min_passage_chars:
+            return True
+        return alignment.coverage >= self.settings.min_coverage and (
+            alignment.longest >= MIN_LONGEST_FOR_COVERAGE or alignment.coverage >= 0.5
         )
 
     @staticmethod
