@@ -89,7 +89,15 @@ def test_build_report_groups_the_days_matches_by_work_and_page(seeded):
 
     assert report["date"] == "2026-11-22"
     assert report["generated_at"] == "2026-11-22T23:00:00+00:00"
-    assert report["summary"] == {"pages": 2, "works": 2, "sites": 1, "matches": 4}
+    assert report["summary"] == {
+        "pages": 2,
+        "works": 2,
+        "sites": 1,
+        "matches": 4,
+        "new_pages": 2,  # no earlier report: everything is new
+        "new_matches": 4,
+        "groups": 0,
+    }
     assert report["pages"] == [
         {
             "url": PAGE_A,
@@ -98,6 +106,9 @@ def test_build_report_groups_the_days_matches_by_work_and_page(seeded):
             "score": 0.9123,
             "coverage": 0.95,
             "first_seen": "2026-11-22T10:00:00+00:00",
+            "last_seen": "2026-11-22T10:00:00+00:00",
+            "new": True,
+            "group": None,
         },
         {
             "url": PAGE_B,
@@ -106,6 +117,9 @@ def test_build_report_groups_the_days_matches_by_work_and_page(seeded):
             "score": 0.75,
             "coverage": 0.6667,
             "first_seen": "2026-11-22T12:00:00+00:00",
+            "last_seen": "2026-11-22T15:00:00+00:00",
+            "new": True,
+            "group": None,
         },
     ]
     assert [(w["work"], w["chapters"]) for w in report["works"]] == [("斗破苍穹", 2), ("新闻", 1)]
@@ -128,6 +142,9 @@ def test_build_report_groups_the_days_matches_by_work_and_page(seeded):
         "coverage": 0.3,
         "first_seen": "2026-11-22T12:00:00+00:00",
         "evidence": "斗之力，三段",
+        "last_seen": "2026-11-22T15:00:00+00:00",
+        "new": True,
+        "group": None,
     }
     news_pages = report["works"][1]["pages"]
     assert [(p["url"], p["doc_ids"], p["score"], p["evidence"]) for p in news_pages] == [
@@ -139,13 +156,26 @@ def test_build_report_only_includes_matches_seen_that_day(seeded):
     yesterday = build_report(seeded.db, date(2026, 11, 21))
     assert [p["url"] for p in yesterday["pages"]] == [PAGE_YESTERDAY]
     assert yesterday["pages"][0]["doc_ids"] == ["dpcq-3"]
-    assert yesterday["summary"] == {"pages": 1, "works": 1, "sites": 1, "matches": 1}
+    assert {k: yesterday["summary"][k] for k in ("pages", "works", "sites", "matches")} == {
+        "pages": 1,
+        "works": 1,
+        "sites": 1,
+        "matches": 1,
+    }
 
     tomorrow = build_report(seeded.db, date(2026, 11, 23))
     assert [(p["url"], p["doc_ids"]) for p in tomorrow["pages"]] == [(PAGE_TOMORROW, ["news-2"])]
 
     empty = build_report(seeded.db, date(2026, 11, 30))
-    assert empty["summary"] == {"pages": 0, "works": 0, "sites": 0, "matches": 0}
+    assert empty["summary"] == {
+        "pages": 0,
+        "works": 0,
+        "sites": 0,
+        "matches": 0,
+        "new_pages": 0,
+        "new_matches": 0,
+        "groups": 0,
+    }
     assert (empty["works"], empty["pages"]) == ([], [])
     assert "No infringement was seen" in to_html(empty)
 
@@ -167,7 +197,19 @@ def test_json_and_csv_renderers(seeded):
 
     rows = list(csv.reader(io.StringIO(to_csv(report))))
     assert rows == [
-        ["date", "work", "doc_id", "url", "site", "score", "coverage", "first_seen"],
+        [
+            "date",
+            "work",
+            "doc_id",
+            "url",
+            "site",
+            "score",
+            "coverage",
+            "first_seen",
+            "last_seen",
+            "new",
+            "group",
+        ],
         [
             "2026-11-22",
             "斗破苍穹",
@@ -177,6 +219,9 @@ def test_json_and_csv_renderers(seeded):
             "0.9123",
             "0.95",
             "2026-11-22T10:00:00+00:00",
+            "2026-11-22T10:00:00+00:00",
+            "yes",
+            "",
         ],
         [
             "2026-11-22",
@@ -187,6 +232,9 @@ def test_json_and_csv_renderers(seeded):
             "0.9123",
             "0.95",
             "2026-11-22T10:00:00+00:00",
+            "2026-11-22T10:00:00+00:00",
+            "yes",
+            "",
         ],
         [
             "2026-11-22",
@@ -197,6 +245,9 @@ def test_json_and_csv_renderers(seeded):
             "0.75",
             "0.3",
             "2026-11-22T12:00:00+00:00",
+            "2026-11-22T15:00:00+00:00",
+            "yes",
+            "",
         ],
         [
             "2026-11-22",
@@ -207,6 +258,9 @@ def test_json_and_csv_renderers(seeded):
             "0.6",
             "0.6667",
             "2026-11-22T12:00:00+00:00",
+            "2026-11-22T12:00:00+00:00",
+            "yes",
+            "",
         ],
     ]
 
@@ -318,6 +372,9 @@ def test_cli_writes_csv_to_out(cli_env, tmp_path, capsys):
             "1.0",
             "1.0",
             "2026-11-21T23:00:00+00:00",
+            "2026-11-21T23:00:00+00:00",
+            "yes",
+            "",
         ]
     ]
 
@@ -328,3 +385,16 @@ def test_cli_rejects_a_bad_date(bad, capsys):
         main(["report", "--date", bad])
     assert exc.value.code == 2
     assert f"invalid date {bad!r}: expected YYYY-MM-DD" in capsys.readouterr().err
+
+
+def test_cli_writes_takedown_notices_to_a_folder(cli_env, tmp_path, capsys):
+    folder = tmp_path / "notices"
+    argv = ["--data-dir", str(cli_env), "report", "--date", "2026-11-22", "--format", "notices"]
+    assert main([*argv, "--out", str(folder)]) == 0
+    out, err = capsys.readouterr()
+    assert out.split() == [str(folder / "notice-pirate.example.txt")]
+    notice = (folder / "notice-pirate.example.txt").read_text(encoding="utf-8")
+    assert f"1. {PAGE_A}" in notice and f"2. {PAGE_B}" in notice
+    assert "Copies: 《新闻》 新闻 news-1 [news-1]" in notice
+    assert "Evidence, as found on the page: > 新华社北京电" in notice
+    assert err.startswith("2026-11-22: 2 infringing pages")

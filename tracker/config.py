@@ -7,6 +7,7 @@ Precedence, highest first: environment variables (``MONGO_URL``, ``REDIS_URL``,
 
 from __future__ import annotations
 
+import json
 import os
 import tomllib
 from dataclasses import dataclass, field, fields, replace
@@ -34,6 +35,20 @@ class Settings:
     min_coverage: float = 0.2
     min_passage_chars: int = 100
     min_span_chars: int = 12
+
+    # Scheduler (``tracker schedule``, see tracker.scheduler): master sources, job times, sites.
+    drop_dir: str = ""  # drop folder of new .txt/.jsonl master files; "" = <data_dir>/inbox
+    master_source_url: str = ""  # MongoDB holding new master documents; "" = mongo_url
+    master_source_db: str = ""  # "" = mongo_db
+    master_source_collection: str = ""  # "" = no MongoDB master source
+    master_source_cursor: str = "_id"  # the source field new documents are ordered by
+    pull_cron: str = "*/10 * * * *"
+    pull_batch_size: int = 200  # documents ingested between two cursor commits
+    report_time: str = "06:00"  # the daily report (of the previous day), in schedule_timezone
+    schedule_timezone: str = "UTC"
+    misfire_grace_s: int = 3600  # a run later than this after its time is skipped and logged
+    scheduler_lock_s: int = 30  # expiry of the Redis lock held by the acting scheduler
+    sites: tuple = ()  # [[sites]] tables: name, spider, cron, arguments, settings, timeout_s
 
     @classmethod
     def load(cls, path: str | os.PathLike | None = None, **overrides: Any) -> Settings:
@@ -90,6 +105,8 @@ def _coerce(settings: Settings, values: dict[str, Any]) -> Settings:
                 converted[name] = int(raw)
             elif isinstance(current, float):
                 converted[name] = float(raw)
+            elif isinstance(current, tuple):  # a TOML array of tables, or JSON from the env
+                converted[name] = tuple(json.loads(raw) if isinstance(raw, str) else raw)
             else:
                 converted[name] = str(raw) if raw is not None else None
         except (TypeError, ValueError):

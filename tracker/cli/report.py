@@ -1,9 +1,11 @@
-"""``tracker report [--date YYYY-MM-DD] [--format json|csv|html] [--out PATH]``: the
+"""``tracker report [--date YYYY-MM-DD] [--format json|csv|html|notices] [--out PATH]``: the
 infringements seen on one UTC day.
 
-JSON and CSV go to standard output unless ``--out`` is given; HTML is always written to a file
-(``<data_dir>/reports/report-YYYY-MM-DD.html`` by default) whose path is printed. A summary line
-goes to standard error.
+The day's pages are first grouped into mirror groups and the report's figures stored in MongoDB
+(replacing an earlier version of that day's). JSON and CSV go to standard output unless
+``--out`` is given; HTML is always written to a file (``<data_dir>/reports/report-DATE.html`` by
+default) and takedown notices to a folder (``<data_dir>/reports/notices-DATE/``, one
+``notice-SITE.txt`` per site), whose paths are printed. A summary line goes to standard error.
 """
 
 from __future__ import annotations
@@ -15,10 +17,12 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 
 from tracker.config import Settings
-from tracker.reports import build_report, summary_line, to_csv, to_html, to_json
+from tracker.reports import summary_line, to_csv, to_html, to_json
+from tracker.reports.daily import prepare_report, write_notices
 from tracker.runtime import Runtime
 
 RENDERERS = {"json": to_json, "csv": to_csv, "html": to_html}
+FORMATS = (*RENDERERS, "notices")
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -31,9 +35,11 @@ def register(commands: argparse._SubParsersAction) -> None:
         help="the UTC day to report (default: today)",
     )
     parser.add_argument(
-        "--format", choices=tuple(RENDERERS), default="json", help="output format (default: json)"
+        "--format", choices=FORMATS, default="json", help="output format (default: json)"
     )
-    parser.add_argument("--out", metavar="PATH", help="write the report to PATH")
+    parser.add_argument(
+        "--out", metavar="PATH", help="write the report to PATH (for notices: a folder)"
+    )
     parser.set_defaults(func=run)
 
 
@@ -53,9 +59,16 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     day = args.date or datetime.now(UTC).date()
     runtime = Runtime(settings)
     try:
-        report = build_report(runtime.db, day)
+        report = prepare_report(runtime, day)
     finally:
         runtime.close()
+    if args.format == "notices":
+        folder = Path(args.out).expanduser() if args.out else None
+        folder = folder or settings.data_dir / "reports" / f"notices-{report['date']}"
+        for path in write_notices(report, folder):
+            print(path)
+        print(summary_line(report), file=sys.stderr)
+        return 0
     text = RENDERERS[args.format](report)
     out = args.out
     if out is None and args.format == "html":

@@ -1,24 +1,32 @@
 """Build the daily infringement report from the ``matches`` and ``pages`` collections.
 
 A match counts for a day when it was seen during the UTC day ``[day 00:00, day+1 00:00)``, i.e.
-last seen after the day began and first seen before it ended (:meth:`MatchStore.seen_between`).
-The report is a plain dict (see :func:`build_report`) that the renderers in
-:mod:`tracker.reports.render` turn into JSON, CSV or HTML.
+last seen after the day began and first seen before it ended (as
+:meth:`MatchStore.seen_between`). The report is a plain dict (see :func:`build_report`) that
+the renderers in :mod:`tracker.reports.render` turn into JSON, CSV, HTML or takedown notices.
+Trends read the figures of earlier reports stored in MongoDB (:mod:`tracker.stores.reports`).
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Iterable
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
+from pymongo import DESCENDING
 from pymongo.database import Database
 
+from tracker.stores.clusters import ClusterStore
+from tracker.stores.masters import MasterStore
 from tracker.stores.pages import MatchStore, site_of
+from tracker.stores.reports import ReportStore
 
 EVIDENCE_CHARS = 200
 UNKNOWN_WORK = "(unknown work)"
+TREND_DAYS = 30
+TREND_FIGURES = ("pages", "new_pages", "matches", "sites", "works")
+IN_BATCH = 1000
 
 
 def day_window(day: date) -> tuple[datetime, datetime]:
@@ -27,29 +35,66 @@ def day_window(day: date) -> tuple[datetime, datetime]:
     return start, start + timedelta(days=1)
 
 
-def build_report(db: Database, day: date, *, now: datetime | None = None) -> dict[str, Any]:
+def build_report(
+    db: Database, day: date, *, now: datetime | None = None, trend_days: int = TREND_DAYS
+) -> dict[str, Any]:
     """The infringements seen on ``day``.
 
     Shape::
 
-        {"date", "generated_at",
-         "summary": {"pages", "works", "sites", "matches"},
+        {"date", "generated_at", "previous_report", "new_since",
+         "summary": {"pages", "works", "sites", "matches", "new_pages", "new_matches", "groups"},
          "works": [{"work", "chapters", "pages": [{"url", "site", "title", "doc_ids", "score",
-                                                   "coverage", "first_seen", "evidence"}]}],
-         "pages": [{"url", "site", "doc_ids", "score", "coverage", "first_seen"}]}
+                                                   "coverage", "first_seen", "evidence",
+                                                   "last_seen", "new", "group"}],
+                    "total_chapters", "coverage", "first_seen", "last_seen", "new_pages",
+                    "chapters_found": [{"doc_id", "title", "pages", "sites"}],
+                    "sites": [{"site", "pages", "chapters", "coverage", "first_seen",
+                               "last_seen", "new_pages"}]}],
+         "pages": [{"url", "site", "doc_ids", "score", "coverage", "first_seen", "last_seen",
+                    "new", "group"}],
+         "sites": [{"site", "pages", "works", "matches", "new_pages", "first_seen", "last_seen",
+                    "trend": [{"date", "pages"}]}],
+         "groups": [{"group", "pages", "sites", "works", "doc_ids"}],
+         "trend": [{"date", "pages", "new_pages", "matches", "sites", "works"}]}
 
     Works are sorted by number of pages (desc) then name; a work's pages by score (desc) then
     URL, and their doc_ids/score/coverage/first_seen/evidence cover that work's matches only.
     The flat ``pages`` list (sorted by URL) aggregates every match of each page.
+
+    *New* means first seen after the day of the previous stored report (``previous_report``;
+    every match is new when there is none), i.e. since the last report people read. A work's
+    ``coverage`` is the share of its chapters (master documents) found that day, on all sites
+    together or, under ``sites``, on each one. ``groups`` are the mirror groups: clusters of
+    near-duplicate pages (:mod:`tracker.clustering`) with two or more pages seen that day;
+    ``group`` is a page's cluster (None until clustered). ``trend`` and each site's ``trend``
+    cover the ``trend_days`` days up to ``day``, read from the stored reports (null for a day
+    without one).
     """
-    matches = MatchStore(db).seen_between(*day_window(day))
-    titles = _page_titles(db, {m["url"] for m in matches})
+    _ensure_indexes(db)
+    matches = _matches_seen(db, *day_window(day))
+    previous = ReportStore(db).previous(day)
+    new_since = day_window(date.fromisoformat(previous["_id"]))[1] if previous else None
+    urls = {m["url"] for m in matches}
+    titles = _page_titles(db, urls)
+    groups = ClusterStore(db).cluster_of(urls)
+
+    def is_new(page_matches: list[dict]) -> bool:
+        return new_since is None or min(_utc(m["first_seen"]) for m in page_matches) >= new_since
+
+    def seen(url: str, page_matches: list[dict]) -> dict[str, Any]:
+        return {
+            "last_seen": max(_utc(m["last_seen"]) for m in page_matches).isoformat(),
+            "new": is_new(page_matches),
+            "group": groups.get(url),
+        }
 
     by_url: dict[str, list[dict]] = defaultdict(list)
     by_work: dict[str, dict[str, list[dict]]] = defaultdict(lambda: defaultdict(list))
     for match in matches:
         by_url[match["url"]].append(match)
         by_work[_work_of(match)][match["url"]].append(match)
+    totals = _chapter_totals(db, by_work)
 
     works = []
     for work, pages in by_work.items():
@@ -58,31 +103,45 @@ def build_report(db: Database, day: date, *, now: datetime | None = None) -> dic
                 **_page_entry(url, page_matches),
                 "title": titles.get(url, ""),
                 "evidence": _best_evidence(page_matches),
+                **seen(url, page_matches),
             }
             for url, page_matches in pages.items()
         ]
         entries.sort(key=lambda e: (-e["score"], e["url"]))
         works.append(
-            {
-                "work": work,
-                "chapters": len({m["doc_id"] for ms in pages.values() for m in ms}),
-                "pages": [_ordered_page(e) for e in entries],
-            }
+            _work_entry(
+                work, pages, [_ordered_page(e) for e in entries], totals.get(work, 0), is_new
+            )
         )
     works.sort(key=lambda w: (-len(w["pages"]), w["work"]))
 
-    flat_pages = [_page_entry(url, by_url[url]) for url in sorted(by_url)]
+    flat_pages = [
+        {**_page_entry(url, by_url[url]), **seen(url, by_url[url])} for url in sorted(by_url)
+    ]
+    trend, site_trends = _trends(db, day, trend_days)
+    sites = _site_entries(day, flat_pages, by_url, site_trends, trend)
+    mirror_groups = _mirror_groups(flat_pages, by_url)
+    summary = {
+        "pages": len(by_url),
+        "works": len(by_work),
+        "sites": len(sites),
+        "matches": len(matches),
+        "new_pages": sum(1 for p in flat_pages if p["new"]),
+        "new_matches": sum(1 for m in matches if is_new([m])),
+        "groups": len(mirror_groups),
+    }
+    today = {"date": day.isoformat(), **{k: summary[k] for k in TREND_FIGURES}}
     return {
         "date": day.isoformat(),
         "generated_at": (now or datetime.now(UTC)).isoformat(timespec="seconds"),
-        "summary": {
-            "pages": len(by_url),
-            "works": len(by_work),
-            "sites": len({p["site"] for p in flat_pages}),
-            "matches": len(matches),
-        },
+        "previous_report": previous["_id"] if previous else None,
+        "new_since": new_since.isoformat() if new_since else None,
+        "summary": summary,
         "works": works,
         "pages": flat_pages,
+        "sites": sites,
+        "groups": mirror_groups,
+        "trend": [*trend, today],
     }
 
 
@@ -107,6 +166,181 @@ def _page_titles(db: Database, urls: Iterable[str]) -> dict[str, str]:
     return {doc["_id"]: str(doc.get("title") or "") for doc in cursor}
 
 
+def _ensure_indexes(db: Database) -> None:
+    """The indexes the report's queries use (creating an existing index is a no-op)."""
+    MatchStore(db).ensure_indexes()
+    MasterStore(db).ensure_indexes()
+    ClusterStore(db).ensure_indexes()
+
+
+def _matches_seen(db: Database, start: datetime, end: datetime) -> list[dict]:
+    """Matches seen in ``[start, end)``: last seen after start and first seen before end.
+
+    The query names the ``last_seen`` index: with a range on two fields SecantusDB would scan.
+    """
+    found = db["matches"].find({"last_seen": {"$gte": start}, "first_seen": {"$lt": end}})
+    return list(found.hint([("last_seen", DESCENDING)]))
+
+
+def _chapter_totals(db: Database, works: Iterable[str]) -> dict[str, int]:
+    """How many chapters (master documents) each work has in the library."""
+    names = sorted(works)
+    totals: Counter[str] = Counter()
+    for start in range(0, len(names), IN_BATCH):
+        chunk = names[start : start + IN_BATCH]
+        for doc in db["masters"].find({"work": {"$in": chunk}}, {"work": 1, "_id": 0}):
+            totals[doc["work"]] += 1
+    return dict(totals)
+
+
+def _share(part: int, whole: int) -> float | None:
+    return round(part / whole, 4) if whole else None
+
+
+def _span(matches: Iterable[dict]) -> tuple[str, str]:
+    """First seen (earliest) and last seen (latest) of ``matches``, ISO formatted."""
+    matches = list(matches)
+    return (
+        min(_utc(m["first_seen"]) for m in matches).isoformat(),
+        max(_utc(m["last_seen"]) for m in matches).isoformat(),
+    )
+
+
+def _work_entry(
+    work: str,
+    pages: dict[str, list[dict]],
+    entries: list[dict[str, Any]],
+    total_chapters: int,
+    is_new: Callable[[list[dict]], bool],
+) -> dict[str, Any]:
+    matches = [m for page_matches in pages.values() for m in page_matches]
+    chapters: dict[str, dict[str, Any]] = {}
+    for match in sorted(matches, key=lambda m: m["doc_id"]):
+        chapter = chapters.setdefault(
+            str(match["doc_id"]),
+            {"doc_id": str(match["doc_id"]), "title": "", "pages": set(), "sites": set()},
+        )
+        chapter["title"] = chapter["title"] or str(match.get("title") or "")
+        chapter["pages"].add(match["url"])
+        chapter["sites"].add(match.get("site") or site_of(match["url"]))
+    by_site: dict[str, dict[str, list[dict]]] = defaultdict(lambda: defaultdict(list))
+    for url, page_matches in pages.items():
+        by_site[page_matches[0].get("site") or site_of(url)][url] = page_matches
+    sites = []
+    for site, site_pages in by_site.items():
+        site_matches = [m for ms in site_pages.values() for m in ms]
+        found = len({m["doc_id"] for m in site_matches})
+        first_seen, last_seen = _span(site_matches)
+        sites.append(
+            {
+                "site": site,
+                "pages": len(site_pages),
+                "chapters": found,
+                "coverage": _share(found, total_chapters),
+                "first_seen": first_seen,
+                "last_seen": last_seen,
+                "new_pages": sum(1 for ms in site_pages.values() if is_new(ms)),
+            }
+        )
+    sites.sort(key=lambda s: (-s["chapters"], -s["pages"], s["site"]))
+    first_seen, last_seen = _span(matches)
+    return {
+        "work": work,
+        "chapters": len(chapters),
+        "pages": entries,
+        "total_chapters": total_chapters,
+        "coverage": _share(len(chapters), total_chapters),
+        "first_seen": first_seen,
+        "last_seen": last_seen,
+        "new_pages": sum(1 for e in entries if e["new"]),
+        "chapters_found": [
+            {**c, "pages": len(c["pages"]), "sites": len(c["sites"])} for c in chapters.values()
+        ],
+        "sites": sites,
+    }
+
+
+def _trends(
+    db: Database, day: date, trend_days: int
+) -> tuple[list[dict[str, Any]], dict[str, dict[str, int]]]:
+    """The stored figures of the ``trend_days - 1`` days before ``day``: the overall trend (one
+    entry per day, null figures for a day without a report) and ``{date: {site: pages}}``."""
+    days = [day - timedelta(days=offset) for offset in range(trend_days - 1, 0, -1)]
+    stored = ReportStore(db).days(days)
+    trend, site_pages = [], {}
+    for past in days:
+        doc = stored.get(past.isoformat())
+        summary = doc.get("summary", {}) if doc else {}
+        trend.append(
+            {
+                "date": past.isoformat(),
+                **{k: summary.get(k) if doc else None for k in TREND_FIGURES},
+            }
+        )
+        if doc:
+            site_pages[past.isoformat()] = {s["site"]: s["pages"] for s in doc.get("sites", [])}
+    return trend, site_pages
+
+
+def _site_entries(
+    day: date,
+    flat_pages: list[dict[str, Any]],
+    by_url: dict[str, list[dict]],
+    site_trends: dict[str, dict[str, int]],
+    trend: list[dict[str, Any]],
+) -> list[dict[str, Any]]:
+    by_site: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for page in flat_pages:
+        by_site[page["site"]].append(page)
+    sites = []
+    for site, pages in by_site.items():
+        matches = [m for page in pages for m in by_url[page["url"]]]
+        first_seen, last_seen = _span(matches)
+        past = [
+            {
+                "date": t["date"],
+                "pages": site_trends[t["date"]].get(site, 0) if t["date"] in site_trends else None,
+            }
+            for t in trend
+        ]
+        sites.append(
+            {
+                "site": site,
+                "pages": len(pages),
+                "works": len({_work_of(m) for m in matches}),
+                "matches": len(matches),
+                "new_pages": sum(1 for p in pages if p["new"]),
+                "first_seen": first_seen,
+                "last_seen": last_seen,
+                "trend": [*past, {"date": day.isoformat(), "pages": len(pages)}],
+            }
+        )
+    sites.sort(key=lambda s: (-s["pages"], s["site"]))
+    return sites
+
+
+def _mirror_groups(
+    flat_pages: list[dict[str, Any]], by_url: dict[str, list[dict]]
+) -> list[dict[str, Any]]:
+    members: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for page in flat_pages:
+        if page["group"] is not None:
+            members[page["group"]].append(page)
+    groups = [
+        {
+            "group": group,
+            "pages": [p["url"] for p in pages],
+            "sites": sorted({p["site"] for p in pages}),
+            "works": sorted({_work_of(m) for p in pages for m in by_url[p["url"]]}),
+            "doc_ids": sorted({d for p in pages for d in p["doc_ids"]}),
+        }
+        for group, pages in members.items()
+        if len(pages) > 1
+    ]
+    groups.sort(key=lambda g: (-len(g["pages"]), g["group"]))
+    return groups
+
+
 def _work_of(match: dict) -> str:
     return str(match.get("work") or "") or UNKNOWN_WORK
 
@@ -124,7 +358,19 @@ def _page_entry(url: str, matches: list[dict]) -> dict[str, Any]:
 
 
 def _ordered_page(entry: dict[str, Any]) -> dict[str, Any]:
-    keys = ("url", "site", "title", "doc_ids", "score", "coverage", "first_seen", "evidence")
+    keys = (
+        "url",
+        "site",
+        "title",
+        "doc_ids",
+        "score",
+        "coverage",
+        "first_seen",
+        "evidence",
+        "last_seen",
+        "new",
+        "group",
+    )
     return {key: entry[key] for key in keys}
 
 

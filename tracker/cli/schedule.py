@@ -1,0 +1,116 @@
+"""``tracker schedule [--list]``: run the scheduler until SIGINT/SIGTERM, or list its jobs.
+
+The scheduler pulls new master work, crawls each configured site on its cron schedule and
+writes the daily report (see :mod:`tracker.scheduler`). Only one scheduler acts at a time; a
+second one waits for the first's lock. The first SIGINT/SIGTERM stops it cleanly: no new runs,
+running jobs finish (a pull stops after its current batch), the lock is released. A second
+signal stops it at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import threading
+from datetime import datetime
+from typing import Any
+
+from tracker.config import Settings
+from tracker.runtime import Runtime
+from tracker.scheduler.lock import HeldLock
+from tracker.scheduler.service import SchedulerService, list_jobs, lock_name
+
+log = logging.getLogger("tracker.scheduler")
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser(
+        "schedule",
+        help="run the scheduler: pull new master work, crawl the sites, write the daily report",
+    )
+    parser.add_argument(
+        "--list", action="store_true", help="show the jobs with their next and last runs, and exit"
+    )
+    parser.add_argument("--json", action="store_true", help="with --list: machine-readable output")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    runtime = Runtime(settings)
+    try:
+        if args.list:
+            return _print_jobs(settings, runtime, as_json=args.json)
+        return _serve(settings, runtime, verbose=args.verbose)
+    finally:
+        runtime.close()
+
+
+def _serve(settings: Settings, runtime: Runtime, verbose: bool) -> int:
+    logging.basicConfig(
+        force=True,
+        level=logging.DEBUG if verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    if not verbose:
+        for name in ("tracker", "apscheduler"):
+            logging.getLogger(name).setLevel(logging.INFO)
+    service = SchedulerService(settings, runtime)
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        log.info("%s: stopping once the running jobs finish", signal.Signals(signum).name)
+        stop.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    log.info("scheduler starting (mongo %s, redis %s)", runtime.mongo_url, runtime.redis_url)
+    try:
+        service.serve(stop)
+    except KeyboardInterrupt:
+        service.leader.release()
+        log.warning("stopped at once; running jobs were abandoned")
+        logging.shutdown()
+        os._exit(130)  # job threads may still run; a second signal means do not wait for them
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    log.info("scheduler stopped")
+    return 0
+
+
+def _when(moment: datetime | None) -> str:
+    return moment.isoformat(sep=" ", timespec="seconds") if moment else "-"
+
+
+def _last_run(run: dict[str, Any] | None) -> str:
+    if not run:
+        return "never"
+    text = f"{run['status']} {_when(run.get('started_at'))}"
+    if run.get("error"):
+        text += f": {str(run['error'])[:80]}"
+    return text
+
+
+def _print_jobs(settings: Settings, runtime: Runtime, as_json: bool) -> int:
+    rows = list_jobs(settings, runtime)
+    holder = HeldLock.holder(runtime.redis, lock_name(settings))
+    if as_json:
+        print(json.dumps({"acting_scheduler": holder, "jobs": rows}, default=str, indent=2))
+        return 0
+    print(f"acting scheduler: {holder}" if holder else "no scheduler is acting")
+    table = [("JOB", "SCHEDULE", "NEXT RUN", "LAST RUN")]
+    for row in rows:
+        next_run = _when(row["next_run"]) + ("" if row["scheduled"] else " (not yet scheduled)")
+        table.append((row["job"], row["schedule"], next_run, _last_run(row["last_run"])))
+    widths = [max(len(line[i]) for line in table) for i in range(3)]
+    for line in table:
+        print(
+            "  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=False))
+            + "  "
+            + line[3]
+        )
+    return 0

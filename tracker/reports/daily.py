@@ -1,0 +1,64 @@
+"""One day's report end to end: cluster the day's pages, build the report, store its figures,
+and (for the scheduler) write it in every format."""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from pathlib import Path
+from typing import Any
+
+from tracker.clustering import PageClusterer
+from tracker.reports.build import build_report, day_window
+from tracker.reports.notices import notice_file_name, to_notices
+from tracker.reports.render import to_csv, to_html, to_json
+from tracker.runtime import Runtime
+from tracker.stores.reports import ReportStore
+
+RENDERERS = {"html": to_html, "csv": to_csv, "json": to_json}
+
+
+def prepare_report(runtime: Runtime, day: date, *, now: datetime | None = None) -> dict[str, Any]:
+    """Group the day's infringing pages into mirror groups, build the report of ``day`` and
+    store its figures (replacing an earlier version of the same day)."""
+    start, end = day_window(day)
+    PageClusterer.from_runtime(runtime).cluster_seen_since(start, until=end)
+    report = build_report(runtime.db, day, now=now)
+    ReportStore(runtime.db).save(report)
+    return report
+
+
+def write_notices(report: dict[str, Any], folder: Path) -> list[Path]:
+    """One takedown notice draft per site, ``folder/notice-SITE.txt``; returns the paths."""
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for site, text in to_notices(report).items():
+        path = folder / notice_file_name(site)
+        counter = 2
+        while path in paths:  # two hostile host names that make the same file name
+            path = folder / f"{path.stem.rsplit('~', 1)[0]}~{counter}.txt"
+            counter += 1
+        path.write_text(text, encoding="utf-8")
+        paths.append(path)
+    return paths
+
+
+def write_report(report: dict[str, Any], out_dir: Path) -> dict[str, Path]:
+    """``out_dir/report-DATE.{html,csv,json}`` and ``out_dir/notices-DATE/``."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths: dict[str, Path] = {}
+    for fmt, render in RENDERERS.items():
+        path = out_dir / f"report-{report['date']}.{fmt}"
+        path.write_text(render(report), encoding="utf-8")
+        paths[fmt] = path
+    notices = out_dir / f"notices-{report['date']}"
+    write_notices(report, notices)
+    paths["notices"] = notices
+    return paths
+
+
+def publish_report(
+    runtime: Runtime, day: date, *, out_dir: Path, now: datetime | None = None
+) -> tuple[dict[str, Any], dict[str, Path]]:
+    """:func:`prepare_report`, then :func:`write_report` under ``out_dir``."""
+    report = prepare_report(runtime, day, now=now)
+    return report, write_report(report, out_dir)

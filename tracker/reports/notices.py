@@ -1,0 +1,126 @@
+"""Takedown notice drafts, one per site, from a report of :func:`tracker.reports.build_report`.
+
+Each draft lists the site's infringing URLs seen that day, the master works and chapters each
+one copies, and the evidence passage found on it, between placeholders for the rights holder
+to fill in. Everything taken from crawled pages (URLs, titles, passages) is hostile: it is put
+on one line with control and formatting characters (line breaks, bidi overrides, zero-width
+characters, terminal escapes) removed, and passages are quoted, so page text cannot forge or
+hide parts of the notice.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections import defaultdict
+from datetime import UTC, datetime
+from typing import Any
+
+from tracker.reports.build import UNKNOWN_WORK
+
+PLACEHOLDER_SENDER = "[rights holder: name, address, e-mail]"
+STATEMENT = (
+    "I have a good-faith belief that the use of the material described above is not "
+    "authorised by the copyright owner, its agent, or the law. The information in this notice "
+    "is accurate, and I am authorised to act on behalf of the owner of the rights infringed."
+)
+
+
+def plain(value: Any, limit: int | None = None) -> str:
+    """``value`` as one line of visible text: control and format characters (Unicode Cc, Cf)
+    dropped, every run of whitespace one space."""
+    text = "".join(
+        " " if ch.isspace() else ch
+        for ch in str(value)
+        if ch.isspace() or unicodedata.category(ch) not in ("Cc", "Cf")
+    )
+    text = re.sub(r" +", " ", text).strip()
+    if limit is not None and len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return text
+
+
+def _site_pages(report: dict[str, Any]) -> dict[str, dict[str, dict[str, Any]]]:
+    """``site → url → {"copies": [(work, doc_id, title)], "evidence": [...], seen dates}``."""
+    sites: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
+    for work in report["works"]:
+        titles = {c["doc_id"]: c.get("title") or "" for c in work.get("chapters_found", [])}
+        for page in work["pages"]:
+            entry = sites[page["site"]].setdefault(
+                page["url"],
+                {
+                    "copies": [],
+                    "evidence": [],
+                    "first_seen": page["first_seen"],
+                    "last_seen": page.get("last_seen") or page["first_seen"],
+                },
+            )
+            entry["first_seen"] = min(entry["first_seen"], page["first_seen"])
+            entry["last_seen"] = max(entry["last_seen"], page.get("last_seen") or "")
+            for doc_id in page["doc_ids"]:
+                entry["copies"].append((work["work"], doc_id, titles.get(doc_id, "")))
+            if page.get("evidence"):
+                entry["evidence"].append(page["evidence"])
+    return sites
+
+
+def notice(site: str, pages: dict[str, dict[str, Any]], day: str) -> str:
+    """The draft notice for one site."""
+    works = sorted({work for page in pages.values() for work, _, _ in page["copies"]})
+    lines = [
+        f"DRAFT TAKEDOWN NOTICE: copyright infringement on {plain(site)}",
+        f"Date: {plain(day)}",
+        "",
+        f"To: the operator of {plain(site)}, and its hosting provider's abuse contact",
+        f"From: {PLACEHOLDER_SENDER}",
+        "",
+        "The web pages listed below reproduce, without authorisation, works whose rights we "
+        "hold. We ask you to remove them, or to disable access to them, without delay.",
+        "",
+        f"Infringing pages: {len(pages)}. Works copied: "
+        + "; ".join(_work_name(work) for work in works)
+        + ".",
+    ]
+    for number, (url, page) in enumerate(sorted(pages.items()), start=1):
+        lines += ["", f"{number}. {plain(url)}"]
+        for work, doc_id, title in sorted(set(page["copies"])):
+            shown = f"{_work_name(work)} {plain(title, 120)}".strip()
+            lines.append(f"   Copies: {shown} [{plain(doc_id, 120)}]")
+        lines.append(f"   Seen: first {plain(page['first_seen'])}, last {plain(page['last_seen'])}")
+        for passage in page["evidence"][:3]:
+            lines.append(f"   Evidence, as found on the page: > {plain(passage, 300)}")
+    lines += [
+        "",
+        STATEMENT,
+        "",
+        "Signature: [name, title]",
+        "",
+        "(Drafted by tracker from its daily report; check it before sending.)",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _when(value: str) -> str:
+    try:
+        return datetime.fromisoformat(value).astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    except (TypeError, ValueError):
+        return plain(value)
+
+
+def _work_name(work: str) -> str:
+    return "(unknown work)" if work == UNKNOWN_WORK else f"《{plain(work, 120)}》"
+
+
+def to_notices(report: dict[str, Any]) -> dict[str, str]:
+    """``{site: notice text}`` for every site with infringing pages in ``report``."""
+    return {
+        site: notice(site, pages, report["date"])
+        for site, pages in sorted(_site_pages(report).items())
+    }
+
+
+def notice_file_name(site: str) -> str:
+    """A safe file name for a site's notice (host names from pages are hostile too)."""
+    safe = re.sub(r"[^a-z0-9.-]+", "_", site.lower()).strip("._-") or "unknown-site"
+    return f"notice-{safe[:100]}.txt"

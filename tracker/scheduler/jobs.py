@@ -1,0 +1,385 @@
+"""The scheduler's jobs, their schedule from the settings, and how one run is carried out.
+
+Jobs, by name:
+
+``pull``
+    Ingest new master documents from the drop folder and the MongoDB source
+    (:mod:`tracker.scheduler.sources`); on ``pull_cron``.
+``crawl:SITE``
+    ``scrapy crawl SPIDER -a …`` for one configured site, in a subprocess
+    (:func:`tracker.crawl.run_crawl`), then cluster the pages it matched; on the site's cron.
+``report``
+    The daily report of the last UTC day that has ended (and of any earlier day whose report
+    was missed, up to :data:`CATCH_UP_DAYS`), stored in MongoDB and written as HTML, CSV, JSON
+    and takedown notices under ``<data_dir>/reports``; at ``report_time``.
+
+:meth:`JobContext.run` carries out one run: it takes the job's own Redis lock (so the same job
+never runs twice at once, even started by hand next to the scheduler), records the run in the
+ledger (:mod:`tracker.scheduler.runs`) under an id that admits one start per scheduled
+occurrence, and records its result or error. The scheduler's persistent job store can only
+refer to importable functions, so it stores :func:`run_scheduled` with the service id and the
+job name; the service registers its context under that id while it acts.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta, tzinfo
+from pathlib import Path
+from typing import Any
+
+from apscheduler.triggers.cron import CronTrigger
+from apscheduler.util import astimezone
+from pymongo import ASCENDING
+
+from tracker.clustering import PageClusterer
+from tracker.config import ConfigError, Settings
+from tracker.crawl import run_crawl
+from tracker.library import MasterLibrary
+from tracker.reports.daily import publish_report
+from tracker.runtime import Runtime
+from tracker.scheduler import runs
+from tracker.scheduler.lock import HeldLock
+from tracker.scheduler.sources import Cursors, configured_sources, pull_all
+from tracker.stores.reports import ReportStore
+
+log = logging.getLogger(__name__)
+
+CATCH_UP_DAYS = 7
+SITE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+SITE_KEYS = {"name", "spider", "cron", "arguments", "settings", "timeout_s"}
+
+
+@dataclass(frozen=True)
+class SiteSchedule:
+    """One crawled site: ``scrapy crawl SPIDER -a K=V … -s K=V …`` on a cron schedule."""
+
+    name: str
+    spider: str
+    cron: str
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    timeout_s: float = 1800.0
+
+    @classmethod
+    def parse(cls, raw: Any, position: int) -> SiteSchedule:
+        where = f"sites[{position}]"
+        if not isinstance(raw, Mapping):
+            raise ConfigError(f"{where}: expected a table with name, spider and cron")
+        unknown = sorted(set(raw) - SITE_KEYS)
+        if unknown:
+            raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)}")
+        missing = [key for key in ("name", "spider", "cron") if not raw.get(key)]
+        if missing:
+            raise ConfigError(f"{where}: missing {', '.join(missing)}")
+        name = str(raw["name"])
+        if not SITE_NAME.fullmatch(name):
+            raise ConfigError(f"{where}: name {name!r} may use only letters, digits, _ . -")
+        for key in ("arguments", "settings"):
+            value = raw.get(key, {})
+            if not isinstance(value, Mapping) or any(
+                isinstance(v, Mapping | list) for v in value.values()
+            ):
+                raise ConfigError(f"{where} ({name}): {key} must be a table of plain values")
+        try:
+            timeout = float(raw.get("timeout_s", 1800))
+        except (TypeError, ValueError):
+            raise ConfigError(f"{where} ({name}): timeout_s must be a number") from None
+        return cls(
+            name=name,
+            spider=str(raw["spider"]),
+            cron=str(raw["cron"]),
+            arguments=dict(raw.get("arguments", {})),
+            settings=dict(raw.get("settings", {})),
+            timeout_s=timeout,
+        )
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    name: str
+    kind: str  # "pull" | "crawl" | "report"
+    schedule: str  # as configured, for people
+    trigger: CronTrigger
+    description: str
+    site: SiteSchedule | None = None
+
+
+def _timezone(name: str) -> tzinfo:
+    try:
+        return astimezone(name)
+    except (ValueError, TypeError, LookupError) as exc:  # ZoneInfoNotFoundError is a KeyError
+        raise ConfigError(f"schedule_timezone: unknown time zone {name!r} ({exc})") from None
+
+
+def _cron(expression: str, timezone: tzinfo, what: str) -> CronTrigger:
+    try:
+        return CronTrigger.from_crontab(expression, timezone=timezone)
+    except (ValueError, KeyError) as exc:
+        raise ConfigError(f"{what}: invalid cron expression {expression!r} ({exc})") from None
+
+
+def _daily(at: str, timezone: tzinfo) -> CronTrigger:
+    match = re.fullmatch(r"(\d{1,2}):(\d{2})", at.strip())
+    if not match or int(match[1]) > 23 or int(match[2]) > 59:
+        raise ConfigError(f"report_time: expected HH:MM, got {at!r}")
+    return CronTrigger(hour=int(match[1]), minute=int(match[2]), timezone=timezone)
+
+
+def job_plan(settings: Settings) -> list[JobSpec]:
+    """The jobs ``settings`` ask for, validated (a :class:`ConfigError` names what is wrong)."""
+    tz = _timezone(settings.schedule_timezone)
+    plan = [
+        JobSpec(
+            name="pull",
+            kind="pull",
+            schedule=settings.pull_cron,
+            trigger=_cron(settings.pull_cron, tz, "pull_cron"),
+            description="pull new master work",
+        ),
+        JobSpec(
+            name="report",
+            kind="report",
+            schedule=f"daily at {settings.report_time} {settings.schedule_timezone}",
+            trigger=_daily(settings.report_time, tz),
+            description="daily infringement report",
+        ),
+    ]
+    seen: set[str] = set()
+    for position, raw in enumerate(settings.sites):
+        site = SiteSchedule.parse(raw, position)
+        if site.name in seen:
+            raise ConfigError(f"sites[{position}]: site name {site.name!r} is used twice")
+        seen.add(site.name)
+        plan.append(
+            JobSpec(
+                name=f"crawl:{site.name}",
+                kind="crawl",
+                schedule=site.cron,
+                trigger=_cron(site.cron, tz, f"sites[{position}] ({site.name})"),
+                description=f"crawl {site.name} with the {site.spider} spider",
+                site=site,
+            )
+        )
+    return plan
+
+
+class JobFailed(RuntimeError):
+    """A job ran but failed; ``result`` keeps what it did."""
+
+    def __init__(self, message: str, result: dict[str, Any]) -> None:
+        super().__init__(message)
+        self.result = result
+
+
+class UnknownJob(ConfigError):
+    """No job of that name is configured."""
+
+
+class JobContext:
+    """What jobs need: settings, connections, the clock, the stop signal and the ledger."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        runtime: Runtime | None = None,
+        *,
+        clock: Callable[[], datetime] | None = None,
+        stop: threading.Event | None = None,
+        leader: HeldLock | None = None,
+    ) -> None:
+        self.settings = settings
+        self.runtime = runtime or Runtime(settings)
+        self.plan = {spec.name: spec for spec in job_plan(settings)}
+        self.clock = clock or (lambda: datetime.now(UTC))
+        self.stop = stop or threading.Event()
+        self.leader = leader
+        self.runs = runs.JobRuns(self.runtime.db)
+        self.runs.ensure_indexes()
+
+    def spec(self, name: str) -> JobSpec:
+        try:
+            return self.plan[name]
+        except KeyError:
+            raise UnknownJob(
+                f"no job named {name!r}; the jobs are: {', '.join(self.plan)}"
+            ) from None
+
+    def job_lock(self, name: str) -> HeldLock:
+        """The lock held while ``name`` runs; it expires like the scheduler lock when its
+        holder dies."""
+        prefix = self.settings.redis_prefix
+        return HeldLock(
+            self.runtime.redis, f"{prefix}scheduler:job:{name}", self.settings.scheduler_lock_s
+        )
+
+    def run(
+        self, name: str, *, trigger: str = "manual", scheduled_at: datetime | None = None
+    ) -> dict[str, Any]:
+        """Run job ``name`` now, in this thread; returns its ledger record."""
+        spec = self.spec(name)
+        if trigger == "schedule" and self.leader is not None and not self.leader.owned():
+            log.warning("not running %s: this scheduler no longer holds the lock", name)
+            return {"job": name, "status": runs.SKIPPED, "error": "scheduler lock lost"}
+        lock = self.job_lock(name)
+        if not lock.acquire():
+            message = f"{name} is already running ({lock.holder_now()})"
+            log.warning("not running %s", message)
+            if scheduled_at is not None:
+                self.runs.record(
+                    name, runs.SKIPPED, scheduled_at=scheduled_at, at=self.clock(), error=message
+                )
+            return {"job": name, "status": runs.SKIPPED, "error": message}
+        try:
+            run = self.runs.begin(
+                name, trigger=trigger, scheduled_at=scheduled_at, started_at=self.clock()
+            )
+            if run is None:
+                log.warning("not running %s: its run at %s has already started", name, scheduled_at)
+                return {"job": name, "status": runs.SKIPPED, "error": "already started"}
+            log.info("running %s (%s)", name, trigger)
+            try:
+                result = JOBS[spec.kind](self, spec, scheduled_at or self.clock())
+            except JobFailed as exc:
+                log.error("job %s failed: %s", name, exc)
+                self.runs.finish(
+                    run, runs.FAILED, finished_at=self.clock(), result=exc.result, error=str(exc)
+                )
+            except Exception as exc:
+                log.exception("job %s failed", name)
+                self.runs.finish(run, runs.FAILED, finished_at=self.clock(), error=exc)
+            else:
+                log.info("job %s done: %s", name, result)
+                self.runs.finish(run, runs.OK, finished_at=self.clock(), result=result)
+            return self.runs.get(run) or {"_id": run, "job": name}
+        finally:
+            lock.release()
+
+
+# --------------------------------------------------------------------------------------- jobs
+
+
+def pull_job(context: JobContext, spec: JobSpec, now: datetime) -> dict[str, Any]:
+    settings, runtime = context.settings, context.runtime
+    library = MasterLibrary.from_runtime(runtime)
+    drop, collection, client = configured_sources(settings, runtime.db)
+    try:
+        summary = pull_all(
+            library,
+            Cursors(runtime.db),
+            (drop, collection),
+            max(1, settings.pull_batch_size),
+            context.stop,
+        )
+    finally:
+        if client is not None:
+            client.close()
+    result = summary.to_dict()
+    if summary.failed:
+        raise JobFailed("a master source could not be read to its end", result)
+    return result
+
+
+def crawl_job(context: JobContext, spec: JobSpec, now: datetime) -> dict[str, Any]:
+    site = spec.site
+    assert site is not None
+    settings, db = context.settings, context.runtime.db
+    started = context.clock()
+    stamp = started.astimezone(UTC).strftime("%Y%m%dT%H%M%S")
+    log_file = Path(settings.data_dir) / "logs" / f"crawl-{site.name}-{stamp}.log"
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        code = run_crawl(
+            site.spider,
+            settings,
+            arguments=site.arguments,
+            scrapy_settings=site.settings,
+            log_file=log_file,
+            timeout=site.timeout_s,
+        )
+    except Exception as exc:  # subprocess.TimeoutExpired, OSError
+        raise JobFailed(f"crawl did not complete: {exc}", {"log_file": str(log_file)}) from exc
+    result: dict[str, Any] = {"exit_code": code, "log_file": str(log_file)}
+    crawl_runs = db["crawl_runs"]
+    crawl_runs.create_index([("spider", ASCENDING), ("finished_at", ASCENDING)])
+    recorded = list(
+        crawl_runs.find(
+            {"spider": site.spider, "finished_at": {"$gte": started}},
+            sort=[("finished_at", ASCENDING)],
+        )
+    )
+    if recorded:
+        result["crawl_run"] = recorded[-1]["_id"]
+        result["reason"] = recorded[-1].get("reason")
+        result["stats"] = recorded[-1].get("stats", {})
+    clusters = PageClusterer.from_runtime(context.runtime).cluster_seen_since(started)
+    result["clustering"] = clusters.to_dict()
+    if code != 0:
+        raise JobFailed(f"scrapy exited with code {code}; see {log_file}", result)
+    return result
+
+
+def report_days(last_reported: date | None, target: date) -> list[date]:
+    """The days to report: ``target`` and any day after the last report that was missed."""
+    first = target
+    if last_reported is not None and last_reported < target:
+        first = max(last_reported + timedelta(days=1), target - timedelta(days=CATCH_UP_DAYS - 1))
+    return [first + timedelta(days=i) for i in range((target - first).days + 1)]
+
+
+def report_job(context: JobContext, spec: JobSpec, now: datetime) -> dict[str, Any]:
+    runtime = context.runtime
+    target = now.astimezone(UTC).date() - timedelta(days=1)  # the last UTC day that has ended
+    days = report_days(ReportStore(runtime.db).last_date(before=target), target)
+    out_dir = Path(context.settings.data_dir) / "reports"
+    written = []
+    for day in days:
+        report, paths = publish_report(runtime, day, out_dir=out_dir, now=context.clock())
+        written.append(
+            {
+                "date": report["date"],
+                "pages": report["summary"]["pages"],
+                "new_pages": report["summary"]["new_pages"],
+                "files": {fmt: str(path) for fmt, path in paths.items()},
+            }
+        )
+    return {"reports": written}
+
+
+JOBS: dict[str, Callable[[JobContext, JobSpec, datetime], dict[str, Any]]] = {
+    "pull": pull_job,
+    "crawl": crawl_job,
+    "report": report_job,
+}
+
+
+# ------------------------------------------------------------------- the scheduler's entry point
+
+_ACTIVE: dict[str, JobContext] = {}
+_ACTIVE_LOCK = threading.Lock()
+
+
+def activate(service_id: str, context: JobContext) -> None:
+    with _ACTIVE_LOCK:
+        _ACTIVE[service_id] = context
+
+
+def deactivate(service_id: str) -> None:
+    with _ACTIVE_LOCK:
+        _ACTIVE.pop(service_id, None)
+
+
+def run_scheduled(
+    service_id: str, name: str, scheduled_at: datetime | None = None
+) -> dict[str, Any] | None:
+    """What the job store refers to: run ``name`` for the service ``service_id``."""
+    with _ACTIVE_LOCK:
+        context = _ACTIVE.get(service_id)
+    if context is None:
+        log.error("no active scheduler %s in this process; %s not run", service_id, name)
+        return None
+    return context.run(name, trigger="schedule", scheduled_at=scheduled_at)

@@ -1,0 +1,93 @@
+"""Clusters of near-duplicate infringing pages in MongoDB (see :mod:`tracker.clustering`).
+
+``clusters``: one document per cluster, ``_id`` a small integer, with the centre's SimHash (the
+founding page's, signed 64-bit like ``pages.simhash``) and that page's URL. ``cluster_members``:
+one document per clustered page, ``_id`` = the page URL, with its cluster and the SimHash it
+was clustered with (a page whose text changes is clustered again). MongoDB is the source of
+truth; the Redis index of centres is rebuilt from it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from datetime import datetime
+from typing import Any
+
+from pymongo import ASCENDING, ReturnDocument
+from pymongo.database import Database
+
+from tracker.fingerprints.document import to_signed, to_unsigned
+
+IN_BATCH = 1000
+
+
+def _chunks(items: list[str], size: int = IN_BATCH) -> Iterator[list[str]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+class ClusterStore:
+    def __init__(self, db: Database) -> None:
+        self.clusters = db["clusters"]
+        self.members = db["cluster_members"]
+        self.counters = db["counters"]
+
+    def ensure_indexes(self) -> None:
+        self.members.create_index([("cluster", ASCENDING)])
+
+    def allocate_id(self) -> int:
+        doc = self.counters.find_one_and_update(
+            {"_id": "cluster_n"},
+            {"$inc": {"seq": 1}},
+            upsert=True,
+            return_document=ReturnDocument.AFTER,
+        )
+        return int(doc["seq"])
+
+    def create(self, cluster: int, simhash: int, url: str, site: str, now: datetime) -> None:
+        self.clusters.insert_one(
+            {
+                "_id": cluster,
+                "simhash": to_signed(simhash),
+                "leader": url,
+                "site": site,
+                "created_at": now,
+            }
+        )
+
+    def assign(
+        self, url: str, cluster: int, simhash: int, distance: int, site: str, now: datetime
+    ) -> None:
+        self.members.update_one(
+            {"_id": url},
+            {
+                "$set": {
+                    "cluster": cluster,
+                    "simhash": to_signed(simhash),
+                    "distance": distance,
+                    "site": site,
+                    "assigned_at": now,
+                }
+            },
+            upsert=True,
+        )
+
+    def memberships(self, urls: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """``url → {cluster, simhash (unsigned), …}`` for the clustered pages among ``urls``."""
+        found = {}
+        for chunk in _chunks(sorted(set(urls))):
+            for doc in self.members.find({"_id": {"$in": chunk}}):
+                doc["simhash"] = to_unsigned(doc["simhash"])
+                found[doc["_id"]] = doc
+        return found
+
+    def cluster_of(self, urls: Iterable[str]) -> dict[str, int]:
+        return {url: int(doc["cluster"]) for url, doc in self.memberships(urls).items()}
+
+    def iter_centres(self) -> Iterator[tuple[int, int]]:
+        """``(cluster id, centre SimHash unsigned)`` of every cluster."""
+        for doc in self.clusters.find({}, {"simhash": 1}, batch_size=5000):
+            yield int(doc["_id"]), to_unsigned(doc["simhash"])
+
+    def count(self) -> int:
+        return self.clusters.estimated_document_count()
