@@ -19,11 +19,11 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
 from urllib.parse import urlsplit
 
 from tests.disguise import traditional
 from tests.texts import prose
+from tracker.demo.server import LoopbackServer
 from tracker.stores.masters import MasterDocument
 
 AD = "最快更新本书最新章节，请记住本站域名 www.biquge-test.com"
@@ -49,7 +49,7 @@ class _QuietServer(ThreadingHTTPServer):
         pass  # clients hanging up (cancelled downloads, timeouts) are part of the tests
 
 
-class TestSite:
+class TestSite(LoopbackServer):
     """Serves pages on ``http://127.0.0.1:<port>/`` from a background thread."""
 
     __test__ = False  # not a pytest class
@@ -71,12 +71,7 @@ class TestSite:
             def log_message(self, format: str, *args: object) -> None:
                 pass
 
-        self._server = _QuietServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self.port = self._server.server_address[1]
-        self.url = f"http://127.0.0.1:{self.port}/"
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._thread.start()
+        super().__init__(Handler, server_class=_QuietServer, name="test-site")
 
     def route(self, pattern: str, handler: Route) -> None:
         self.routes.append((re.compile(pattern), handler))
@@ -126,22 +121,6 @@ class TestSite:
             request.wfile.flush()
         except (BrokenPipeError, ConnectionResetError, OSError):
             request.close_connection = True
-
-    def close(self) -> None:
-        self._server.shutdown()
-        self._thread.join(timeout=5)
-        self._server.server_close()
-
-    def __enter__(self) -> TestSite:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 # ----------------------------------------------------------------------------- page makers

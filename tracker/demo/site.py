@@ -14,14 +14,13 @@ import contextlib
 import functools
 import html
 import random
-import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from http.server import SimpleHTTPRequestHandler
 from importlib import resources
 from pathlib import Path
-from types import TracebackType
 
+from tracker.demo.server import LoopbackServer
 from tracker.readers import read_book, read_jsonl
 from tracker.stores.masters import MasterDocument
 
@@ -434,38 +433,12 @@ class _Handler(SimpleHTTPRequestHandler):
         pass
 
 
-class LocalSite:
+class LocalSite(LoopbackServer):
     """A directory served over HTTP on 127.0.0.1 from a background thread."""
 
     def __init__(self, root: Path) -> None:
-        handler = functools.partial(_Handler, directory=str(root))
         self.root = Path(root)
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._server.daemon_threads = True
-        host, port = self._server.server_address[:2]
-        self.url = f"http://{host}:{port}/"
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, name="demo-site", daemon=True
-        )
-        self._thread.start()
-
-    def close(self) -> None:
-        """Stop serving and release the port."""
-        if self._thread.is_alive():
-            self._server.shutdown()
-            self._thread.join(timeout=5)
-        self._server.server_close()
-
-    def __enter__(self) -> LocalSite:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
+        super().__init__(functools.partial(_Handler, directory=str(root)), name="demo-site")
 
 
 def serve(root: Path) -> LocalSite:
