@@ -53,11 +53,3 @@ class AnchorIndex:
         dense = np.unique(select(page_hashes, DENSE_MODULUS))
         sparse = winnow(page_hashes, SPARSE_WINDOW)
         return dense, sparse, self.dense.keys_of(dense) + self.sparse.keys_of(sparse)
-
-    def votes(
-        self, dense: np.ndarray, sparse: np.ndarray, blobs: dict[str, bytes]
-    ) -> dict[int, int]:
-        votes = self.dense.votes(dense, blobs, self.stop_after)
-        for doc, count in self.sparse.votes(sparse, blobs, self.stop_after).items():
-            votes[doc] = votes.get(doc, 0) + count
-        return votes

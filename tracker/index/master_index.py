@@ -35,28 +35,29 @@ class Query:
 @dataclass
 class Candidates:
     near_duplicates: dict[int, int]  # doc -> Hamming distance
-    anchor_votes: dict[int, int]
+    long_votes: dict[int, int]  # shared sparse anchors (long masters: chapters)
+    short_votes: dict[int, int]  # shared dense anchors (short masters: news)
     dna_votes: dict[int, int]
 
-    def ranked(self, limit: int = 8, relative: float = 0.1) -> list[int]:
-        """Candidates worth aligning, best first.
+    @property
+    def anchor_votes(self) -> dict[int, int]:
+        return {**self.short_votes, **self.long_votes}
 
-        A master with a single shared anchor is only worth aligning when nothing better was
-        found (one copied passage of a few hundred characters carries few anchors); next to a
-        strong candidate, masters with under ``relative`` of its votes are stock-phrase noise.
+    def ranked(self, per_pool: int = 6, relative: float = 0.1) -> list[int]:
+        """Candidates worth aligning: near-duplicates, then the best of each pool of votes.
+
+        Long and short masters are ranked apart: a page of news-like filler shares formulaic
+        phrases with many short news masters, and their votes must not crowd out the two or
+        three anchors of one copied chapter passage. Within a pool, masters with under
+        ``relative`` of the best one's votes are stock-phrase noise.
         """
-        score: dict[int, float] = {}
-        for doc in self.near_duplicates:
-            score[doc] = score.get(doc, 0) + 1000
-        for doc, votes in self.anchor_votes.items():
-            score[doc] = score.get(doc, 0) + votes
-        for doc, votes in self.dna_votes.items():
-            score[doc] = score.get(doc, 0) + 0.5 * votes
-        ordered = sorted(score, key=lambda d: (-score[d], d))[:limit]
-        if not ordered:
-            return []
-        floor = relative * min(score[ordered[0]], 1000)
-        return [d for d in ordered if score[d] >= floor]
+        chosen = dict.fromkeys(sorted(self.near_duplicates, key=self.near_duplicates.get))
+        for votes in (self.long_votes, self.short_votes, self.dna_votes):
+            ordered = sorted(votes, key=lambda d: (-votes[d], d))[:per_pool]
+            if ordered:
+                floor = relative * votes[ordered[0]]
+                chosen.update(dict.fromkeys(d for d in ordered if votes[d] >= floor))
+        return list(chosen)
 
     def methods(self, doc: int) -> str:
         found = [
@@ -110,7 +111,8 @@ class MasterIndex:
         return [
             Candidates(
                 near_duplicates=self.simhash.within(q.simhash, blobs) if q.simhash else {},
-                anchor_votes=self.anchors.votes(q.dense, q.sparse, blobs),
+                long_votes=self.anchors.sparse.votes(q.sparse, blobs, self.anchors.stop_after),
+            short_votes=self.anchors.dense.votes(q.dense, blobs, self.anchors.stop_after),
                 dna_votes=self.dna.votes(q.dna, blobs),
             )
             for q in queries

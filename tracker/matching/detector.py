@@ -5,12 +5,12 @@
    near-duplicates (Hamming ≤ k), masters sharing shingle anchors, masters sharing pinyin-DNA
    windows (:mod:`tracker.index.master_index`).
 3. Align the text with each candidate (:mod:`tracker.matching.align`) to get the copied passages.
-4. Report a master when the aligned evidence is at least ``MIN_EVIDENCE_TOKENS`` and either
-   contains one passage of ``min_passage_chars`` tokens, or covers ``min_coverage`` of the
-   master with a passage of at least ``MIN_LONGEST_FOR_COVERAGE`` tokens (or half the master
-   in passages of any length, as when sentences are shuffled) — so a page that copies a few
-   hundred characters is reported, while commentary quoting a sentence or two, or a news item
-   sharing a few stock phrases with a short master, is not.
+4. Report a master when the aligned evidence is at least ``MIN_EVIDENCE_TOKENS`` and it
+   contains one passage of ``min_passage_chars`` tokens, or covers half the master (passages of
+   any length, as when sentences are shuffled or typos cut them short), or covers
+   ``min_coverage`` of it with ``MIN_PARTIAL_EVIDENCE_TOKENS`` tokens of evidence — so a page
+   that copies a few hundred characters is reported, while commentary quoting a sentence or
+   two, or a news item sharing a few formulaic sentences with a short master, is not.
 
 ``score`` is the copied share of the shorter of the two texts (1.0 for a whole copy); ``coverage``
 the share of the master found in the text.
@@ -33,7 +33,9 @@ from tracker.stores.masters import MasterStore
 from tracker.text.normalize import NormalizedText, normalize
 
 MIN_EVIDENCE_TOKENS = 80
-MIN_LONGEST_FOR_COVERAGE = 30
+MIN_LONGEST_FOR_COVERAGE = 60
+MIN_PARTIAL_EVIDENCE_TOKENS = 200
+MOST_OF_THE_MASTER = 0.5
 MAX_SPAN_TEXT = 2000
 
 
@@ -160,9 +162,15 @@ class Detector:
         ):
             return False
         if alignment.longest >= self.settings.min_passage_chars:
-            return True
-        return alignment.coverage >= self.settings.min_coverage and (
-            alignment.longest >= MIN_LONGEST_FOR_COVERAGE or alignment.coverage >= 0.5
+            return True  # one long copied passage
+        if alignment.coverage >= MOST_OF_THE_MASTER:
+            return True  # a disguised copy: passages cut short by edits, but most of the master
+        # A partial copy: a share of the master, with enough evidence that it cannot be a few
+        # quoted sentences or stock phrases shared with a short news item.
+        return (
+            alignment.coverage >= self.settings.min_coverage
+            and alignment.master_tokens >= MIN_PARTIAL_EVIDENCE_TOKENS
+            and alignment.longest >= MIN_LONGEST_FOR_COVERAGE
         )
 
     @staticmethod
