@@ -145,19 +145,41 @@ def tokenize(folded: str) -> list[str]:
         return jieba.lcut(folded)
 
 
-_FEATURES: dict[str, tuple[int, float]] = {}
-_MAX_CACHED_FEATURES = 1_000_000
+class _Vocabulary:
+    """Words seen so far, each with its 64-bit hash and IDF weight in parallel arrays, so a
+    text's features are gathered with one dictionary lookup per distinct word."""
 
+    MAX_WORDS = 2_000_000  # a bound on the cache (~40 MB)
 
-def _feature(word: str) -> tuple[int, float]:
-    """(64-bit hash, IDF weight) of a word, cached: the vocabulary of a library is finite."""
-    feature = _FEATURES.get(word)
-    if feature is None:
+    def __init__(self) -> None:
+        self.ids: dict[str, int] = {}
+        self.hashes = np.zeros(4096, dtype=np.uint64)
+        self.idf = np.zeros(4096, dtype=np.float64)
+
+    def lookup(self, words: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        get = self.ids.get
+        ids = [get(w, -1) for w in words]
+        if -1 in ids:
+            if len(self.ids) + ids.count(-1) > self.MAX_WORDS:  # a bounded cache: start again
+                self.ids.clear()
+                ids = [-1] * len(words)
+            ids = [i if i >= 0 else self._add(w) for w, i in zip(words, ids, strict=True)]
+        index = np.array(ids)
+        return self.hashes[index], self.idf[index]
+
+    def _add(self, word: str) -> int:
+        slot = len(self.ids)
+        if slot >= len(self.hashes):
+            self.hashes = np.resize(self.hashes, 2 * len(self.hashes))
+            self.idf = np.resize(self.idf, 2 * len(self.idf))
         idf, default_idf = idf_table()
-        feature = (xxhash.xxh3_64_intdigest(word.encode()), idf.get(word, default_idf))
-        if len(_FEATURES) < _MAX_CACHED_FEATURES:
-            _FEATURES[word] = feature
-    return feature
+        self.ids[word] = slot
+        self.hashes[slot] = xxhash.xxh3_64_intdigest(word.encode())
+        self.idf[slot] = idf.get(word, default_idf)
+        return slot
+
+
+_VOCABULARY = _Vocabulary()
 
 
 def simhash_tokens(tokens: Sequence[str]) -> int:
@@ -168,11 +190,8 @@ def simhash_tokens(tokens: Sequence[str]) -> int:
     words = [w for w in counts if not w.isdigit()]
     if not words:
         return 0
-    features = [_feature(w) for w in words]
-    hashes = np.fromiter((h for h, _ in features), np.uint64, len(words))
-    weights = np.fromiter((idf for _, idf in features), np.float64, len(words))
-    weights *= np.fromiter((counts[w] for w in words), np.float64, len(words))
-    return simhash_weighted(hashes, weights)
+    hashes, idf = _VOCABULARY.lookup(words)
+    return simhash_weighted(hashes, idf * np.array([counts[w] for w in words]))
 
 
 def simhash_weighted(hashes: np.ndarray, weights: np.ndarray) -> int:
