@@ -60,13 +60,14 @@ def test_hash_postings_vote_per_document(storage):
     storage.append(postings.records(2, values[10:30]))
     storage.append(postings.records(70_000, values[25:]))  # a document id above 16 bits
     query = np.concatenate([values[5:15], values[28:32]])
-    blobs = fetch(storage, postings.keys_of(query))
-    assert postings.votes(query, blobs) == {1: 10, 2: 7, 70_000: 4}
+    lookup = postings.lookup(query)
+    blobs = fetch(storage, lookup.keys)
+    assert postings.votes(lookup, blobs) == {1: 10, 2: 7, 70_000: 4}
     # Values shared by more than stop_after documents count for nobody.
-    assert postings.votes(values[10:20], blobs, stop_after=1) == {}
+    shared = postings.lookup(values[10:20])
+    assert postings.votes(shared, fetch(storage, shared.keys), stop_after=1) == {}
     postings.remove(2, values[10:30])
-    blobs = fetch(storage, postings.keys_of(query))
-    assert postings.votes(query, blobs) == {1: 10, 70_000: 4}
+    assert postings.votes(lookup, fetch(storage, lookup.keys)) == {1: 10, 70_000: 4}
     assert RECORD.itemsize == 5
 
 

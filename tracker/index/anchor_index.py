@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from tracker.fingerprints.anchors import gram_hashes, winnow
-from tracker.index.postings import HashPostings
+from tracker.index.postings import HashPostings, Lookup
 from tracker.index.storage import Storage
 
 DENSE_MODULUS = 16
@@ -48,8 +48,9 @@ class AnchorIndex:
     def remove(self, doc: int, length: int, anchors: np.ndarray) -> None:
         self.postings_for(length).remove(doc, anchors)
 
-    def plan(self, page_hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[str]]:
-        """The page's dense and sparse anchors, and the keys to fetch for them."""
-        dense = np.unique(select(page_hashes, DENSE_MODULUS))
-        sparse = winnow(page_hashes, SPARSE_WINDOW)
-        return dense, sparse, self.dense.keys_of(dense) + self.sparse.keys_of(sparse)
+    def plan(self, page_hashes: np.ndarray) -> tuple[Lookup, Lookup]:
+        """Lookups of the page's dense anchors (short masters) and sparse ones (long masters)."""
+        return (
+            self.dense.lookup(select(page_hashes, DENSE_MODULUS)),
+            self.sparse.lookup(winnow(page_hashes, SPARSE_WINDOW)),
+        )

@@ -12,7 +12,7 @@ import numpy as np
 
 from tracker.fingerprints.anchors import _mix
 from tracker.fingerprints.pinyin_dna import dna_windows
-from tracker.index.postings import HashPostings
+from tracker.index.postings import HashPostings, Lookup
 from tracker.index.storage import Storage
 
 MASTER_WINDOW = 320
@@ -44,9 +44,8 @@ class DnaIndex:
     def remove(self, doc: int, windows: np.ndarray) -> None:
         self.postings.remove(doc, spread(windows))
 
-    def plan(self, windows: np.ndarray) -> tuple[np.ndarray, list[str]]:
-        keys = spread(windows)
-        return keys, self.postings.keys_of(keys)
+    def plan(self, windows: np.ndarray) -> Lookup:
+        return self.postings.lookup(spread(windows))
 
-    def votes(self, keys: np.ndarray, blobs: dict[str, bytes]) -> dict[int, int]:
-        return self.postings.votes(keys, blobs)
+    def votes(self, lookup: Lookup, blobs: dict[str, bytes]) -> dict[int, int]:
+        return self.postings.votes(lookup, blobs)

@@ -15,7 +15,7 @@ from tracker.fingerprints.anchors import gram_hashes
 from tracker.fingerprints.document import DocumentFingerprint
 from tracker.index.anchor_index import AnchorIndex
 from tracker.index.dna_index import DnaIndex, query_windows
-from tracker.index.postings import fetch
+from tracker.index.postings import Lookup, fetch
 from tracker.index.simhash_index import SimHashIndex
 from tracker.index.storage import Storage
 
@@ -26,9 +26,9 @@ class Query:
 
     simhash: int
     grams: np.ndarray
-    dense: np.ndarray
-    sparse: np.ndarray
-    dna: np.ndarray
+    dense: Lookup
+    sparse: Lookup
+    dna: Lookup
     keys: list[str] = field(default_factory=list)
 
 
@@ -101,10 +101,10 @@ class MasterIndex:
 
     def plan(self, simhash: int, tokens: np.ndarray) -> Query:
         grams = gram_hashes(tokens)
-        dense, sparse, anchor_keys = self.anchors.plan(grams)
-        dna, dna_keys = self.dna.plan(query_windows(tokens))
-        keys = (self.simhash.keys(simhash) if simhash else []) + anchor_keys + dna_keys
-        return Query(simhash, grams, dense, sparse, dna, keys)
+        dense, sparse = self.anchors.plan(grams)
+        dna = self.dna.plan(query_windows(tokens))
+        keys = self.simhash.keys(simhash) if simhash else []
+        return Query(simhash, grams, dense, sparse, dna, keys + dense.keys + sparse.keys + dna.keys)
 
     def candidates_many(self, queries: Sequence[Query]) -> list[Candidates]:
         blobs = fetch(self.storage, [key for q in queries for key in q.keys])
@@ -112,7 +112,7 @@ class MasterIndex:
             Candidates(
                 near_duplicates=self.simhash.within(q.simhash, blobs) if q.simhash else {},
                 long_votes=self.anchors.sparse.votes(q.sparse, blobs, self.anchors.stop_after),
-            short_votes=self.anchors.dense.votes(q.dense, blobs, self.anchors.stop_after),
+                short_votes=self.anchors.dense.votes(q.dense, blobs, self.anchors.stop_after),
                 dna_votes=self.dna.votes(q.dna, blobs),
             )
             for q in queries

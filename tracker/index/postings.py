@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -51,39 +52,53 @@ class HashPostings:
         buckets, _ = self._split(np.unique(np.asarray(values, dtype=np.uint64)))
         return [f"{self.name}:{b:x}" for b in np.unique(buckets).tolist()]
 
+    def lookup(self, values: np.ndarray) -> Lookup:
+        """Plan a query: the distinct values as bucket+check keys, and the buckets to fetch."""
+        buckets, checks = self._split(np.unique(np.asarray(values, dtype=np.uint64)))
+        fetched = np.unique(buckets)
+        return Lookup(
+            wanted=(buckets << 16) | checks.astype(np.int64),
+            buckets=fetched,
+            keys=[f"{self.name}:{b:x}" for b in fetched.tolist()],
+        )
+
     def remove(self, doc: int, values: np.ndarray) -> None:
         self.storage.remove_doc(self.keys_of(values), doc, RECORD)
 
     def votes(
-        self, values: np.ndarray, blobs: dict[str, bytes], stop_after: int | None = None
+        self, lookup: Lookup, blobs: dict[str, bytes], stop_after: int | None = None
     ) -> dict[int, int]:
         """Documents sharing the query's distinct values, with how many each shares.
 
-        ``blobs`` holds the fetched buckets (see :meth:`keys_of`). Values found in more than
+        ``blobs`` holds the fetched buckets (``lookup.keys``). Values found in more than
         ``stop_after`` documents are stock phrases and are not counted.
         """
-        values = np.unique(np.asarray(values, dtype=np.uint64))
-        if len(values) == 0:
-            return {}
-        buckets, checks = self._split(values)
-        wanted = (buckets << 16) | checks.astype(np.int64)
-        parts = []
-        for bucket, key in zip(np.unique(buckets).tolist(), self.keys_of(values), strict=True):
-            blob = blobs.get(key)
-            if blob:
-                parts.append((bucket, np.frombuffer(blob, dtype=RECORD)))
+        parts = [
+            (bucket, np.frombuffer(blob, dtype=RECORD))
+            for bucket, key in zip(lookup.buckets.tolist(), lookup.keys, strict=True)
+            if (blob := blobs.get(key))
+        ]
         if not parts:
             return {}
         records = np.concatenate([r for _, r in parts])
-        owner = np.repeat([b for b, _ in parts], [len(r) for _, r in parts])
-        keys = (owner.astype(np.int64) << 16) | records["check"].astype(np.int64)
-        hit = np.isin(keys, wanted)
+        owner = np.repeat(
+            np.array([b for b, _ in parts], dtype=np.int64), [len(r) for _, r in parts]
+        )
+        keys = (owner << 16) | records["check"].astype(np.int64)
+        hit = np.isin(keys, lookup.wanted)
         keys, docs = keys[hit], doc_ids(records[hit])
         if stop_after is not None and len(keys):
             common, counts = np.unique(keys, return_counts=True)
             docs = docs[~np.isin(keys, common[counts > stop_after])]
         ids, counts = np.unique(docs, return_counts=True)
         return dict(zip(ids.tolist(), counts.tolist(), strict=True))
+
+
+@dataclass(frozen=True)
+class Lookup:
+    wanted: np.ndarray  # bucket << 16 | check of each distinct query value
+    buckets: np.ndarray  # distinct buckets to fetch
+    keys: list[str]  # their storage keys
 
 
 def fetch(storage: Storage, keys: Sequence[str]) -> dict[str, bytes]:

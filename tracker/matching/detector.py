@@ -68,9 +68,9 @@ class _LRU(OrderedDict):
 class MasterCache:
     """Master tokens (for alignment) and normalised texts (for evidence offsets), by doc id."""
 
-    def __init__(self, store: MasterStore, size: int = 4096) -> None:
+    def __init__(self, store: MasterStore, size: int = 2048) -> None:
         self.store = store
-        self._tokens = _LRU(size)  # ~14 KB per 7,000-character chapter
+        self._tokens = _LRU(size)  # ~35 KB (tokens and text) per 7,000-character chapter
         self._texts = _LRU(512)
 
     def tokens(self, docs: Sequence[int]) -> dict[int, tuple[dict, np.ndarray]]:
@@ -82,8 +82,11 @@ class MasterCache:
 
     def texts(self, docs: Sequence[int]) -> dict[int, NormalizedText]:
         missing = [d for d in docs if d not in self._texts]
-        if missing:
-            for doc, master in self.store.by_ns(missing).items():
+        unfetched = [d for d in missing if d not in self._tokens]
+        fetched = self.store.by_ns(unfetched) if unfetched else {}
+        for doc in missing:
+            master = self._tokens[doc][0] if doc in self._tokens else fetched.get(doc)
+            if master is not None:
                 self._texts.put(doc, normalize(master["text"]))
         return {d: self._texts[d] for d in docs if d in self._texts}
 

@@ -110,8 +110,9 @@ class MasterStore:
         return {int(d["n"]): d for d in cursor}
 
     def tokens_by_ns(self, ns: Iterable[int]) -> dict[int, tuple[dict, np.ndarray]]:
-        """``n → (master metadata, pinyin tokens)`` for alignment, in one indexed query."""
-        cursor = self.masters.find({"n": {"$in": [int(n) for n in ns]}}, {"text": 0})
+        """``n → (master document, pinyin tokens)`` for alignment, in one indexed query (the
+        text comes along: evidence offsets need it for the masters that match)."""
+        cursor = self.masters.find({"n": {"$in": [int(n) for n in ns]}})
         return {int(d["n"]): (d, np.frombuffer(d.pop("tokens", b""), dtype="<u2")) for d in cursor}
 
     def iter_fingerprints(
