@@ -237,3 +237,20 @@ def test_report_days_catch_up_missed_days():
         target,
     ]
     assert report_days(date(2031, 1, 1), target)[0] == date(2031, 3, 4)  # at most 7 days
+
+
+def test_a_site_file_can_carry_its_own_schedule(tmp_path):
+    site_file = tmp_path / "biquge.yaml"
+    site_file.write_text(
+        "name: biquge\nstart_urls: ['http://127.0.0.1:9/']\nschedule: '30 2 * * *'\n",
+        encoding="utf-8",
+    )
+    site = {"name": "biquge", "spider": "site", "arguments": {"config": str(site_file)}}
+    [spec] = [s for s in job_plan(replace(Settings(), sites=(site,))) if s.site]
+    assert (spec.name, spec.site.cron) == ("crawl:biquge", "30 2 * * *")
+    site_file.write_text("name: biquge\nstart_urls: ['http://127.0.0.1:9/']\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"sites\[0\]: missing cron"):
+        job_plan(replace(Settings(), sites=(site,)))
+    missing = {**site, "arguments": {"config": str(tmp_path / "nope.yaml")}}
+    with pytest.raises(ConfigError, match=r"sites\[0\]: .*nope.yaml"):
+        job_plan(replace(Settings(), sites=(missing,)))

@@ -73,7 +73,9 @@ class SiteSchedule:
         unknown = sorted(set(raw) - SITE_KEYS)
         if unknown:
             raise ConfigError(f"{where}: unknown key(s) {', '.join(unknown)}")
-        missing = [key for key in ("name", "spider", "cron") if not raw.get(key)]
+        cron = raw.get("cron") or _site_file_schedule(raw, where)
+        missing = [key for key in ("name", "spider") if not raw.get(key)]
+        missing += [] if cron else ["cron"]
         if missing:
             raise ConfigError(f"{where}: missing {', '.join(missing)}")
         name = str(raw["name"])
@@ -92,11 +94,26 @@ class SiteSchedule:
         return cls(
             name=name,
             spider=str(raw["spider"]),
-            cron=str(raw["cron"]),
+            cron=str(cron),
             arguments=dict(raw.get("arguments", {})),
             settings=dict(raw.get("settings", {})),
             timeout_s=timeout,
         )
+
+
+def _site_file_schedule(raw: Mapping[str, Any], where: str) -> str | None:
+    """A ``site`` spider's crawl file may carry the schedule (``schedule:``) itself."""
+    arguments = raw.get("arguments")
+    if raw.get("spider") != "site" or not isinstance(arguments, Mapping):
+        return None
+    if not arguments.get("config"):
+        return None
+    from spiders.siteconfig import SiteConfigError, load_site_config
+
+    try:
+        return load_site_config(str(arguments["config"])).schedule
+    except (OSError, SiteConfigError) as exc:
+        raise ConfigError(f"{where}: {exc}") from None
 
 
 @dataclass(frozen=True)
