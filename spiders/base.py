@@ -354,6 +354,28 @@ class TrackerSpider(scrapy.Spider):
             rules=self.extraction_rules,
         )
 
+    def parse_page(self, response: Response) -> Iterator[Any]:
+        """What every spider does with a page: decode it, go to its canonical URL instead when
+        it names another page, emit it when :meth:`keeps` it, then follow :meth:`follow`."""
+        read = self.read_page(response)
+        if read is None:
+            return
+        page, truncated = read
+        if canonical := self.canonical_request(page):
+            yield canonical
+            return
+        if self.keeps(page):
+            yield self.page_item(page, truncated)
+        yield from self.follow(page)
+
+    def keeps(self, page: TextResponse) -> bool:
+        """Whether the page is stored and matched: by default, any page but a list of links."""
+        return not self.is_list_page(page)
+
+    def follow(self, page: TextResponse) -> Iterator[Any]:
+        """The requests for the links worth following from ``page``."""
+        return iter(())
+
     def is_list_page(self, response: TextResponse) -> bool:
         """A catalogue, chapter list or tag page: mostly links (counted when true)."""
         if link_text_share(response) <= MAX_LINK_TEXT_SHARE:

@@ -122,21 +122,13 @@ class NewsSpider(TrackerSpider):
             url = page.urljoin(href.strip())
             if self.on_site(url):
                 yield self.request(url, self.parse_start, priority=5)
-        yield from self._article_links(page)
+        yield from self.follow(page)
 
     def parse_article(self, response: Response) -> Iterator[Any]:
-        read = self.read_page(response)
-        if read is None:
-            return
-        page, truncated = read
-        if canonical := self.canonical_request(page):
-            yield canonical
-            return
-        if not self.is_list_page(page):
-            yield self.page_item(page, truncated)
-        yield from self._article_links(page)
+        return self.parse_page(response)
 
-    def _article_links(self, page: TextResponse) -> Iterator[Any]:
+    def follow(self, page: TextResponse) -> Iterator[Any]:
+        """Article links (list and tag pages are skipped)."""
         for link in self.links(page, self.link_extractor):
             if is_article_url(link.url):
                 yield self.request(link.url, self.parse_article)

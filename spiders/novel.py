@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from scrapy.http import Response
+from scrapy.http import Response, TextResponse
 from scrapy.linkextractors import LinkExtractor
 
 from spiders.base import IGNORED_EXTENSIONS, TrackerSpider
@@ -35,15 +35,9 @@ class NovelSpider(TrackerSpider):
         self.link_extractor = LinkExtractor(deny_extensions=IGNORED_EXTENSIONS, unique=True)
 
     def parse(self, response: Response) -> Iterator[Any]:
-        read = self.read_page(response)
-        if read is None:
-            return
-        page, truncated = read
-        if canonical := self.canonical_request(page):
-            yield canonical
-            return
-        if not self.is_list_page(page):
-            yield self.page_item(page, truncated)
+        return self.parse_page(response)
+
+    def follow(self, page: TextResponse) -> Iterator[Any]:
         for link in self.links(page, self.link_extractor):
             priority = 10 if is_continuation(link.url, link.text) else 0
             yield self.request(link.url, self.parse, priority=priority)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from scrapy.http import Response
+from scrapy.http import Response, TextResponse
 from scrapy.linkextractors import LinkExtractor
 
 from spiders.base import IGNORED_EXTENSIONS, TrackerSpider
@@ -61,17 +61,15 @@ class SiteSpider(TrackerSpider):
         return f"site-{self.site.name}"
 
     def parse(self, response: Response) -> Iterator[Any]:
-        read = self.read_page(response)
-        if read is None:
-            return
-        page, truncated = read
-        if canonical := self.canonical_request(page):
-            yield canonical
-            return
+        return self.parse_page(response)
+
+    def keeps(self, page: TextResponse) -> bool:
         if self.site.is_page(page.url) and (self.site.pages_allow or not self.is_list_page(page)):
-            yield self.page_item(page, truncated)
-        else:
-            self.crawler.stats.inc_value("tracker/skipped/not_a_page")
+            return True
+        self.crawler.stats.inc_value("tracker/skipped/not_a_page")
+        return False
+
+    def follow(self, page: TextResponse) -> Iterator[Any]:
         for link in self.links(page, self.link_extractor):
             priority = 10 if is_continuation(link.url, link.text) else 0
             yield self.request(link.url, self.parse, priority=priority)
