@@ -44,4 +44,3 @@ class LoopbackServer:
         tb: TracebackType | None,
     ) -> None:
         self.close()
-

@@ -23,7 +23,7 @@ ANCHOR_MODULUS = 16
 _PRIME = np.uint64(0x100000001B3)
 
 
-def _mix(h: np.ndarray) -> np.ndarray:
+def mix(h: np.ndarray) -> np.ndarray:
     """splitmix64 finaliser: spreads polynomial hashes uniformly over 64 bits."""
     h = h ^ (h >> np.uint64(30))
     h = h * np.uint64(0xBF58476D1CE4E5B9)
@@ -42,7 +42,7 @@ def gram_hashes(tokens: np.ndarray, gram: int = GRAM) -> np.ndarray:
     with np.errstate(over="ignore"):
         for j in range(gram):
             h = h * _PRIME + t[j : j + n]
-        return _mix(h)
+        return mix(h)
 
 
 def anchor_hashes(

@@ -13,13 +13,21 @@ from __future__ import annotations
 
 import numpy as np
 
-from tracker.fingerprints.anchors import gram_hashes, winnow
+from tracker.fingerprints.anchors import gram_hashes, mix, winnow
 from tracker.index.postings import HashPostings, Lookup
 from tracker.index.storage import Storage
 
 DENSE_MODULUS = 16
 SPARSE_WINDOW = 127
 DENSE_BELOW_TOKENS = 2000
+
+
+def spread(anchors: np.ndarray) -> np.ndarray:
+    """Anchors re-hashed for the postings, whose buckets are the top bits of the value: winnowed
+    anchors are window *minima*, so their own top bits are mostly zero and would crowd a few
+    buckets."""
+    with np.errstate(over="ignore"):
+        return mix(np.asarray(anchors, dtype=np.uint64) ^ np.uint64(0x2545F4914F6CDD1D))
 
 
 def select(hashes: np.ndarray, modulus: int) -> np.ndarray:
@@ -43,14 +51,14 @@ class AnchorIndex:
         return winnow(gram_hashes(tokens), SPARSE_WINDOW)
 
     def records(self, doc: int, length: int, anchors: np.ndarray) -> dict[str, bytes]:
-        return self.postings_for(length).records(doc, anchors)
+        return self.postings_for(length).records(doc, spread(anchors))
 
     def remove(self, doc: int, length: int, anchors: np.ndarray) -> None:
-        self.postings_for(length).remove(doc, anchors)
+        self.postings_for(length).remove(doc, spread(anchors))
 
     def plan(self, page_hashes: np.ndarray) -> tuple[Lookup, Lookup]:
         """Lookups of the page's dense anchors (short masters) and sparse ones (long masters)."""
         return (
-            self.dense.lookup(select(page_hashes, DENSE_MODULUS)),
-            self.sparse.lookup(winnow(page_hashes, SPARSE_WINDOW)),
+            self.dense.lookup(spread(select(page_hashes, DENSE_MODULUS))),
+            self.sparse.lookup(spread(winnow(page_hashes, SPARSE_WINDOW))),
         )

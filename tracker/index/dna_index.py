@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tracker.fingerprints.anchors import _mix
+from tracker.fingerprints.anchors import mix
 from tracker.fingerprints.pinyin_dna import dna_windows
 from tracker.index.postings import HashPostings, Lookup
 from tracker.index.storage import Storage
@@ -23,7 +23,7 @@ QUERY_OVERLAP = 0.875
 def spread(values: np.ndarray) -> np.ndarray:
     """40-bit DNA values hashed to uniform 64-bit keys for the postings."""
     with np.errstate(over="ignore"):
-        return _mix(np.asarray(values, dtype=np.uint64) + np.uint64(0x5DEECE66D))
+        return mix(np.asarray(values, dtype=np.uint64) + np.uint64(0x5DEECE66D))
 
 
 def master_windows(tokens: np.ndarray) -> np.ndarray:
