@@ -105,3 +105,13 @@ def test_boilerplate_lines_are_dropped():
 def test_inline_bracketed_ads_are_dropped():
     assert normalize("他走了（天才一秒记住本站地址）进来。").chars == "他走了进来"
     assert normalize("文章（原文）保留。").chars == "文章原文保留"
+
+
+def test_text_cut_mid_character_still_decodes():
+    data = ("第一章 开始\n" + "正文内容，" * 200).encode("utf-8")[:-2]  # a cut final character
+    text, encoding = decode_bytes(data)
+    assert encoding == "utf-8" and text.startswith("第一章 开始") and text.count("\ufffd") == 1
+    gbk = ("正文内容，" * 200).encode("gb18030") + b"\xff"
+    assert decode_bytes(gbk)[0].startswith("正文内容")
+    with pytest.raises(DecodeError, match="undecodable"):
+        decode_bytes(bytes(range(128, 256)) * 20)

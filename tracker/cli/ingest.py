@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import time
 
 from rich.console import Console
@@ -13,9 +12,6 @@ from tracker.config import Settings
 from tracker.library import MasterLibrary
 from tracker.readers import iter_files, read_documents
 from tracker.runtime import Runtime
-
-# Worker processes take a second or two to start: worth it for large imports only.
-PARALLEL_FROM_DOCUMENTS = 2000
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -50,10 +46,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         disable=not console.is_terminal,
     ) as progress:
         task = progress.add_task("ingest", total=len(documents))
-        workers = (os.cpu_count() or 1) if len(documents) >= PARALLEL_FROM_DOCUMENTS else 1
-        summary = library.ingest(
-            documents, progress=lambda k: progress.advance(task, k), workers=workers
-        )
+        summary = library.ingest(documents, progress=lambda k: progress.advance(task, k))
     elapsed = time.perf_counter() - started
     print(
         f"ingested {summary.added + summary.replaced} documents from {len(files)} file(s): "

@@ -15,6 +15,7 @@ _BOMS = (
     (codecs.BOM_UTF16_BE, "utf-16"),
 )
 _CHINESE_ENCODINGS = ("gb18030", "big5", "utf_16")
+MAX_BAD_CHARACTERS = 4  # undecodable sequences tolerated (or 1 per 1,000 characters)
 _ALIASES = {
     "gbk": "gb18030",
     "gb2312": "gb18030",
@@ -62,6 +63,14 @@ def decode_bytes(data: bytes, declared: str | None = None) -> tuple[str, str]:
             return data.decode(name), name
         except UnicodeDecodeError:
             continue
+    # A file cut mid-character, or with a stray bad byte, is still text: accept the encoding
+    # that needs the fewest replacement characters, if they are rare.
+    decoded = [
+        (data.decode(name, errors="replace"), name) for name in dict.fromkeys(["utf-8", *guesses])
+    ]
+    text, name = min(decoded, key=lambda pair: pair[0].count("\ufffd"))
+    if text.count("\ufffd") <= max(MAX_BAD_CHARACTERS, len(text) // 1000):
+        return text, name
     raise DecodeError("undecodable bytes: not UTF-8, GB18030 or Big5")
 
 
