@@ -29,9 +29,8 @@ from pymongo import DESCENDING
 from pymongo.database import Database
 
 from tracker.fingerprints.document import to_unsigned
-from tracker.fingerprints.simhash import hamming
 from tracker.index.simhash_index import SimHashIndex
-from tracker.index.storage import MemoryStorage
+from tracker.index.storage import RedisStorage
 from tracker.runtime import Runtime
 from tracker.stores.clusters import ClusterStore
 from tracker.stores.pages import MatchStore, site_of
@@ -44,68 +43,49 @@ IN_BATCH = 1000
 
 
 class CentreIndex:
-    """Cluster centres in Redis: a set of cluster ids per permuted-table key, and each centre's
-    fingerprint in one hash for the exact distance check."""
+    """Cluster centres in Redis, in the permuted-table SimHash index of the master library
+    (:class:`tracker.index.simhash_index.SimHashIndex`), with a count of centres so a lost or
+    stale index is noticed and rebuilt from MongoDB."""
 
     def __init__(
         self, client: redis.Redis, prefix: str, k: int = MAX_DISTANCE, blocks: int = 4
     ) -> None:
         self.client = client
-        self.prefix = prefix
         self.k = k
-        # Only the key scheme of SimHashIndex is used: the tables of Manku et al.
-        self._tables = SimHashIndex(MemoryStorage(), k=k, blocks=blocks, name="t")
-        self._centres = prefix + "centres"
-
-    def _keys(self, fingerprint: int) -> list[str]:
-        return [self.prefix + key for key in self._tables.keys(fingerprint)]
+        self._storage = RedisStorage(client, prefix)
+        self._index = SimHashIndex(self._storage, k=k, blocks=blocks, name="centres")
+        self._count = prefix + "count"
 
     def add(self, cluster: int, fingerprint: int) -> None:
-        pipe = self.client.pipeline(transaction=False)
-        for key in self._keys(fingerprint):
-            pipe.sadd(key, cluster)
-        pipe.hset(self._centres, str(cluster), str(fingerprint))
-        pipe.execute()
+        self._index.add([(cluster, fingerprint)])
+        self.client.incr(self._count)
 
     def nearest(self, fingerprint: int) -> tuple[int, int] | None:
         """``(cluster, distance)`` of the nearest centre within ``k`` bits (ties: the oldest
         cluster), or None."""
-        pipe = self.client.pipeline(transaction=False)
-        for key in self._keys(fingerprint):
-            pipe.smembers(key)
-        candidates = sorted({int(m) for members in pipe.execute() for m in members})
-        if not candidates:
+        found = self._index.query(fingerprint)
+        if not found:
             return None
-        centres = self.client.hmget(self._centres, [str(c) for c in candidates])
-        best: tuple[int, int] | None = None
-        for cluster, centre in zip(candidates, centres, strict=True):
-            if centre is None:
-                continue
-            distance = hamming(int(centre), fingerprint)
-            if distance <= self.k and (best is None or distance < best[1]):
-                best = (cluster, distance)
-        return best
+        cluster = min(found, key=lambda c: (found[c], c))
+        return cluster, found[cluster]
 
     def size(self) -> int:
-        return int(self.client.hlen(self._centres))
+        return int(self.client.get(self._count) or 0)
 
     def clear(self) -> None:
-        keys = list(self.client.scan_iter(match=self.prefix + "*", count=5000))
-        for start in range(0, len(keys), 5000):
-            self.client.unlink(*keys[start : start + 5000])
+        self._storage.clear()
 
     def rebuild(self, centres: Iterable[tuple[int, int]]) -> int:
         self.clear()
-        count = 0
-        pipe = self.client.pipeline(transaction=False)
-        for cluster, fingerprint in centres:
-            for key in self._keys(fingerprint):
-                pipe.sadd(key, cluster)
-            pipe.hset(self._centres, str(cluster), str(fingerprint))
-            count += 1
-            if count % 1000 == 0:
-                pipe.execute()
-        pipe.execute()
+        count, batch = 0, []
+        for item in centres:
+            batch.append(item)
+            if len(batch) >= 1000:
+                self._index.add(batch)
+                count, batch = count + len(batch), []
+        self._index.add(batch)
+        count += len(batch)
+        self.client.set(self._count, count)
         return count
 
 
