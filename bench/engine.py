@@ -184,12 +184,11 @@ class Engine:
         """The index's candidates for one page, through whichever lookup the index offers."""
         index = self.library.index
         if hasattr(index, "plan"):  # batched lookup: plan, then candidates_many
-            from tracker.fingerprints.simhash import simhash_tokens, tokenize
+            from tracker.fingerprints.document import text_simhash
             from tracker.text.normalize import normalize
 
             page = normalize(text)
-            simhash = simhash_tokens(tokenize(page.chars)) if page.chars else 0
-            return index.candidates_many([index.plan(simhash, page.tokens)])[0]
+            return index.candidates_many([index.plan(text_simhash(page), page.tokens)])[0]
         from tracker.fingerprints.document import fingerprint
 
         _, fp = fingerprint(text)

@@ -1,16 +1,18 @@
-"""Fingerprint a page's text: SimHash-64, pinyin-DNA windows and shingle anchors."""
+"""Fingerprint a page's text: its SimHash-64 (matched against the library's near-duplicate
+index and used to group mirror copies). The page's shingles are hashed by the match itself."""
 
 from __future__ import annotations
 
 from scrapy import Spider
 
-from tracker.fingerprints.document import fingerprint
+from tracker.fingerprints.document import text_simhash
 from tracker.items import PageItem
+from tracker.text.normalize import normalize
 
 
 class FingerprintPipeline:
     def process_item(self, item: PageItem, spider: Spider | None = None) -> PageItem:
-        normalized, fp = fingerprint(item.get("normalized") or item["text"])
+        normalized = item.get("normalized") or normalize(item["text"])
         item["normalized"] = normalized
-        item["fingerprint"] = fp
+        item["simhash"] = text_simhash(normalized)
         return item

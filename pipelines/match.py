@@ -26,7 +26,7 @@ class MatchPipeline:
     def process_item(self, item: PageItem, spider: Spider | None = None) -> PageItem:
         detector = tracker_context(self.crawler).detector
         try:
-            matches = detector.check_fingerprinted(item["normalized"], item["fingerprint"])
+            matches = detector.check_normalized(item["normalized"], item["simhash"])
         except RedisError as exc:  # index unavailable: keep the page, count the error
             log.error("index lookup failed for %s: %s", item["url"], exc)
             self.stats.inc_value("tracker/errors/index")

@@ -9,6 +9,7 @@ from scrapy import Spider
 from scrapy.crawler import Crawler
 
 from tracker.context import tracker_context
+from tracker.fingerprints.document import to_signed
 from tracker.items import PageItem
 from tracker.stores.pages import PageRecord
 
@@ -26,7 +27,6 @@ class StorePipeline:
 
     def process_item(self, item: PageItem, spider: Spider | None = None) -> PageItem:
         context = tracker_context(self.crawler)
-        fp = item.get("fingerprint")
         matches = item.get("matches") or []
         record = PageRecord(
             url=item["url"],
@@ -34,7 +34,7 @@ class StorePipeline:
             title=item.get("title") or "",
             extractor=item.get("extractor") or "",
             status=item.get("status", 200),
-            simhash=fp.to_mongo()["simhash"] if fp else None,
+            simhash=to_signed(item["simhash"]) if item.get("simhash") is not None else None,
             extra={
                 "matched_doc_ids": [m["doc_id"] for m in matches],
                 "encoding": item.get("encoding"),

@@ -20,5 +20,5 @@ class PageItem(scrapy.Item):
     extractor = scrapy.Field()
     content_hash = scrapy.Field()
     normalized = scrapy.Field()  # tracker.text.normalize.NormalizedText (not stored)
-    fingerprint = scrapy.Field()  # tracker.fingerprints.document.DocumentFingerprint
+    simhash = scrapy.Field()  # unsigned 64-bit SimHash of the text
     matches = scrapy.Field()  # list of match dicts

@@ -46,14 +46,19 @@ class DocumentFingerprint:
 def fingerprint(text: NormalizedText | str) -> tuple[NormalizedText, DocumentFingerprint]:
     """Normalise ``text`` (when needed) and compute SimHash, DNA windows and anchors."""
     normalized = text if isinstance(text, NormalizedText) else normalize(text)
-    simhash = simhash_tokens(tokenize(normalized.chars)) if normalized.chars else 0
     return normalized, DocumentFingerprint(
-        simhash=simhash,
+        simhash=text_simhash(normalized),
         dna=master_windows(normalized.tokens),
         anchors=AnchorIndex.master_anchors(normalized.tokens),
         length=len(normalized),
         tokens=normalized.tokens,
     )
+
+
+def text_simhash(normalized: NormalizedText) -> int:
+    """SimHash-64 of a normalised text's jieba words (0 for an empty text): all a crawled page
+    needs to be looked up and grouped; DNA windows and anchors are for masters."""
+    return simhash_tokens(tokenize(normalized.chars)) if normalized.chars else 0
 
 
 def to_signed(value: int) -> int:

@@ -25,8 +25,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from tracker.config import Settings
-from tracker.fingerprints.document import DocumentFingerprint, fingerprint
-from tracker.fingerprints.simhash import simhash_tokens, tokenize
+from tracker.fingerprints.document import text_simhash
 from tracker.index.master_index import MasterIndex
 from tracker.matching.align import Alignment, align
 from tracker.stores.masters import MasterStore
@@ -109,11 +108,11 @@ class Detector:
 
     def check_many(self, texts: Sequence[str]) -> list[list[Match]]:
         pages = [normalize(text) for text in texts]
-        simhashes = [simhash_tokens(tokenize(p.chars)) if p.chars else 0 for p in pages]
-        return self._check(pages, simhashes)
+        return self._check(pages, [text_simhash(page) for page in pages])
 
-    def check_fingerprinted(self, page: NormalizedText, fp: DocumentFingerprint) -> list[Match]:
-        return self._check([page], [fp.simhash])[0]
+    def check_normalized(self, page: NormalizedText, simhash: int) -> list[Match]:
+        """Check a page already normalised, with its SimHash (as the crawl pipelines have them)."""
+        return self._check([page], [simhash])[0]
 
     def _check(self, pages: list[NormalizedText], simhashes: list[int]) -> list[list[Match]]:
         queries = [
@@ -196,6 +195,3 @@ class Detector:
                 )
             spans.append(span)
         return spans
-
-
-__all__ = ["Detector", "Match", "fingerprint"]
