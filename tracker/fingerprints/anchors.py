@@ -19,7 +19,6 @@ from __future__ import annotations
 import numpy as np
 
 GRAM = 5
-ANCHOR_MODULUS = 16
 _PRIME = np.uint64(0x100000001B3)
 
 
@@ -45,13 +44,9 @@ def gram_hashes(tokens: np.ndarray, gram: int = GRAM) -> np.ndarray:
         return mix(h)
 
 
-def anchor_hashes(
-    tokens: np.ndarray, modulus: int = ANCHOR_MODULUS, gram: int = GRAM
-) -> tuple[np.ndarray, np.ndarray]:
-    """``(positions, hashes)`` of the shingles selected by hash mod ``modulus`` == 0."""
-    hashes = gram_hashes(tokens, gram)
-    positions = np.flatnonzero(hashes % np.uint64(modulus) == 0)
-    return positions, hashes[positions]
+def mod_sample(hashes: np.ndarray, modulus: int) -> np.ndarray:
+    """Broder's MOD_m sample: the hashes ≡ 0 (mod ``modulus``), in text order."""
+    return hashes[hashes % np.uint64(modulus) == 0]
 
 
 def winnow(hashes: np.ndarray, window: int) -> np.ndarray:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tracker.fingerprints.anchors import gram_hashes, mix, winnow
+from tracker.fingerprints.anchors import gram_hashes, mix, mod_sample, winnow
 from tracker.index.postings import HashPostings, Lookup
 from tracker.index.storage import Storage
 
@@ -30,10 +30,6 @@ def spread(anchors: np.ndarray) -> np.ndarray:
         return mix(np.asarray(anchors, dtype=np.uint64) ^ np.uint64(0x2545F4914F6CDD1D))
 
 
-def select(hashes: np.ndarray, modulus: int) -> np.ndarray:
-    return hashes[hashes % np.uint64(modulus) == 0]
-
-
 class AnchorIndex:
     def __init__(self, storage: Storage, name: str = "an", stop_after: int = 50) -> None:
         self.dense = HashPostings(storage, f"{name}d")
@@ -47,7 +43,7 @@ class AnchorIndex:
     def master_anchors(tokens: np.ndarray) -> np.ndarray:
         """The anchors stored for a master (dense or sparse, by its length)."""
         if len(tokens) < DENSE_BELOW_TOKENS:
-            return np.unique(select(gram_hashes(tokens), DENSE_MODULUS))
+            return np.unique(mod_sample(gram_hashes(tokens), DENSE_MODULUS))
         return winnow(gram_hashes(tokens), SPARSE_WINDOW)
 
     def records(self, doc: int, length: int, anchors: np.ndarray) -> dict[str, bytes]:
@@ -59,6 +55,6 @@ class AnchorIndex:
     def plan(self, page_hashes: np.ndarray) -> tuple[Lookup, Lookup]:
         """Lookups of the page's dense anchors (short masters) and sparse ones (long masters)."""
         return (
-            self.dense.lookup(spread(select(page_hashes, DENSE_MODULUS))),
+            self.dense.lookup(spread(mod_sample(page_hashes, DENSE_MODULUS))),
             self.sparse.lookup(spread(winnow(page_hashes, SPARSE_WINDOW))),
         )

@@ -49,8 +49,7 @@ class HashPostings:
 
     def keys_of(self, values: np.ndarray) -> list[str]:
         """Storage keys of the buckets holding ``values`` (distinct, in bucket order)."""
-        buckets, _ = self._split(np.unique(np.asarray(values, dtype=np.uint64)))
-        return [f"{self.name}:{b:x}" for b in np.unique(buckets).tolist()]
+        return self.lookup(values).keys
 
     def lookup(self, values: np.ndarray) -> Lookup:
         """Plan a query: the distinct values as bucket+check keys, and the buckets to fetch."""
