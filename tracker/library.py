@@ -3,12 +3,10 @@ and rebuild the index from MongoDB, which is the source of truth."""
 
 from __future__ import annotations
 
-import multiprocessing
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import islice
-from types import TracebackType
 
 from tracker.config import Settings
 from tracker.fingerprints.document import DocumentFingerprint, fingerprint
@@ -49,22 +47,17 @@ class MasterLibrary:
         self,
         documents: Iterable[MasterDocument],
         progress: Callable[[int], None] | None = None,
-        workers: int | None = None,
     ) -> IngestSummary:
         """Fingerprint, store and index ``documents``; an id seen before is replaced.
 
         Batches are pipelined: while one batch is written (MongoDB first, then the Redis index;
         a writer thread, as the writes mostly wait on the servers) the next one is fingerprinted.
-        With ``workers`` > 1, fingerprinting runs in that many processes from the third batch
-        on. Measured on 2 cores with the servers on the same machine it was slower (223 vs 340
-        masters/s: start-up and pickling), so the default is 1; it pays where cores are spare.
-        Scripts using workers need the ``if __name__ == "__main__"`` guard (spawned processes).
         """
         summary = IngestSummary()
-        with _Fingerprinter(workers) as fingerprinter, ThreadPoolExecutor(1) as writer:
+        with ThreadPoolExecutor(1) as writer:
             writing: Future[int] | None = None
-            for number, batch in enumerate(_batches(documents, self.BATCH)):
-                prints = list(fingerprinter.submit(batch, parallel=number >= 2))
+            for batch in _batches(documents, self.BATCH):
+                prints = [fingerprint(doc.text)[1] for doc in batch]
                 if writing is not None:
                     self._written(writing, progress)
                 # After the previous batch is stored, so an id repeated across batches is seen.
@@ -140,42 +133,7 @@ class MasterLibrary:
         return total
 
 
-def fingerprint_only(text: str) -> DocumentFingerprint:
-    return fingerprint(text)[1]
-
-
 def _batches(documents: Iterable[MasterDocument], size: int) -> Iterator[list[MasterDocument]]:
     iterator = iter(documents)
     while batch := list(islice(iterator, size)):
         yield batch
-
-
-class _Fingerprinter:
-    """Fingerprints batches inline, or in worker processes once there is more than one batch."""
-
-    def __init__(self, workers: int | None) -> None:
-        self.workers = workers or 1
-        self._pool: Executor | None = None
-
-    def submit(self, batch: list[MasterDocument], parallel: bool) -> Iterator[DocumentFingerprint]:
-        texts = [doc.text for doc in batch]
-        if self.workers <= 1 or not parallel:
-            return map(fingerprint_only, texts)
-        if self._pool is None:
-            # spawn, not fork: the parent holds MongoDB and Redis connections.
-            self._pool = ProcessPoolExecutor(
-                self.workers, mp_context=multiprocessing.get_context("spawn")
-            )
-        return self._pool.map(fingerprint_only, texts, chunksize=8)
-
-    def __enter__(self) -> _Fingerprinter:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(cancel_futures=True)
