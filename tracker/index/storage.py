@@ -34,9 +34,6 @@ class Storage(ABC):
     def clear(self) -> None:
         """Remove every bucket of this storage."""
 
-    def memory_bytes(self) -> int | None:
-        return None
-
 
 def without_doc(blob: bytes, doc: int, record: np.dtype) -> bytes:
     records = np.frombuffer(blob, dtype=record)
@@ -159,6 +156,3 @@ class RedisStorage(Storage):
                 batch = []
         if batch:
             self.client.unlink(*batch)
-
-    def memory_bytes(self) -> int | None:
-        return int(self.client.info("memory")["used_memory"])

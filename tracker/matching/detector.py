@@ -89,10 +89,6 @@ class MasterCache:
                 self._texts.put(doc, normalize(master["text"]))
         return {d: self._texts[d] for d in docs if d in self._texts}
 
-    def forget(self, doc: int) -> None:
-        self._tokens.pop(doc, None)
-        self._texts.pop(doc, None)
-
 
 class Detector:
     def __init__(

@@ -123,10 +123,3 @@ class MasterStore:
 
     def count(self) -> int:
         return self.masters.estimated_document_count()
-
-    def works(self) -> list[dict]:
-        return list(
-            self.masters.aggregate(
-                [{"$group": {"_id": "$work", "chapters": {"$sum": 1}}}, {"$sort": {"_id": 1}}]
-            )
-        )
