@@ -9,7 +9,15 @@ import numpy as np
 from tracker.fingerprints.anchors import gram_hashes, mod_sample, winnow
 from tracker.fingerprints.document import DocumentFingerprint, fingerprint, to_signed, to_unsigned
 from tracker.fingerprints.pinyin_dna import LETTERS, dna_windows
-from tracker.fingerprints.simhash import hamming, simhash_tokens, simhash_weighted
+from tracker.fingerprints.simhash import (
+    hamming,
+    idf_table,
+    simhash_text,
+    simhash_tokens,
+    simhash_weighted,
+    tokenize,
+    word_hashes,
+)
 from tracker.text.normalize import normalize
 
 from .texts import ARTICLE, prose
@@ -33,6 +41,35 @@ def test_near_duplicates_are_close_and_different_texts_far():
 def test_simhash_of_nothing_is_zero():
     assert simhash_tokens([]) == 0
     assert simhash_tokens(["的", "了"]) == 0  # stop words only
+    assert simhash_tokens(["2024", "12"]) == 0  # numbers only
+    assert simhash_text("") == 0
+
+
+def test_word_hashes_name_the_word_wherever_it_stands():
+    words = ["林黛玉", "说", "林黛玉", "黛玉", "林黛", "玉", "说"]
+    text = "".join(words)
+    codes = np.frombuffer(text.encode("utf-32-le"), dtype="<u4")
+    hashes = word_hashes(codes, np.array([len(w) for w in words])).tolist()
+    assert hashes[0] == hashes[2] and hashes[1] == hashes[6]
+    assert len(set(hashes)) == 5  # distinct words, distinct hashes ("林黛"+"玉" ≠ "林黛玉")
+
+
+def test_simhash_weighs_words_by_tf_idf():
+    """The vectorised SimHash equals Charikar's sum computed word by word with jieba's IDF."""
+    words, values, median = idf_table()
+    idf = dict(zip(words, values.tolist(), strict=True))
+    tokens = ["宝玉", "黛玉", "宝玉", "的", "潇湘馆", "2024", "不存在的词语甲乙"]
+    codes = np.frombuffer("".join(tokens).encode("utf-32-le"), dtype="<u4")
+    hashes = word_hashes(codes, np.array([len(t) for t in tokens]))
+    votes = np.zeros(64)
+    for token, h in zip(tokens, hashes.tolist(), strict=True):
+        weight = 0.0 if token in ("的", "2024") else idf.get(token, median)
+        bits = np.array([(h >> (63 - b)) & 1 for b in range(64)])
+        votes += weight * (2 * bits - 1)
+    expected = int("".join("1" if v > 0 else "0" for v in votes), 2)
+    assert simhash_tokens(tokens) == expected
+    text = "宝玉来到潇湘馆，黛玉正在看书"
+    assert simhash_text(text) == simhash_tokens(tokenize(text)) != 0
 
 
 def test_dna_windows_overlap_and_fit_in_40_bits():

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tracker.cli import main
+from tracker.fingerprints.document import VERSION
 from tracker.library import MasterLibrary
 from tracker.readers import InputError, iter_files, read_documents
 from tracker.stores.masters import MasterDocument
@@ -108,6 +109,21 @@ def test_rebuild_index_from_mongodb(library, runtime):
     assert matched(library, CHAPTERS["book/0006"]) == []
     assert library.rebuild_index() == len(CHAPTERS)
     assert matched(library, CHAPTERS["book/0006"]) == ["book/0006"]
+
+
+def test_rebuild_recomputes_fingerprints_of_an_older_version(library):
+    prints = library.store.fingerprints
+    before = prints.find_one({"_id": "book/0005"})
+    # As stored by version 1: another SimHash function, no version field.
+    prints.update_one(
+        {"_id": "book/0005"},
+        {"$set": {"simhash": 12345, "anchors": b""}, "$unset": {"version": ""}},
+    )
+    assert library.rebuild_index() == len(CHAPTERS)
+    after = prints.find_one({"_id": "book/0005"})
+    assert after["version"] == VERSION
+    assert (after["simhash"], after["anchors"]) == (before["simhash"], before["anchors"])
+    assert matched(library, CHAPTERS["book/0005"]) == ["book/0005"]
 
 
 def test_readers_split_books_and_reject_malformed_files(tmp_path: Path):

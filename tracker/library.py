@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import islice
+from typing import TypeVar
 
 from tracker.config import Settings
 from tracker.fingerprints.document import DocumentFingerprint, fingerprint
@@ -24,6 +25,9 @@ class IngestSummary:
     skipped_empty: list[str] = field(default_factory=list)
     characters: int = 0
     works: set[str] = field(default_factory=set)
+
+
+T = TypeVar("T")
 
 
 class MasterLibrary:
@@ -115,25 +119,21 @@ class MasterLibrary:
         return True
 
     def rebuild_index(self, progress: Callable[[int], None] | None = None) -> int:
+        """Recreate the Redis index from MongoDB; fingerprints stored by an older version of
+        the code are recomputed from the master text first."""
         self.index.clear()
-        total, batch = 0, []
-        for item in self.store.iter_fingerprints():
-            batch.append(item)
-            if len(batch) >= 1000:
-                self.index.add(batch)
-                total += len(batch)
-                if progress:
-                    progress(len(batch))
-                batch = []
-        if batch:
-            self.index.add(batch)
+        total = 0
+        for batch in _batches(self.store.iter_fingerprints(), 1000):
+            current = [(n, fp) for n, fp in batch if fp is not None]
+            stale = [n for n, fp in batch if fp is None]
+            self.index.add(current + (self.store.refingerprint(stale) if stale else []))
             total += len(batch)
             if progress:
                 progress(len(batch))
         return total
 
 
-def _batches(documents: Iterable[MasterDocument], size: int) -> Iterator[list[MasterDocument]]:
-    iterator = iter(documents)
+def _batches(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    iterator = iter(items)
     while batch := list(islice(iterator, size)):
         yield batch

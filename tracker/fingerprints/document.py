@@ -7,10 +7,14 @@ from dataclasses import dataclass
 import numpy as np
 from bson import Binary
 
-from tracker.fingerprints.simhash import simhash_tokens, tokenize
+from tracker.fingerprints.simhash import simhash_text
 from tracker.index.anchor_index import AnchorIndex
 from tracker.index.dna_index import master_windows
 from tracker.text.normalize import NormalizedText, normalize
+
+# Raised whenever a change makes stored fingerprints incomparable with new ones (2: SimHash
+# word hashes computed in bulk); ``tracker index rebuild`` recomputes older ones from the text.
+VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -30,6 +34,7 @@ class DocumentFingerprint:
             "dna": [int(v) for v in self.dna],
             "anchors": Binary(self.anchors.astype("<u8").tobytes()),
             "length": self.length,
+            "version": VERSION,
         }
 
     @classmethod
@@ -58,7 +63,7 @@ def fingerprint(text: NormalizedText | str) -> tuple[NormalizedText, DocumentFin
 def text_simhash(normalized: NormalizedText) -> int:
     """SimHash-64 of a normalised text's jieba words (0 for an empty text): all a crawled page
     needs to be looked up and grouped; DNA windows and anchors are for masters."""
-    return simhash_tokens(tokenize(normalized.chars)) if normalized.chars else 0
+    return simhash_text(normalized.chars)
 
 
 def to_signed(value: int) -> int:

@@ -17,7 +17,8 @@ from bson import Binary
 from pymongo import ASCENDING, ReturnDocument, UpdateOne
 from pymongo.database import Database
 
-from tracker.fingerprints.document import DocumentFingerprint
+from tracker.fingerprints.document import VERSION as FINGERPRINT_VERSION
+from tracker.fingerprints.document import DocumentFingerprint, fingerprint
 
 
 @dataclass(frozen=True)
@@ -117,9 +118,28 @@ class MasterStore:
 
     def iter_fingerprints(
         self, batch_size: int = 1000
-    ) -> Iterator[tuple[int, DocumentFingerprint]]:
+    ) -> Iterator[tuple[int, DocumentFingerprint | None]]:
+        """Every stored fingerprint by ``n``; None for one made by an older version of the
+        fingerprinting code (to be recomputed from the text)."""
         for doc in self.fingerprints.find({}, batch_size=batch_size):
-            yield int(doc["n"]), DocumentFingerprint.from_mongo(doc)
+            current = doc.get("version") == FINGERPRINT_VERSION
+            yield int(doc["n"]), DocumentFingerprint.from_mongo(doc) if current else None
+
+    def refingerprint(self, ns: Iterable[int]) -> list[tuple[int, DocumentFingerprint]]:
+        """Recompute and store the fingerprints (and alignment tokens) of masters ``ns``."""
+        rows = []
+        for n, doc in self.by_ns(ns).items():
+            fp = fingerprint(doc["text"])[1]
+            master = MasterDocument(
+                doc["_id"],
+                doc.get("work", ""),
+                doc.get("title", ""),
+                doc["text"],
+                doc.get("source", ""),
+            )
+            rows.append((n, master, fp))
+        self.save(rows)
+        return [(n, fp) for n, _, fp in rows]
 
     def count(self) -> int:
         return self.masters.estimated_document_count()

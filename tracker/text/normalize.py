@@ -68,46 +68,81 @@ _URL = (
 
 
 @cache
-def _ad_patterns() -> tuple[re.Pattern, re.Pattern, re.Pattern]:
+def _ad_patterns() -> tuple[re.Pattern, re.Pattern]:
     phrases = "|".join(re.escape(p) for p in AD_PHRASES)
-    line = re.compile(
-        rf"^[^\n]{{0,{MAX_AD_LINE_CHARS}}}(?:{phrases})[^\n]{{0,{MAX_AD_LINE_CHARS}}}$",
-        re.MULTILINE | re.IGNORECASE,
-    )
     bracket = re.compile(
         rf"[（(【\[《〔][^）)】\]》〕\n]{{0,40}}(?:{phrases}|{_URL})[^）)】\]》〕\n]{{0,40}}[）)】\]》〕]",
         re.IGNORECASE,
     )
     url = re.compile(_URL, re.IGNORECASE)
-    return line, bracket, url
+    return bracket, url
+
+
+_BRACKET, _DOT = 1, 2
+_PAIR_BITS = 16
+
+
+def _pair_keys(cps: np.ndarray) -> np.ndarray:
+    """A 16-bit hash of every two consecutive code points (multiplicative hashing)."""
+    pair = (cps[:-1].astype(np.uint64) << np.uint64(21)) | cps[1:]
+    return (pair * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(64 - _PAIR_BITS)
+
+
+@cache
+def _scan_tables() -> tuple[np.ndarray, np.ndarray, dict[str, list[str]]]:
+    """Flags of the characters the bracket and URL patterns start from, a bitmap of the hashed
+    first two characters of every ad phrase (in any letter case), and the phrases by those two."""
+    flags = np.zeros(tables.TABLE_SIZE, dtype=np.uint8)
+    flags[[ord(c) for c in "（(【[《〔"]] |= _BRACKET
+    flags[ord(".")] |= _DOT
+    pairs = np.zeros(1 << _PAIR_BITS, dtype=bool)
+    by_start: dict[str, list[str]] = {}
+    for phrase in AD_PHRASES:
+        variants = {phrase[:2], phrase[:2].upper(), phrase[:2].capitalize()}
+        for head in variants:
+            pairs[_pair_keys(codepoints(head))] = True
+            by_start.setdefault(head, []).append(phrase.lower())
+    return flags, pairs, by_start
 
 
 def boilerplate_mask(text: str) -> np.ndarray:
     """Boolean mask over ``text``: True where a character belongs to injected boilerplate.
 
     Bracketed ads inside a paragraph are removed first, so that only lines which are ads
-    themselves (not paragraphs carrying a bracketed ad) are dropped whole.
+    themselves (an ad phrase with at most ``MAX_AD_LINE_CHARS`` characters on either side, not
+    paragraphs carrying a bracketed ad) are dropped whole. Most texts carry none: vector tests
+    on the code points (a bracket, a dot, the first two characters of a phrase) decide which
+    regular expressions need to run at all.
     """
     mask = np.zeros(len(text), dtype=bool)
-    if not text:
+    if len(text) < 2:
         return mask
-    line, bracket, url = _ad_patterns()
-    scan = _simplified_same_length(text)
-    for pattern in (bracket, url):
-        for m in pattern.finditer(scan):
-            mask[m.start() : m.end()] = True
-    if mask.any():
-        hidden = codepoints(scan).copy()
-        hidden[mask] = ord(" ")
-        scan = hidden.tobytes().decode("utf-32-le", "surrogatepass")
-    for m in line.finditer(scan):
-        mask[m.start() : m.end()] = True
+    bracket, url = _ad_patterns()
+    flags, pairs, by_start = _scan_tables()
+    cps = tables.t2s_codepoints()[np.minimum(codepoints(text), tables.TABLE_SIZE - 1)]
+    scan = cps.tobytes().decode("utf-32-le", "surrogatepass")
+    present = np.bitwise_or.reduce(flags[cps])
+    for pattern, flag in ((bracket, _BRACKET), (url, _DOT)):
+        if present & flag:
+            for m in pattern.finditer(scan):
+                mask[m.start() : m.end()] = True
+    for start in np.flatnonzero(pairs[_pair_keys(cps)]).tolist():
+        if mask[start]:
+            continue  # inside a bracketed ad already removed
+        found = [
+            p
+            for p in by_start.get(scan[start : start + 2], ())
+            if scan[start : start + len(p)].lower() == p
+        ]
+        if not found:
+            continue
+        end = start + min(map(len, found))
+        line_start = scan.rfind("\n", 0, start) + 1
+        line_end = scan.find("\n", end)
+        line_end = len(scan) if line_end < 0 else line_end
+        if start - line_start <= MAX_AD_LINE_CHARS and line_end - end <= MAX_AD_LINE_CHARS:
+            mask[line_start:line_end] = True
     return mask
-
-
-def _simplified_same_length(text: str) -> str:
-    cps = np.minimum(codepoints(text), tables.TABLE_SIZE - 1)
-    return tables.t2s_codepoints()[cps].tobytes().decode("utf-32-le", "surrogatepass")
 
 
 @dataclass(frozen=True)
