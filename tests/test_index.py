@@ -86,3 +86,17 @@ def test_storage_clear_removes_only_its_own_keys(runtime):
     own.clear()
     assert own.get(["a", "b"]) == [b"", b""]
     assert other.get(["a"]) == [b"zzzzz"]
+
+
+def test_compact_keeps_the_records_and_releases_the_room_appends_left(runtime):
+    storage = RedisStorage(runtime.redis, runtime.settings.redis_prefix + "ix:")
+    key = runtime.settings.redis_prefix + "ix:grown"
+    records = [bytes([i % 256]) * 5 for i in range(400)]
+    for record in records:
+        storage.append({"grown": record})
+    grown = runtime.redis.memory_usage(key)
+    storage.compact()
+    assert storage.get(["grown"]) == [b"".join(records)]
+    assert runtime.redis.memory_usage(key) < grown
+    storage.compact()  # nothing left to do
+    assert storage.get(["grown"]) == [b"".join(records)]

@@ -72,6 +72,9 @@ class CentreIndex:
     def size(self) -> int:
         return int(self.client.get(self._count) or 0)
 
+    def compact(self) -> None:
+        self._storage.compact()
+
     def clear(self) -> None:
         self._storage.clear()
 
@@ -85,6 +88,7 @@ class CentreIndex:
                 count, batch = count + len(batch), []
         self._index.add(batch)
         count += len(batch)
+        self._storage.compact()
         self.client.set(self._count, count)
         return count
 
@@ -159,6 +163,7 @@ class PageClusterer:
                 self._assign(
                     page["_id"], fingerprint, page.get("site") or site_of(page["_id"]), now, summary
                 )
+            self.index.compact()
         return summary
 
     def _pages(self, urls: list[str]) -> list[dict]:

@@ -69,6 +69,7 @@ class MasterLibrary:
                 writing = writer.submit(self._write, rows, len(batch))
             if writing is not None:
                 self._written(writing, progress)
+        self.index.compact()
         return summary
 
     @staticmethod
@@ -130,6 +131,7 @@ class MasterLibrary:
             total += len(batch)
             if progress:
                 progress(len(batch))
+        self.index.compact()
         return total
 
 

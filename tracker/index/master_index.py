@@ -118,5 +118,9 @@ class MasterIndex:
             for q in queries
         ]
 
+    def compact(self) -> None:
+        """Release the room appends left in the buckets (after a bulk load)."""
+        self.storage.compact()
+
     def clear(self) -> None:
         self.storage.clear()

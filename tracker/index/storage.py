@@ -34,6 +34,9 @@ class Storage(ABC):
     def clear(self) -> None:
         """Remove every bucket of this storage."""
 
+    def compact(self) -> None:  # noqa: B027 - most storages have nothing to release
+        """Release the spare room appends left in buckets (call after a bulk load)."""
+
 
 def without_doc(blob: bytes, doc: int, record: np.dtype) -> bytes:
     records = np.frombuffer(blob, dtype=record)
@@ -71,11 +74,17 @@ class MemoryStorage(Storage):
         self._buckets.clear()
 
 
-# Appending through SET keeps each value in an exact-size allocation (APPEND over-allocates).
 _APPEND = """
-for i, key in ipairs(KEYS) do
-  local old = redis.call('GET', key)
-  if old then redis.call('SET', key, old .. ARGV[i]) else redis.call('SET', key, ARGV[i]) end
+for i, key in ipairs(KEYS) do redis.call('APPEND', key, ARGV[i]) end
+return #KEYS
+"""
+
+# APPEND over-allocates (a string grows by doubling): once a bulk load is done, the buckets it
+# touched are copied into exact-size allocations.
+_COMPACT = """
+for _, key in ipairs(KEYS) do
+  local blob = redis.call('GET', key)
+  if blob then redis.call('SET', key, blob) end
 end
 return #KEYS
 """
@@ -107,17 +116,24 @@ class RedisStorage(Storage):
         self.client = client
         self.prefix = prefix
         self._append = client.register_script(_APPEND)
+        self._compact = client.register_script(_COMPACT)
         self._remove = client.register_script(_REMOVE)
+        self._appended: set[bytes] = set()
 
     def append(self, chunks: Mapping[str, bytes]) -> None:
-        items = list(chunks.items())
+        prefix = self.prefix.encode()
+        keys, values = [prefix + k.encode() for k in chunks], list(chunks.values())
         pipe = self.client.pipeline(transaction=False)
-        for start in range(0, len(items), self.BATCH):
-            batch = items[start : start + self.BATCH]
-            self._append(
-                keys=[self.prefix + k for k, _ in batch], args=[v for _, v in batch], client=pipe
-            )
+        for start in range(0, len(keys), self.BATCH):
+            end = start + self.BATCH
+            self._append(keys=keys[start:end], args=values[start:end], client=pipe)
         pipe.execute()
+        self._appended.update(keys)
+
+    def compact(self) -> None:
+        keys, self._appended = sorted(self._appended), set()
+        for start in range(0, len(keys), self.BATCH):
+            self._compact(keys=keys[start : start + self.BATCH])
 
     def get(self, keys: Sequence[str]) -> list[bytes]:
         blobs: list[bytes] = []
