@@ -56,9 +56,8 @@ def test_hash_postings_vote_per_document(storage):
     postings = HashPostings(storage, "t")
     rng = np.random.default_rng(3)
     values = rng.integers(0, 2**63, 40, dtype=np.uint64)
-    storage.append(postings.records(1, values[:20]))
-    storage.append(postings.records(2, values[10:30]))
-    storage.append(postings.records(70_000, values[25:]))  # a document id above 16 bits
+    storage.append(postings.records([(1, values[:20]), (2, values[10:30])]))
+    storage.append(postings.records([(70_000, values[25:])]))  # a document id above 16 bits
     query = np.concatenate([values[5:15], values[28:32]])
     lookup = postings.lookup(query)
     blobs = fetch(storage, lookup.keys)
@@ -73,7 +72,7 @@ def test_hash_postings_vote_per_document(storage):
 
 def test_document_ids_must_fit_the_record(storage):
     with pytest.raises(ValueError, match="out of range"):
-        HashPostings(storage, "t").records(1 << 24, np.array([1], dtype=np.uint64))
+        HashPostings(storage, "t").records([(1 << 24, np.array([1], dtype=np.uint64))])
 
 
 def test_storage_clear_removes_only_its_own_keys(runtime):

@@ -65,8 +65,8 @@ class MasterLibrary:
                 if writing is not None:
                     self._written(writing, progress)
                 # After the previous batch is stored, so an id repeated across batches is seen.
-                rows = self._prepare(batch, prints, summary)
-                writing = writer.submit(self._write, rows, len(batch))
+                rows, new_ids = self._prepare(batch, prints, summary)
+                writing = writer.submit(self._write, rows, new_ids, len(batch))
             if writing is not None:
                 self._written(writing, progress)
         self.index.compact()
@@ -80,8 +80,9 @@ class MasterLibrary:
 
     def _prepare(
         self, batch: list[MasterDocument], prints: list[DocumentFingerprint], summary: IngestSummary
-    ) -> list[tuple[int, MasterDocument, DocumentFingerprint]]:
-        """Assign ids (an existing id keeps its number; its old index entries are removed)."""
+    ) -> tuple[list[tuple[int, MasterDocument, DocumentFingerprint]], set[str]]:
+        """Assign ids (an existing id keeps its number; its old index entries are removed);
+        the rows to write and the ids new to the library."""
         latest = {doc.doc_id: (doc, fp) for doc, fp in zip(batch, prints, strict=True)}
         existing = self.store.existing(latest)  # the last version of an id in a batch wins
         new_ns = iter(self.store.allocate_ns(sum(1 for d in latest if d not in existing)))
@@ -101,12 +102,15 @@ class MasterLibrary:
             rows.append((n, doc, fp))
             summary.characters += len(doc.text)
             summary.works.add(doc.work)
-        return rows
+        return rows, set(latest) - set(existing)
 
     def _write(
-        self, rows: list[tuple[int, MasterDocument, DocumentFingerprint]], batch_size: int
+        self,
+        rows: list[tuple[int, MasterDocument, DocumentFingerprint]],
+        new_ids: set[str],
+        batch_size: int,
     ) -> int:
-        self.store.save(rows)  # MongoDB first: the index can always be rebuilt from it
+        self.store.save(rows, new_ids)  # MongoDB first: the index can always be rebuilt from it
         self.index.add((n, fp) for n, _, fp in rows)
         return batch_size
 

@@ -23,9 +23,6 @@ class DocumentFingerprint:
     dna: np.ndarray  # uint64 pinyin-DNA window values, in text order
     anchors: np.ndarray  # uint64 anchor shingle hashes kept in the index
     length: int  # tokens after normalisation
-    # uint16 pinyin syllable tokens, for alignment: stored with the master's text, not with
-    # its fingerprints (the index rebuild needs none of them).
-    tokens: np.ndarray
 
     def to_mongo(self) -> dict:
         # MongoDB integers are signed 64-bit: store the two's-complement value.
@@ -44,7 +41,6 @@ class DocumentFingerprint:
             dna=np.array(doc.get("dna", []), dtype=np.uint64),
             anchors=np.frombuffer(doc.get("anchors", b""), dtype="<u8").astype(np.uint64),
             length=int(doc.get("length", 0)),
-            tokens=np.zeros(0, dtype=np.uint16),
         )
 
 
@@ -56,7 +52,6 @@ def fingerprint(text: NormalizedText | str) -> tuple[NormalizedText, DocumentFin
         dna=master_windows(normalized.tokens),
         anchors=AnchorIndex.master_anchors(normalized.tokens),
         length=len(normalized),
-        tokens=normalized.tokens,
     )
 
 

@@ -11,6 +11,8 @@ samples of its own. Anchors found in more than ``stop_after`` masters (stock phr
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
 
 from tracker.fingerprints.anchors import gram_hashes, mix, mod_sample, winnow
@@ -46,8 +48,13 @@ class AnchorIndex:
             return np.unique(mod_sample(gram_hashes(tokens), DENSE_MODULUS))
         return winnow(gram_hashes(tokens), SPARSE_WINDOW)
 
-    def records(self, doc: int, length: int, anchors: np.ndarray) -> dict[str, bytes]:
-        return self.postings_for(length).records(doc, spread(anchors))
+    def records(self, items: Iterable[tuple[int, int, np.ndarray]]) -> dict[str, bytes]:
+        """Records for ``(doc, length, anchors)`` triples, in the postings of their length."""
+        items = list(items)
+        return {
+            **self.dense.records((d, spread(a)) for d, n, a in items if n < DENSE_BELOW_TOKENS),
+            **self.sparse.records((d, spread(a)) for d, n, a in items if n >= DENSE_BELOW_TOKENS),
+        }
 
     def remove(self, doc: int, length: int, anchors: np.ndarray) -> None:
         self.postings_for(length).remove(doc, spread(anchors))

@@ -8,6 +8,8 @@ quantises to the same number.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
 
 from tracker.fingerprints.anchors import mix
@@ -38,8 +40,8 @@ class DnaIndex:
     def __init__(self, storage: Storage, name: str = "dna") -> None:
         self.postings = HashPostings(storage, name)
 
-    def records(self, doc: int, windows: np.ndarray) -> dict[str, bytes]:
-        return self.postings.records(doc, spread(windows))
+    def records(self, items: Iterable[tuple[int, np.ndarray]]) -> dict[str, bytes]:
+        return self.postings.records((doc, spread(windows)) for doc, windows in items)
 
     def remove(self, doc: int, windows: np.ndarray) -> None:
         self.postings.remove(doc, spread(windows))

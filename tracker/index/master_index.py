@@ -80,18 +80,15 @@ class MasterIndex:
         self.dna = DnaIndex(storage)
 
     def add(self, items: Iterable[tuple[int, DocumentFingerprint]]) -> None:
-        chunks: dict[str, bytearray] = {}
         items = list(items)
-
-        def merge(records: dict[str, bytes]) -> None:
-            for key, blob in records.items():
-                chunks.setdefault(key, bytearray()).extend(blob)
-
-        merge(self.simhash.records((doc, fp.simhash) for doc, fp in items if fp.simhash))
-        for doc, fp in items:
-            merge(self.anchors.records(doc, fp.length, fp.anchors))
-            merge(self.dna.records(doc, fp.dna))
-        self.storage.append({k: bytes(v) for k, v in chunks.items()})
+        # Each index names its own keys, so the batches of records are disjoint.
+        self.storage.append(
+            {
+                **self.simhash.records((doc, fp.simhash) for doc, fp in items if fp.simhash),
+                **self.anchors.records((doc, fp.length, fp.anchors) for doc, fp in items),
+                **self.dna.records((doc, fp.dna) for doc, fp in items),
+            }
+        )
 
     def remove(self, doc: int, fp: DocumentFingerprint) -> None:
         if fp.simhash:

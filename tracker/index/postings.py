@@ -9,8 +9,7 @@ has probability ~2⁻³² per record examined. Document ids are 24-bit (16.7 M d
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,17 +34,37 @@ class HashPostings:
         )
         return buckets, checks
 
-    def records(self, doc: int, values: np.ndarray) -> dict[str, bytes]:
-        """The records to append for one document, grouped by storage key."""
-        if not 0 < doc <= MAX_DOC:
-            raise ValueError(f"document id {doc} out of range")
-        buckets, checks = self._split(np.unique(values))
-        grouped: dict[str, bytearray] = defaultdict(bytearray)
-        rows = np.zeros(len(buckets), dtype=RECORD)
-        rows["check"], rows["doc_lo"], rows["doc_hi"] = checks, doc & 0xFFFF, doc >> 16
-        for bucket, row in zip(buckets.tolist(), rows, strict=True):
-            grouped[f"{self.name}:{bucket:x}"] += row.tobytes()
-        return {k: bytes(v) for k, v in grouped.items()}
+    def records(self, items: Iterable[tuple[int, np.ndarray]]) -> dict[str, bytes]:
+        """The records to append for ``(doc, values)`` pairs, grouped by storage key: built for
+        the whole batch with vector operations, then cut into one chunk per bucket."""
+        items = [(doc, np.asarray(values, dtype=np.uint64)) for doc, values in items]
+        for doc, _ in items:
+            if not 0 < doc <= MAX_DOC:
+                raise ValueError(f"document id {doc} out of range")
+        if not items:
+            return {}
+        values = np.concatenate([v for _, v in items])
+        docs = np.repeat([doc for doc, _ in items], [len(v) for _, v in items]).astype(np.int64)
+        order = np.lexsort((docs, values))  # a value twice in one document is stored once
+        values, docs = values[order], docs[order]
+        first = np.ones(len(values), dtype=bool)
+        first[1:] = (values[1:] != values[:-1]) | (docs[1:] != docs[:-1])
+        values, docs = values[first], docs[first]
+        buckets, checks = self._split(values)  # sorted by value, so by bucket
+        rows = np.zeros(len(values), dtype=RECORD)
+        rows["check"], rows["doc_lo"], rows["doc_hi"] = checks, docs & 0xFFFF, docs >> 16
+        blob = rows.tobytes()
+        starts = np.flatnonzero(np.r_[True, buckets[1:] != buckets[:-1]])
+        ends = np.r_[starts[1:], len(buckets)] * RECORD.itemsize
+        return {
+            f"{self.name}:{bucket:x}": blob[start:end]
+            for bucket, start, end in zip(
+                buckets[starts].tolist(),
+                (starts * RECORD.itemsize).tolist(),
+                ends.tolist(),
+                strict=True,
+            )
+        }
 
     def keys_of(self, values: np.ndarray) -> list[str]:
         """Storage keys of the buckets holding ``values`` (distinct, in bucket order)."""

@@ -83,10 +83,15 @@ def align(
     min_tokens: int = 12,
     min_density: float = 0.25,
     page_hashes: np.ndarray | None = None,
+    master_hashes: np.ndarray | None = None,
 ) -> Alignment:
+    """Passages of ``master_tokens`` copied in ``page_tokens`` (their shingle hashes may be
+    given, when already computed)."""
     if page_hashes is None:
         page_hashes = gram_hashes(page_tokens, gram)
-    runs = seed_runs(page_hashes, gram_hashes(master_tokens, gram))
+    if master_hashes is None:
+        master_hashes = gram_hashes(master_tokens, gram)
+    runs = seed_runs(page_hashes, master_hashes)
     chains: list[list[int]] = []  # [page_start, page_end, master_start, master_end, diag, seeds]
     active: list[list[int]] = []
     for i, j, length in runs.tolist():

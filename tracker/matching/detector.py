@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from tracker.config import Settings
+from tracker.fingerprints.anchors import gram_hashes
 from tracker.fingerprints.document import text_simhash
 from tracker.index.master_index import MasterIndex
 from tracker.matching.align import Alignment, align
@@ -64,30 +65,27 @@ class _LRU(OrderedDict):
             self.popitem(last=False)
 
 
+@dataclass(frozen=True)
+class CachedMaster:
+    meta: dict  # the masters document without its text
+    text: NormalizedText
+    grams: np.ndarray  # shingle hashes of the tokens, for alignment
+
+
 class MasterCache:
-    """Master tokens (for alignment) and normalised texts (for evidence offsets), by doc id."""
+    """Masters by ``n``, normalised once (tokens for alignment, offsets for the evidence)."""
 
-    def __init__(self, store: MasterStore, size: int = 2048) -> None:
+    def __init__(self, store: MasterStore, size: int = 1024) -> None:
         self.store = store
-        self._tokens = _LRU(size)  # ~35 KB (tokens and text) per 7,000-character chapter
-        self._texts = _LRU(512)
+        self._masters = _LRU(size)  # ~60 KB per 3,000-character chapter
 
-    def tokens(self, docs: Sequence[int]) -> dict[int, tuple[dict, np.ndarray]]:
-        missing = [d for d in docs if d not in self._tokens]
+    def get(self, docs: Sequence[int]) -> dict[int, CachedMaster]:
+        missing = [d for d in docs if d not in self._masters]
         if missing:
-            for doc, (meta, tokens) in self.store.tokens_by_ns(missing).items():
-                self._tokens.put(doc, (meta, tokens))
-        return {d: self._tokens[d] for d in docs if d in self._tokens}
-
-    def texts(self, docs: Sequence[int]) -> dict[int, NormalizedText]:
-        missing = [d for d in docs if d not in self._texts]
-        unfetched = [d for d in missing if d not in self._tokens]
-        fetched = self.store.by_ns(unfetched) if unfetched else {}
-        for doc in missing:
-            master = self._tokens[doc][0] if doc in self._tokens else fetched.get(doc)
-            if master is not None:
-                self._texts.put(doc, normalize(master["text"]))
-        return {d: self._texts[d] for d in docs if d in self._texts}
+            for doc, master in self.store.by_ns(missing).items():
+                text = normalize(master.pop("text", ""))
+                self._masters.put(doc, CachedMaster(master, text, gram_hashes(text.tokens)))
+        return {d: self._masters[d] for d in docs if d in self._masters}
 
 
 class Detector:
@@ -119,7 +117,7 @@ class Detector:
             zip(live, self.index.candidates_many([queries[i] for i in live]), strict=True)
         )
         ranked = {i: c.ranked() for i, c in candidates.items()}
-        masters = self.masters.tokens(sorted({d for docs in ranked.values() for d in docs}))
+        masters = self.masters.get(sorted({d for docs in ranked.values() for d in docs}))
         accepted: list[tuple[int, int, Alignment]] = []
         for i in live:
             for doc in ranked[i]:
@@ -127,18 +125,17 @@ class Detector:
                     continue  # deleted since it was indexed
                 alignment = align(
                     pages[i].tokens,
-                    masters[doc][1],
+                    masters[doc].text.tokens,
                     min_tokens=self.settings.min_span_chars,
                     page_hashes=queries[i].grams,
+                    master_hashes=masters[doc].grams,
                 )
                 if self._is_copy(alignment, doc in candidates[i].near_duplicates):
                     accepted.append((i, doc, alignment))
-        # Master texts, for the evidence's offsets in the master, only for the accepted ones.
-        texts = self.masters.texts(sorted({doc for _, doc, _ in accepted}))
         results: list[list[Match]] = [[] for _ in pages]
         for i, doc, alignment in accepted:
-            meta, tokens = masters[doc]
-            shorter = max(1, min(len(pages[i]), len(tokens)))
+            meta, master = masters[doc].meta, masters[doc].text
+            shorter = max(1, min(len(pages[i]), len(master)))
             results[i].append(
                 Match(
                     doc_id=meta["_id"],
@@ -147,7 +144,7 @@ class Detector:
                     score=round(min(1.0, alignment.master_tokens / shorter), 4),
                     coverage=round(alignment.coverage, 4),
                     method=candidates[i].methods(doc),
-                    spans=self._spans(alignment, pages[i], texts.get(doc)),
+                    spans=self._spans(alignment, pages[i], master),
                 )
             )
         for matches in results:
