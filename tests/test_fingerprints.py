@@ -128,3 +128,25 @@ def test_winnowing_matches_brute_force_and_guarantees_shared_passages():
             ]
         )
         assert source & set(winnow(passage, window).tolist())
+
+
+def test_the_idf_table_is_built_once_then_loaded_from_the_cache(tmp_path, monkeypatch):
+    from tracker.fingerprints import simhash
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    text = "宝玉来到潇湘馆，黛玉正在看书"
+    expected = simhash_text(text)
+    simhash._weight_table.cache_clear()
+    try:
+        built = simhash._weight_table()
+        saved = list((tmp_path / "tracker").glob("simhash-weights-*.npz"))
+        assert len(saved) == 1
+        simhash._weight_table.cache_clear()
+        loaded = simhash._weight_table()
+        assert loaded is not built and (loaded.slots == built.slots).all()
+        assert simhash_text(text) == expected
+        saved[0].write_bytes(b"not a numpy file")  # a damaged cache is rebuilt
+        simhash._weight_table.cache_clear()
+        assert (simhash._weight_table().slots == built.slots).all()
+    finally:
+        simhash._weight_table.cache_clear()

@@ -111,18 +111,21 @@ def test_rebuild_index_from_mongodb(library, runtime):
     assert matched(library, CHAPTERS["book/0006"]) == ["book/0006"]
 
 
-def test_rebuild_recomputes_fingerprints_of_an_older_version(library):
-    prints = library.store.fingerprints
-    before = prints.find_one({"_id": "book/0005"})
-    # As stored by version 1: another SimHash function, no version field.
-    prints.update_one(
+def test_rebuild_recomputes_fingerprints_of_an_older_version(library, runtime):
+    masters = library.store.masters
+    before = masters.find_one({"_id": "book/0005"})
+    # As stored by version 1: fingerprints in a collection of their own (another SimHash
+    # function), alignment tokens beside the text.
+    runtime.db["fingerprints"].insert_one({"_id": "book/0005", "n": before["n"], "simhash": 1})
+    masters.update_one(
         {"_id": "book/0005"},
-        {"$set": {"simhash": 12345, "anchors": b""}, "$unset": {"version": ""}},
+        {"$set": {"tokens": b"\x01\x00"}, "$unset": {"simhash": "", "version": ""}},
     )
     assert library.rebuild_index() == len(CHAPTERS)
-    after = prints.find_one({"_id": "book/0005"})
-    assert after["version"] == VERSION
+    after = masters.find_one({"_id": "book/0005"})
+    assert after["version"] == VERSION and "tokens" not in after
     assert (after["simhash"], after["anchors"]) == (before["simhash"], before["anchors"])
+    assert "fingerprints" not in runtime.db.list_collection_names()
     assert matched(library, CHAPTERS["book/0005"]) == ["book/0005"]
 
 

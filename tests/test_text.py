@@ -91,7 +91,7 @@ def test_normalize_keeps_source_offsets():
 def test_homophones_share_tokens_and_pinyin_letters_parse():
     assert (normalize("电子书").tokens == normalize("电zi书").tokens).all()
     assert (normalize("时候").tokens == normalize("是后").tokens).all()
-    assert segment_pinyin("dianzishu") == ["dian", "zi", "shu"]
+    assert segment_pinyin("dianzishu") == ("dian", "zi", "shu")
     assert segment_pinyin("qwrtx") is None
 
 

@@ -136,6 +136,7 @@ class MasterLibrary:
             if progress:
                 progress(len(batch))
         self.index.compact()
+        self.store.drop_legacy()
         return total
 
 

@@ -12,7 +12,9 @@ and rare names and terms weigh much).
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
+import os
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
@@ -123,14 +125,17 @@ STOP_WORDS = frozenset(
 
 def idf_table() -> tuple[list[str], np.ndarray, float]:
     """jieba's bundled IDF weights: words, their IDF, and the median (for unknown words)."""
-    # The file is found without importing jieba (0.3 s), which rjieba makes unnecessary.
+    fields = _idf_path().read_text(encoding="utf-8").split()
+    values = np.array(fields[1::2], dtype=np.float64)
+    return fields[0::2], values, float(np.median(values))
+
+
+def _idf_path() -> Path:
+    # Found without importing jieba (0.3 s), which rjieba makes unnecessary.
     spec = importlib.util.find_spec("jieba")
     if spec is None or not spec.submodule_search_locations:  # pragma: no cover - a dependency
         raise ImportError("jieba is needed for its IDF table")
-    path = Path(spec.submodule_search_locations[0]) / "analyse" / "idf.txt"
-    fields = path.read_text(encoding="utf-8").split()
-    values = np.array(fields[1::2], dtype=np.float64)
-    return fields[0::2], values, float(np.median(values))
+    return Path(spec.submodule_search_locations[0]) / "analyse" / "idf.txt"
 
 
 def tokenize(folded: str) -> list[str]:
@@ -198,7 +203,10 @@ class _WeightTable:
     SLOT_BITS = 21
     STEP = 16
 
-    def __init__(self) -> None:
+    def __init__(self, slots: np.ndarray | None = None, median: float = 0.0) -> None:
+        if slots is not None:
+            self.slots, self.median = slots, np.float32(median)
+            return
         words, values, median = idf_table()
         stop = sorted(STOP_WORDS)  # placed first, so that they take the slots: weight 0
         words, values = stop + words, np.concatenate([np.zeros(len(stop)), values])
@@ -246,7 +254,33 @@ class _WeightTable:
 
 @cache
 def _weight_table() -> _WeightTable:
-    return _WeightTable()
+    """The table, built once per machine (0.5 s) and then loaded from the user's cache."""
+    path = _weights_cache_path()
+    try:
+        with np.load(path) as saved:
+            return _WeightTable(saved["slots"], float(saved["median"]))
+    except (OSError, KeyError, ValueError):
+        pass
+    table = _WeightTable()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(f".{os.getpid()}.tmp")
+        with partial.open("wb") as fh:
+            np.savez(fh, slots=table.slots, median=table.median)
+        partial.replace(path)  # atomic: a concurrent reader sees all of it or nothing
+    except OSError:
+        pass  # a read-only home: build it in each process
+    return table
+
+
+def _weights_cache_path() -> Path:
+    source = _idf_path()
+    stat = source.stat()
+    key = f"{source}:{stat.st_size}:{stat.st_mtime_ns}:{_WeightTable.SLOT_BITS}:{_WeightTable.STEP}"
+    key += ":" + ",".join(sorted(STOP_WORDS))
+    digest = hashlib.sha1(key.encode()).hexdigest()[:16]
+    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return root / "tracker" / f"simhash-weights-{digest}.npz"
 
 
 def _lengths(words: Sequence[str]) -> np.ndarray:

@@ -45,24 +45,38 @@ class Alignment:
         return max((p.length for p in self.passages), default=0)
 
 
-def seed_runs(
-    page_hashes: np.ndarray, master_hashes: np.ndarray, max_repeats: int = 8
-) -> np.ndarray:
+@dataclass(frozen=True)
+class Shingles:
+    """A text's shingle hashes with their sort order (computed once per master, reused)."""
+
+    hashes: np.ndarray
+    order: np.ndarray  # argsort of hashes
+    ordered: np.ndarray  # hashes[order]
+
+    @classmethod
+    def of(cls, hashes: np.ndarray) -> Shingles:
+        order = np.argsort(hashes, kind="stable")
+        return cls(hashes, order, hashes[order])
+
+    def __len__(self) -> int:
+        return len(self.hashes)
+
+
+def seed_runs(page_hashes: np.ndarray, master: Shingles, max_repeats: int = 8) -> np.ndarray:
     """Runs of consecutive shared shingles on one diagonal: rows of (page_i, master_j, length)."""
-    if len(page_hashes) == 0 or len(master_hashes) == 0:
+    if len(page_hashes) == 0 or len(master) == 0:
         return np.zeros((0, 3), dtype=np.int64)
-    order = np.argsort(master_hashes, kind="stable")
-    ordered = master_hashes[order]
-    lo = np.searchsorted(ordered, page_hashes, side="left")
-    hi = np.searchsorted(ordered, page_hashes, side="right")
-    counts = hi - lo
-    usable = np.flatnonzero((counts > 0) & (counts <= max_repeats))
-    if len(usable) == 0:
+    lo = np.searchsorted(master.ordered, page_hashes, side="left")
+    shared = np.flatnonzero(master.ordered[np.minimum(lo, len(master) - 1)] == page_hashes)
+    lo = lo[shared]
+    counts = np.searchsorted(master.ordered, page_hashes[shared], side="right") - lo
+    usable = counts <= max_repeats
+    if not usable.any():
         return np.zeros((0, 3), dtype=np.int64)
-    counts = counts[usable]
+    shared, lo, counts = shared[usable], lo[usable], counts[usable]
     offsets = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
-    page_i = np.repeat(usable, counts)
-    master_j = order[np.repeat(lo[usable], counts) + offsets]
+    page_i = np.repeat(shared, counts)
+    master_j = master.order[np.repeat(lo, counts) + offsets]
     diagonal = master_j - page_i
     by_diagonal = np.lexsort((page_i, diagonal))
     page_i, diagonal = page_i[by_diagonal], diagonal[by_diagonal]
@@ -83,15 +97,15 @@ def align(
     min_tokens: int = 12,
     min_density: float = 0.25,
     page_hashes: np.ndarray | None = None,
-    master_hashes: np.ndarray | None = None,
+    master_shingles: Shingles | None = None,
 ) -> Alignment:
-    """Passages of ``master_tokens`` copied in ``page_tokens`` (their shingle hashes may be
+    """Passages of ``master_tokens`` copied in ``page_tokens`` (the shingles of either may be
     given, when already computed)."""
     if page_hashes is None:
         page_hashes = gram_hashes(page_tokens, gram)
-    if master_hashes is None:
-        master_hashes = gram_hashes(master_tokens, gram)
-    runs = seed_runs(page_hashes, master_hashes)
+    if master_shingles is None:
+        master_shingles = Shingles.of(gram_hashes(master_tokens, gram))
+    runs = seed_runs(page_hashes, master_shingles)
     chains: list[list[int]] = []  # [page_start, page_end, master_start, master_end, diag, seeds]
     active: list[list[int]] = []
     for i, j, length in runs.tolist():

@@ -22,13 +22,11 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
-import numpy as np
-
 from tracker.config import Settings
 from tracker.fingerprints.anchors import gram_hashes
 from tracker.fingerprints.document import text_simhash
 from tracker.index.master_index import MasterIndex
-from tracker.matching.align import Alignment, align
+from tracker.matching.align import Alignment, Shingles, align
 from tracker.stores.masters import MasterStore
 from tracker.text.normalize import NormalizedText, normalize
 
@@ -69,7 +67,7 @@ class _LRU(OrderedDict):
 class CachedMaster:
     meta: dict  # the masters document without its text
     text: NormalizedText
-    grams: np.ndarray  # shingle hashes of the tokens, for alignment
+    shingles: Shingles  # of the tokens, for alignment
 
 
 class MasterCache:
@@ -84,7 +82,9 @@ class MasterCache:
         if missing:
             for doc, master in self.store.by_ns(missing).items():
                 text = normalize(master.pop("text", ""))
-                self._masters.put(doc, CachedMaster(master, text, gram_hashes(text.tokens)))
+                self._masters.put(
+                    doc, CachedMaster(master, text, Shingles.of(gram_hashes(text.tokens)))
+                )
         return {d: self._masters[d] for d in docs if d in self._masters}
 
 
@@ -128,7 +128,7 @@ class Detector:
                     masters[doc].text.tokens,
                     min_tokens=self.settings.min_span_chars,
                     page_hashes=queries[i].grams,
-                    master_hashes=masters[doc].grams,
+                    master_shingles=masters[doc].shingles,
                 )
                 if self._is_copy(alignment, doc in candidates[i].near_duplicates):
                     accepted.append((i, doc, alignment))

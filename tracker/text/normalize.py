@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 
 import numpy as np
 
@@ -206,31 +206,38 @@ def _parse_pinyin_runs(
     chars: str, tokens: np.ndarray, starts: np.ndarray, ends: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Replace runs of Latin letters that spell pinyin ("zi", "dianzi") by their syllable ids."""
-    pieces_tokens, pieces_starts, pieces_ends = [], [], []
-    last = 0
+    ids = tables.syllable_ids()
+    keep = np.ones(len(tokens), dtype=bool)
+    new_keys: list[int] = []  # where each syllable goes: 64 x its first letter's index + rank
+    new_tokens: list[int] = []
+    new_starts: list[int] = []
+    new_ends: list[int] = []
     for m in _LETTER_RUN.finditer(chars):
         syllables = segment_pinyin(m.group(0))
         if syllables is None:
             continue
-        a, b = m.start(), m.end()
-        pieces_tokens.append(tokens[last:a])
-        pieces_starts.append(starts[last:a])
-        pieces_ends.append(ends[last:a])
-        offsets = np.cumsum([0] + [len(s) for s in syllables])
-        ids = tables.syllable_ids()
-        pieces_tokens.append(np.array([ids[s] for s in syllables], dtype=tokens.dtype))
-        pieces_starts.append(starts[a + offsets[:-1]])
-        pieces_ends.append(ends[a + offsets[1:] - 1])
-        last = b
-    if last == 0:
+        keep[m.start() : m.end()] = False
+        first = m.start()
+        for rank, syllable in enumerate(syllables):
+            last = first + len(syllable) - 1
+            new_keys.append(64 * first + rank)
+            new_tokens.append(ids[syllable])
+            new_starts.append(int(starts[first]))
+            new_ends.append(int(ends[last]))
+            first = last + 1
+    if not new_keys:
         return tokens, starts, ends
-    pieces_tokens.append(tokens[last:])
-    pieces_starts.append(starts[last:])
-    pieces_ends.append(ends[last:])
-    return np.concatenate(pieces_tokens), np.concatenate(pieces_starts), np.concatenate(pieces_ends)
+    kept = np.flatnonzero(keep)
+    order = np.argsort(np.concatenate([64 * kept, new_keys]), kind="stable")
+
+    def merged(values: np.ndarray, added: list[int]) -> np.ndarray:
+        return np.concatenate([values[kept], np.array(added, dtype=values.dtype)])[order]
+
+    return merged(tokens, new_tokens), merged(starts, new_starts), merged(ends, new_ends)
 
 
-def segment_pinyin(run: str) -> list[str] | None:
+@lru_cache(maxsize=65536)
+def segment_pinyin(run: str) -> tuple[str, ...] | None:
     """Split a letter run into pinyin syllables (fewest wins); None if it is not pinyin."""
     ids = tables.syllable_ids()
     n = len(run)
@@ -248,4 +255,5 @@ def segment_pinyin(run: str) -> list[str] | None:
                 and (best[end] is None or len(prefix) + 1 < len(best[end]))
             ):
                 best[end] = [*prefix, piece]
-    return best[n]
+    found = best[n]
+    return None if found is None else tuple(found)
