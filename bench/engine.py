@@ -188,7 +188,7 @@ class Engine:
             from tracker.text.normalize import normalize
 
             page = normalize(text)
-            return index.candidates_many([index.plan(text_simhash(page), page.tokens)])[0]
+            return index.candidates_many([index.plan(page.tokens, text_simhash(page))])[0]
         from tracker.fingerprints.document import fingerprint
 
         _, fp = fingerprint(text)

@@ -43,19 +43,29 @@ class Candidates:
     def anchor_votes(self) -> dict[int, int]:
         return {**self.short_votes, **self.long_votes}
 
-    def ranked(self, per_pool: int = 6, relative: float = 0.1) -> list[int]:
+    def ranked(
+        self, per_pool: int = 6, relative: float = 0.1, long_page: bool = False
+    ) -> list[int]:
         """Candidates worth aligning: near-duplicates, then the best of each pool of votes.
 
         Long and short masters are ranked apart: a page of news-like filler shares formulaic
         phrases with many short news masters, and their votes must not crowd out the two or
         three anchors of one copied chapter passage. Within a pool, masters with under
-        ``relative`` of the best one's votes are stock-phrase noise.
+        ``relative`` of the best one's votes are stock-phrase noise. On a ``long_page`` (as long
+        as the longest short master) one dense anchor shared with a short master is chance (a
+        third of the candidates of chapter-sized pages, none reported, in the benchmark),
+        while a copied passage of ``MIN_EVIDENCE_TOKENS`` = 80 tokens holds 5 on average.
         """
         chosen = dict.fromkeys(sorted(self.near_duplicates, key=self.near_duplicates.get))
-        for votes in (self.long_votes, self.short_votes, self.dna_votes):
+        short_floor = 2 if long_page else 1
+        for votes, least in (
+            (self.long_votes, 1),
+            (self.short_votes, short_floor),
+            (self.dna_votes, 1),
+        ):
             ordered = sorted(votes, key=lambda d: (-votes[d], d))[:per_pool]
             if ordered:
-                floor = relative * votes[ordered[0]]
+                floor = max(least, relative * votes[ordered[0]])
                 chosen.update(dict.fromkeys(d for d in ordered if votes[d] >= floor))
         return list(chosen)
 
@@ -96,15 +106,31 @@ class MasterIndex:
         self.anchors.remove(doc, fp.length, fp.anchors)
         self.dna.remove(doc, fp.dna)
 
-    def plan(self, simhash: int, tokens: np.ndarray) -> Query:
+    def plan(self, tokens: np.ndarray, simhash: int = 0) -> Query:
+        """What a page of these tokens needs; the SimHash may be given later (``with_simhash``)
+        so the buckets of anchors and DNA windows can be fetched while it is computed."""
         grams = gram_hashes(tokens)
         dense, sparse = self.anchors.plan(grams)
         dna = self.dna.plan(query_windows(tokens))
-        keys = self.simhash.keys(simhash) if simhash else []
-        return Query(simhash, grams, dense, sparse, dna, keys + dense.keys + sparse.keys + dna.keys)
+        query = Query(0, grams, dense, sparse, dna, dense.keys + sparse.keys + dna.keys)
+        return self.with_simhash(query, simhash)
 
-    def candidates_many(self, queries: Sequence[Query]) -> list[Candidates]:
-        blobs = fetch(self.storage, [key for q in queries for key in q.keys])
+    def with_simhash(self, query: Query, simhash: int) -> Query:
+        if simhash:
+            query.simhash = simhash
+            query.keys = self.simhash.keys(simhash) + query.keys
+        return query
+
+    def fetch(self, keys: Sequence[str]) -> dict[str, bytes]:
+        return fetch(self.storage, keys)
+
+    def candidates_many(
+        self, queries: Sequence[Query], blobs: dict[str, bytes] | None = None
+    ) -> list[Candidates]:
+        """Candidates of each query, from ``blobs`` (the buckets of all their keys, fetched
+        here when not given)."""
+        if blobs is None:
+            blobs = fetch(self.storage, [key for q in queries for key in q.keys])
         return [
             Candidates(
                 near_duplicates=self.simhash.within(q.simhash, blobs) if q.simhash else {},

@@ -47,36 +47,48 @@ class Alignment:
 
 @dataclass(frozen=True)
 class Shingles:
-    """A text's shingle hashes with their sort order (computed once per master, reused)."""
+    """A text's shingle hashes sorted, with where each came from and how often its value
+    occurs: computed once per text, then intersected with many others by binary search."""
 
     hashes: np.ndarray
-    order: np.ndarray  # argsort of hashes
+    order: np.ndarray  # argsort of hashes: text position of each sorted hash
     ordered: np.ndarray  # hashes[order]
+    repeats: np.ndarray  # occurrences in the text of each sorted hash's value
 
     @classmethod
     def of(cls, hashes: np.ndarray) -> Shingles:
         order = np.argsort(hashes, kind="stable")
-        return cls(hashes, order, hashes[order])
+        ordered = hashes[order]
+        starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+        sizes = np.diff(np.r_[starts, len(ordered)])
+        return cls(hashes, order, ordered, np.repeat(sizes, sizes))
 
     def __len__(self) -> int:
         return len(self.hashes)
 
 
-def seed_runs(page_hashes: np.ndarray, master: Shingles, max_repeats: int = 8) -> np.ndarray:
-    """Runs of consecutive shared shingles on one diagonal: rows of (page_i, master_j, length)."""
-    if len(page_hashes) == 0 or len(master) == 0:
+def seed_runs(page: Shingles, master: Shingles, max_repeats: int = 8) -> np.ndarray:
+    """Runs of consecutive shared shingles on one diagonal: rows of (page_i, master_j, length).
+
+    Every page occurrence of a shared value is paired with every master occurrence, unless the
+    value occurs more than ``max_repeats`` times in the master (a refrain, not evidence).
+    Sorted master values are searched in the sorted page values: both sides sorted, the binary
+    searches walk forward through memory.
+    """
+    if len(page) == 0 or len(master) == 0:
         return np.zeros((0, 3), dtype=np.int64)
-    lo = np.searchsorted(master.ordered, page_hashes, side="left")
-    shared = np.flatnonzero(master.ordered[np.minimum(lo, len(master) - 1)] == page_hashes)
+    lo = np.searchsorted(page.ordered, master.ordered, side="left")
+    shared = np.flatnonzero(
+        (page.ordered[np.minimum(lo, len(page) - 1)] == master.ordered)
+        & (master.repeats <= max_repeats)
+    )
+    if len(shared) == 0:
+        return np.zeros((0, 3), dtype=np.int64)
     lo = lo[shared]
-    counts = np.searchsorted(master.ordered, page_hashes[shared], side="right") - lo
-    usable = counts <= max_repeats
-    if not usable.any():
-        return np.zeros((0, 3), dtype=np.int64)
-    shared, lo, counts = shared[usable], lo[usable], counts[usable]
+    counts = np.searchsorted(page.ordered, master.ordered[shared], side="right") - lo
     offsets = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
-    page_i = np.repeat(shared, counts)
-    master_j = master.order[np.repeat(lo, counts) + offsets]
+    page_i = page.order[np.repeat(lo, counts) + offsets]
+    master_j = master.order[np.repeat(shared, counts)]
     diagonal = master_j - page_i
     by_diagonal = np.lexsort((page_i, diagonal))
     page_i, diagonal = page_i[by_diagonal], diagonal[by_diagonal]
@@ -96,16 +108,16 @@ def align(
     max_gap: int = 16,
     min_tokens: int = 12,
     min_density: float = 0.25,
-    page_hashes: np.ndarray | None = None,
+    page_shingles: Shingles | None = None,
     master_shingles: Shingles | None = None,
 ) -> Alignment:
     """Passages of ``master_tokens`` copied in ``page_tokens`` (the shingles of either may be
     given, when already computed)."""
-    if page_hashes is None:
-        page_hashes = gram_hashes(page_tokens, gram)
+    if page_shingles is None:
+        page_shingles = Shingles.of(gram_hashes(page_tokens, gram))
     if master_shingles is None:
         master_shingles = Shingles.of(gram_hashes(master_tokens, gram))
-    runs = seed_runs(page_hashes, master_shingles)
+    runs = seed_runs(page_shingles, master_shingles)
     chains: list[list[int]] = []  # [page_start, page_end, master_start, master_end, diag, seeds]
     active: list[list[int]] = []
     for i, j, length in runs.tolist():

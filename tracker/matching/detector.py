@@ -20,11 +20,13 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 
 from tracker.config import Settings
 from tracker.fingerprints.anchors import gram_hashes
 from tracker.fingerprints.document import text_simhash
+from tracker.index.anchor_index import DENSE_BELOW_TOKENS
 from tracker.index.master_index import MasterIndex
 from tracker.matching.align import Alignment, Shingles, align
 from tracker.stores.masters import MasterStore
@@ -96,30 +98,49 @@ class Detector:
         self.index = index
         self.settings = settings or Settings()
         self.masters = MasterCache(store)
+        self._pool: ThreadPoolExecutor | None = None
+
+    def _fetcher(self) -> ThreadPoolExecutor:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="index-fetch")
+        return self._pool
 
     def check(self, text: str) -> list[Match]:
         return self.check_many([text])[0]
 
     def check_many(self, texts: Sequence[str]) -> list[list[Match]]:
-        pages = [normalize(text) for text in texts]
-        return self._check(pages, [text_simhash(page) for page in pages])
+        return self._check([normalize(text) for text in texts])
 
     def check_normalized(self, page: NormalizedText, simhash: int) -> list[Match]:
         """Check a page already normalised, with its SimHash (as the crawl pipelines have them)."""
         return self._check([page], [simhash])[0]
 
-    def _check(self, pages: list[NormalizedText], simhashes: list[int]) -> list[list[Match]]:
-        queries = [
-            self.index.plan(sh, page.tokens) for page, sh in zip(pages, simhashes, strict=True)
-        ]
+    def _check(
+        self, pages: list[NormalizedText], simhashes: list[int] | None = None
+    ) -> list[list[Match]]:
         live = [i for i, page in enumerate(pages) if len(page)]
+        queries = {i: self.index.plan(pages[i].tokens) for i in live}
+        keys = [key for q in queries.values() for key in q.keys]
+        if simhashes is None:
+            # The index looks up anchors and DNA windows while the pages' SimHash (jieba
+            # segmentation, the costliest step) is computed; then its four buckets are fetched.
+            pending = self._fetcher().submit(self.index.fetch, keys)
+            simhashes = [text_simhash(page) for page in pages]
+            blobs = pending.result()
+        else:
+            blobs = self.index.fetch(keys)
+        for i, query in queries.items():
+            self.index.with_simhash(query, simhashes[i])
+        blobs.update(self.index.fetch([k for i in live for k in queries[i].keys if k not in blobs]))
         candidates = dict(
-            zip(live, self.index.candidates_many([queries[i] for i in live]), strict=True)
+            zip(live, self.index.candidates_many([queries[i] for i in live], blobs), strict=True)
         )
-        ranked = {i: c.ranked() for i, c in candidates.items()}
+        long = {i for i in live if len(pages[i]) >= DENSE_BELOW_TOKENS}
+        ranked = {i: c.ranked(long_page=i in long) for i, c in candidates.items()}
         masters = self.masters.get(sorted({d for docs in ranked.values() for d in docs}))
         accepted: list[tuple[int, int, Alignment]] = []
         for i in live:
+            page_shingles = Shingles.of(queries[i].grams) if ranked[i] else None
             for doc in ranked[i]:
                 if doc not in masters:
                     continue  # deleted since it was indexed
@@ -127,7 +148,7 @@ class Detector:
                     pages[i].tokens,
                     masters[doc].text.tokens,
                     min_tokens=self.settings.min_span_chars,
-                    page_hashes=queries[i].grams,
+                    page_shingles=page_shingles,
                     master_shingles=masters[doc].shingles,
                 )
                 if self._is_copy(alignment, doc in candidates[i].near_duplicates):
