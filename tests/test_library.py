@@ -104,6 +104,21 @@ def test_reingest_replaces_and_delete_removes(library):
     assert matched(library, new_text) == []
 
 
+def test_a_long_lived_detector_sees_masters_replaced_by_another_process(library, runtime):
+    detector = library.detector()  # as in a crawl process: it caches the masters it aligned
+    old_text = CHAPTERS["book/0004"]
+    assert [m.doc_id for m in detector.check(old_text)] == ["book/0004"]
+    other_process = MasterLibrary.from_runtime(runtime)
+    new_text = prose(seed=404, chars=3000)
+    other_process.ingest([MasterDocument("book/0004", "book", "第4章", new_text)])
+    found = detector.check(new_text)
+    assert [m.doc_id for m in found] == ["book/0004"]
+    assert found[0].spans[0]["master_start"] == 0  # offsets in the new text, not the old one
+    assert detector.check(old_text) == []
+    other_process.delete("book/0004")
+    assert detector.check(new_text) == []
+
+
 def test_rebuild_index_from_mongodb(library, runtime):
     library.index.clear()
     assert matched(library, CHAPTERS["book/0006"]) == []

@@ -83,6 +83,10 @@ class Candidates:
 
 
 class MasterIndex:
+    # A counter moved by every change, fetched with each lookup: processes that cache masters
+    # (long crawls) see a master replaced or deleted since they cached it.
+    CHANGES = "changes"
+
     def __init__(self, storage: Storage, simhash_k: int = 3, simhash_blocks: int = 4) -> None:
         self.storage = storage
         self.simhash = SimHashIndex(storage, k=simhash_k, blocks=simhash_blocks)
@@ -99,12 +103,14 @@ class MasterIndex:
                 **self.dna.records((doc, fp.dna) for doc, fp in items),
             }
         )
+        self.storage.incr(self.CHANGES)
 
     def remove(self, doc: int, fp: DocumentFingerprint) -> None:
         if fp.simhash:
             self.simhash.remove([(doc, fp.simhash)])
         self.anchors.remove(doc, fp.length, fp.anchors)
         self.dna.remove(doc, fp.dna)
+        self.storage.incr(self.CHANGES)
 
     def plan(self, tokens: np.ndarray, simhash: int = 0) -> Query:
         """What a page of these tokens needs; the SimHash may be given later (``with_simhash``)

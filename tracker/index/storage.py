@@ -34,6 +34,10 @@ class Storage(ABC):
     def clear(self) -> None:
         """Remove every bucket of this storage."""
 
+    @abstractmethod
+    def incr(self, key: str) -> None:
+        """Add one to the counter at ``key`` (read back by :meth:`get` as ASCII digits)."""
+
     def compact(self) -> None:  # noqa: B027 - most storages have nothing to release
         """Release the spare room appends left in buckets (call after a bulk load)."""
 
@@ -69,6 +73,9 @@ class MemoryStorage(Storage):
                     self._buckets[key] = bytearray(kept)
                 else:
                     del self._buckets[key]
+
+    def incr(self, key: str) -> None:
+        self._buckets[key] = bytearray(b"%d" % (int(self._buckets.get(key) or 0) + 1))
 
     def clear(self) -> None:
         self._buckets.clear()
@@ -129,6 +136,9 @@ class RedisStorage(Storage):
             self._append(keys=keys[start:end], args=values[start:end], client=pipe)
         pipe.execute()
         self._appended.update(keys)
+
+    def incr(self, key: str) -> None:
+        self.client.incr(self.prefix + key)
 
     def compact(self) -> None:
         keys, self._appended = sorted(self._appended), set()

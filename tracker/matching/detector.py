@@ -89,6 +89,9 @@ class MasterCache:
                 )
         return {d: self._masters[d] for d in docs if d in self._masters}
 
+    def clear(self) -> None:
+        self._masters.clear()
+
 
 class Detector:
     def __init__(
@@ -99,6 +102,7 @@ class Detector:
         self.settings = settings or Settings()
         self.masters = MasterCache(store)
         self._pool: ThreadPoolExecutor | None = None
+        self._changes: bytes | None = None  # the index's change counter when masters were cached
 
     def _fetcher(self) -> ThreadPoolExecutor:
         if self._pool is None:
@@ -120,7 +124,7 @@ class Detector:
     ) -> list[list[Match]]:
         live = [i for i, page in enumerate(pages) if len(page)]
         queries = {i: self.index.plan(pages[i].tokens) for i in live}
-        keys = [key for q in queries.values() for key in q.keys]
+        keys = [MasterIndex.CHANGES] + [key for q in queries.values() for key in q.keys]
         if simhashes is None:
             # The index looks up anchors and DNA windows while the pages' SimHash (jieba
             # segmentation, the costliest step) is computed; then its four buckets are fetched.
@@ -129,6 +133,9 @@ class Detector:
             blobs = pending.result()
         else:
             blobs = self.index.fetch(keys)
+        if blobs[MasterIndex.CHANGES] != self._changes:  # masters added, replaced or deleted
+            self.masters.clear()
+            self._changes = blobs[MasterIndex.CHANGES]
         for i, query in queries.items():
             self.index.with_simhash(query, simhashes[i])
         blobs.update(self.index.fetch([k for i in live for k in queries[i].keys if k not in blobs]))
