@@ -207,6 +207,10 @@ def test_cli_ingest_and_check_jsonl(cli_env, runtime, tmp_path, capsys):
             [
                 json.dumps({"id": "q1", "text": disguise.with_ads(prose(seed=51, chars=600))}),
                 json.dumps({"id": "q2", "text": prose(seed=77, chars=600)}),
+                # An escaped lone surrogate: valid for json, refused by orjson.
+                json.dumps(
+                    {"id": "q3", "text": "\ud800".join(prose(seed=52, chars=600).split("。"))}
+                ),
                 "not json",
             ]
         ),
@@ -214,12 +218,13 @@ def test_cli_ingest_and_check_jsonl(cli_env, runtime, tmp_path, capsys):
     )
     assert main(["check", "--jsonl", str(queries)]) == 0
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    assert [line.get("id") for line in lines] == ["q1", "q2", None]
+    assert [line.get("id") for line in lines] == ["q1", "q2", "q3", None]
     [hit] = lines[0]["matches"]
     assert (hit["doc_id"], hit["work"], hit["title"]) == ("a1", "news", "t1")
     assert set(hit) >= {"doc_id", "work", "title", "score", "coverage", "method", "spans"}
     assert hit["coverage"] > 0.9 and lines[1]["matches"] == []
-    assert "error" in lines[2]
+    assert [m["doc_id"] for m in lines[2]["matches"]] == ["a2"]
+    assert "error" in lines[3]
 
 
 def test_cli_reports_malformed_input_clearly(cli_env, tmp_path, capsys):

@@ -12,15 +12,14 @@ and rare names and terms weigh much).
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
-import os
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 
 import numpy as np
 
+from tracker.disk_cache import cached_arrays
 from tracker.fingerprints.anchors import mix
 
 STOP_WORDS = frozenset(
@@ -138,16 +137,15 @@ def _idf_path() -> Path:
     return Path(spec.submodule_search_locations[0]) / "analyse" / "idf.txt"
 
 
+try:
+    from rjieba import cut as _cut  # jieba's Rust port: ~15x faster
+except ImportError:  # pragma: no cover - rjieba is a declared dependency
+    from jieba import lcut as _cut
+
+
 def tokenize(folded: str) -> list[str]:
-    """jieba words of a folded text (rjieba, jieba's Rust port, when present: ~15x faster)."""
-    try:
-        import rjieba
-
-        return rjieba.cut(folded)
-    except ImportError:  # pragma: no cover - rjieba is a declared dependency
-        import jieba
-
-        return jieba.lcut(folded)
+    """jieba words of a folded text."""
+    return _cut(folded)
 
 
 # Word hashes are computed for all words of a text at once, from its code points and the words'
@@ -255,32 +253,16 @@ class _WeightTable:
 @cache
 def _weight_table() -> _WeightTable:
     """The table, built once per machine (0.5 s) and then loaded from the user's cache."""
-    path = _weights_cache_path()
-    try:
-        with np.load(path) as saved:
-            return _WeightTable(saved["slots"], float(saved["median"]))
-    except (OSError, KeyError, ValueError):
-        pass
-    table = _WeightTable()
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_suffix(f".{os.getpid()}.tmp")
-        with partial.open("wb") as fh:
-            np.savez(fh, slots=table.slots, median=table.median)
-        partial.replace(path)  # atomic: a concurrent reader sees all of it or nothing
-    except OSError:
-        pass  # a read-only home: build it in each process
-    return table
+    source = _idf_path().stat()
+    key = f"{source.st_size}:{source.st_mtime_ns}:{_WeightTable.SLOT_BITS}:{_WeightTable.STEP}:"
+    key += ",".join(sorted(STOP_WORDS))
 
+    def build() -> dict[str, np.ndarray]:
+        table = _WeightTable()
+        return {"slots": table.slots, "median": np.array(table.median)}
 
-def _weights_cache_path() -> Path:
-    source = _idf_path()
-    stat = source.stat()
-    key = f"{source}:{stat.st_size}:{stat.st_mtime_ns}:{_WeightTable.SLOT_BITS}:{_WeightTable.STEP}"
-    key += ":" + ",".join(sorted(STOP_WORDS))
-    digest = hashlib.sha1(key.encode()).hexdigest()[:16]
-    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return root / "tracker" / f"simhash-weights-{digest}.npz"
+    arrays = cached_arrays("simhash-weights", key, build)
+    return _WeightTable(arrays["slots"], float(arrays["median"]))
 
 
 def _lengths(words: Sequence[str]) -> np.ndarray:

@@ -1,4 +1,5 @@
-"""Per-code-point lookup tables, built once per process, that make normalisation vectorisable.
+"""Per-code-point lookup tables that make normalisation vectorisable (built once per machine,
+then loaded from the user's cache: :mod:`tracker.disk_cache`).
 
 ``FOLD[cp]`` is the code point that ``cp`` becomes after Unicode NFKC, Traditional→Simplified
 (OpenCC, character level), and lower-casing; 0 when the character carries no content
@@ -12,10 +13,14 @@ from __future__ import annotations
 
 import unicodedata
 from functools import cache
+from importlib import metadata
 
 import numpy as np
 
+from tracker.disk_cache import cached_arrays
+
 TABLE_SIZE = 0x32000  # covers the BMP and CJK extensions B-G
+TABLES_VERSION = 1  # raise when the way the tables are built changes
 OTHER_BASE = 1024
 _KEEP_CATEGORIES = ("L", "N")
 
@@ -41,7 +46,53 @@ def _t2s_pairs() -> dict[int, int]:
 
 
 @cache
+def _tables() -> dict[str, np.ndarray]:
+    """All tables, built once per machine (1.5 s) and then loaded from the user's cache."""
+    # Package versions from their metadata: importing pypinyin and opencc takes 0.3 s.
+    key = ":".join(
+        [
+            str(TABLES_VERSION),
+            unicodedata.unidata_version,
+            metadata.version("opencc"),
+            metadata.version("pypinyin"),
+            hex(TABLE_SIZE),
+            str(OTHER_BASE),
+        ]
+    )
+
+    def build() -> dict[str, np.ndarray]:
+        fold = _build_fold_table()
+        syllables, names = _build_syllables(fold)
+        return {
+            "fold": fold,
+            "t2s": _build_t2s_codepoints(),
+            "syllables": syllables,
+            "names": np.array(names, dtype=str),
+        }
+
+    return cached_arrays("text-tables", key, build)
+
+
 def fold_table() -> np.ndarray:
+    return _tables()["fold"]
+
+
+def t2s_codepoints() -> np.ndarray:
+    """Code point → its Simplified code point (itself when unchanged); length-preserving."""
+    return _tables()["t2s"]
+
+
+def syllable_table() -> np.ndarray:
+    return _tables()["syllables"]
+
+
+@cache
+def syllable_names() -> tuple[str, ...]:
+    """Syllable names in id order: ``syllable_names()[i - 1]`` is the name of id ``i``."""
+    return tuple(_tables()["names"].tolist())
+
+
+def _build_fold_table() -> np.ndarray:
     t2s = _t2s_pairs()
     table = np.zeros(TABLE_SIZE, dtype=np.uint32)
     for cp in range(TABLE_SIZE):
@@ -56,9 +107,7 @@ def fold_table() -> np.ndarray:
     return table
 
 
-@cache
-def t2s_codepoints() -> np.ndarray:
-    """Code point → its Simplified code point (itself when unchanged); length-preserving."""
+def _build_t2s_codepoints() -> np.ndarray:
     table = np.arange(TABLE_SIZE, dtype=np.uint32)
     table[0xD800:0xE000] = ord(" ")  # lone surrogates never reach a str decoder
     for traditional, simplified in _t2s_pairs().items():
@@ -66,8 +115,7 @@ def t2s_codepoints() -> np.ndarray:
     return table
 
 
-@cache
-def _syllables() -> tuple[np.ndarray, tuple[str, ...]]:
+def _build_syllables(fold: np.ndarray) -> tuple[np.ndarray, list[str]]:
     from pypinyin.pinyin_dict import pinyin_dict
 
     names: dict[str, int] = {}
@@ -80,20 +128,10 @@ def _syllables() -> tuple[np.ndarray, tuple[str, ...]]:
             continue
         table[cp] = names.setdefault(syllable, len(names) + 1)
     # Code points that keep content but have no pinyin: letters, digits, other scripts.
-    fold = fold_table()
     kept = np.nonzero((fold == np.arange(TABLE_SIZE)) & (table == 0))[0]
     table[kept] = OTHER_BASE + (kept % (65535 - OTHER_BASE)).astype(np.uint16)
     table[0] = 0
-    return table, tuple(sorted(names, key=names.__getitem__))
-
-
-def syllable_table() -> np.ndarray:
-    return _syllables()[0]
-
-
-def syllable_names() -> tuple[str, ...]:
-    """Syllable names in id order: ``syllable_names()[i - 1]`` is the name of id ``i``."""
-    return _syllables()[1]
+    return table, sorted(names, key=names.__getitem__)
 
 
 @cache

@@ -1,0 +1,43 @@
+"""Arrays that take a while to build (lookup tables over all of Unicode, the IDF hash table) are
+built once per machine and kept in the user's cache directory, so that every later process —
+a ``tracker check`` of one page, each crawl — starts in milliseconds instead of seconds.
+
+The file name carries a digest of everything the arrays depend on (package versions, sizes),
+so a change of any of them builds a new file. A cache that cannot be read or written is no
+error: the arrays are built in memory, as without a cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tracker"
+
+
+def cached_arrays(
+    name: str, key: str, build: Callable[[], dict[str, np.ndarray]]
+) -> dict[str, np.ndarray]:
+    """The arrays ``build()`` returns, from ``<cache>/<name>-<digest of key>.npz`` when there."""
+    path = cache_dir() / f"{name}-{hashlib.sha1(key.encode()).hexdigest()[:16]}.npz"
+    try:
+        with np.load(path, allow_pickle=False) as saved:
+            return {k: saved[k] for k in saved.files}
+    except (OSError, ValueError, KeyError):
+        pass
+    arrays = build()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(f".{os.getpid()}.tmp")
+        with partial.open("wb") as fh:
+            np.savez(fh, **arrays)
+        partial.replace(path)  # atomic: a concurrent reader sees all of it or nothing
+    except OSError:
+        pass  # a read-only home: build in each process
+    return arrays
