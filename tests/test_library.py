@@ -227,6 +227,32 @@ def test_cli_ingest_and_check_jsonl(cli_env, runtime, tmp_path, capsys):
     assert "error" in lines[3]
 
 
+def test_cli_check_jsonl_in_worker_processes_keeps_input_order(cli_env, runtime, tmp_path, capfd):
+    library = MasterLibrary.from_runtime(runtime)
+    library.ingest(
+        [MasterDocument(doc_id, "book", doc_id, text) for doc_id, text in CHAPTERS.items()]
+    )
+    ids = list(CHAPTERS)
+    lines = []
+    for i in range(150):  # three batches
+        if i == 70:
+            lines.append("{not json")
+        text = CHAPTERS[ids[i % len(ids)]] if i % 3 else prose(seed=900 + i, chars=300)
+        lines.append(json.dumps({"id": i, "text": text}, ensure_ascii=False))
+    queries = tmp_path / "many.jsonl"
+    queries.write_text("\n".join(lines), encoding="utf-8")
+    capfd.readouterr()
+    assert main(["check", "--jsonl", str(queries), "--workers", "2"]) == 0
+    out = [json.loads(line) for line in capfd.readouterr().out.splitlines()]
+    assert [o.get("id") for o in out] == [*range(70), None, *range(70, 150)]
+    for o in out:
+        if o.get("id") is None:
+            assert "error" in o and o["line"] == 71
+            continue
+        expected = [ids[o["id"] % len(ids)]] if o["id"] % 3 else []
+        assert [m["doc_id"] for m in o["matches"]] == expected
+
+
 def test_cli_reports_malformed_input_clearly(cli_env, tmp_path, capsys):
     bad = tmp_path / "bad.jsonl"
     bad.write_text("{broken", encoding="utf-8")
