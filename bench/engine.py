@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from tracker import services
+from tracker.cli.check import DEFAULT_WORKERS
 from tracker.config import Settings
 from tracker.library import MasterLibrary
 from tracker.runtime import Runtime
@@ -92,20 +93,21 @@ class Engine:
             out.append(d)
         return out
 
-    def cli_jsonl(self, texts: Sequence[str]) -> tuple[float, float]:
-        """Time ``tracker check --jsonl`` as a separate process: (seconds for one line, i.e. the
-        start-up; mean seconds per further line). The command may batch its input, so only the
-        amortised time per line is observable from outside: (T(n lines) − T(1 line)) / (n − 1).
-        It checks in worker processes, one per CPU (at most 4), as it does by default."""
-        # Best of three runs each: a process's start-up time moves by ±0.3 s on a shared
-        # machine, as much as a hundred lines take.
+    def cli_jsonl(self, texts: Sequence[str]) -> dict:
+        """Time ``tracker check --jsonl`` as a separate process: the start-up (seconds for one
+        line) and the mean milliseconds per further line, with the command's default worker
+        processes and with one. The command batches its input, so only the amortised time per
+        line is observable from outside: (T(n lines) − T(1 line)) / (n − 1). Each time is the
+        best of three runs: a process's start-up moves by ±0.3 s on a shared machine, as much
+        as a hundred lines take."""
         one = min(self._run_cli(texts[:1]) for _ in range(3))
-        if len(texts) < 2:
-            return one, 0.0
-        many = min(self._run_cli(texts) for _ in range(3))
-        return one, max(0.0, many - one) / (len(texts) - 1)
+        result = {"startup_s": one, "lines": len(texts), "workers": DEFAULT_WORKERS}
+        for workers, key in ((DEFAULT_WORKERS, "ms_per_line"), (1, "ms_per_line_one_process")):
+            many = min(self._run_cli(texts, workers) for _ in range(3))
+            result[key] = 1000 * max(0.0, many - one) / max(1, len(texts) - 1)
+        return result
 
-    def _run_cli(self, texts: Sequence[str]) -> float:
+    def _run_cli(self, texts: Sequence[str], workers: int = DEFAULT_WORKERS) -> float:
         settings = self.server_settings()
         env = {
             **os.environ,
@@ -123,7 +125,7 @@ class Engine:
         try:
             start = time.perf_counter()
             done = subprocess.run(
-                [sys.executable, "-c", code, "check", "--jsonl", path],
+                [sys.executable, "-c", code, "check", "--jsonl", path, "--workers", str(workers)],
                 capture_output=True,
                 env=env,
                 text=True,

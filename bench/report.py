@@ -217,7 +217,7 @@ def performance_table(perf: dict, summary: dict, methods: list[str]) -> str:
     if cli:
         lines.append(
             f"| `tracker check --jsonl`, ms per chapter-sized line (amortised over {cli['lines']};"
-            f" start-up {cli['startup_s']:.1f} s) | {cli['ms_per_line']:.2f} |"
+            f" {_workers(cli)}; start-up {cli['startup_s']:.1f} s) | {cli['ms_per_line']:.2f} |"
             + " — |" * (len(methods) - 1)
             + f" | ≤ {TARGET_CHECK_MS:g} ms at 100k masters |"
         )
@@ -254,7 +254,7 @@ def scale_table(scale: dict) -> str:
             5,
             (
                 "`tracker check --jsonl`, ms per line (amortised)",
-                f"{cli['ms_per_line']:.2f} (start-up {cli['startup_s']:.1f} s)",
+                f"{cli['ms_per_line']:.2f} ({_workers(cli)}; start-up {cli['startup_s']:.1f} s)",
             ),
         )
     lines = ["| measure | tracker |", "|---|---|"]
@@ -264,3 +264,12 @@ def scale_table(scale: dict) -> str:
         if shown:
             lines += ["", f"At this size, {label}: " + "; ".join(shown[:8])]
     return "\n".join(lines)
+
+
+def _workers(cli: dict) -> str:
+    """How the command ran, and its figure in one process (results of older runs lack both)."""
+    if "workers" not in cli:
+        return "one process"
+    one = cli.get("ms_per_line_one_process")
+    alone = f"; one process: {one:.2f} ms" if one is not None else ""
+    return f"{cli['workers']} worker processes{alone}"

@@ -217,12 +217,7 @@ def run_scale(
         for o in outcomes:
             fh.write(json.dumps(o.to_dict(), ensure_ascii=False) + "\n")
     if not args.no_cli:
-        startup, per_line = engine.cli_jsonl([c.text for c in chosen[: args.cli_lines]])
-        result["cli"] = {
-            "startup_s": startup,
-            "ms_per_line": per_line * 1000,
-            "lines": min(args.cli_lines, len(chosen)),
-        }
+        result["cli"] = engine.cli_jsonl([c.text for c in chosen[: args.cli_lines]])
     result["seconds"] = time.perf_counter() - start
     return result
 
@@ -337,12 +332,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.no_cli:
             texts = [c.text for c in chapter_sized(cases)][: args.cli_lines]
             log(f"timing `tracker check --jsonl` on {len(texts)} chapter-sized texts")
-            startup, per_line = engine.cli_jsonl(texts)
-            perf["cli"] = {
-                "startup_s": startup,
-                "ms_per_line": per_line * 1000,
-                "lines": len(texts),
-            }
+            perf["cli"] = engine.cli_jsonl(texts)
         summary = report.summarize(outcomes, args.methods)
         if args.show_misses:
             show_misses(outcomes, engine, {c.case_id: c.text for c in cases}, args.show_misses)

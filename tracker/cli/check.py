@@ -36,6 +36,7 @@ from tracker.text.encoding import decode_bytes
 from tracker.text.normalize import normalize
 
 MAX_FETCH_BYTES = 10 * 1024 * 1024
+DEFAULT_WORKERS = min(4, os.cpu_count() or 1)  # check --jsonl: one process per CPU, at most 4
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -54,7 +55,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--workers",
         type=int,
-        default=min(4, os.cpu_count() or 1),
+        default=DEFAULT_WORKERS,
         metavar="N",
         help="with --jsonl: check batches in N processes (default: the CPUs, at most 4)",
     )

@@ -50,9 +50,8 @@ class Shingles:
     """A text's shingle hashes sorted, with where each came from and how often its value
     occurs: computed once per text, then intersected with many others by binary search."""
 
-    hashes: np.ndarray
-    order: np.ndarray  # argsort of hashes: text position of each sorted hash
-    ordered: np.ndarray  # hashes[order]
+    order: np.ndarray  # text position of each sorted hash
+    ordered: np.ndarray  # the hashes, sorted
     repeats: np.ndarray  # occurrences in the text of each sorted hash's value
 
     @classmethod
@@ -61,10 +60,11 @@ class Shingles:
         ordered = hashes[order]
         starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
         sizes = np.diff(np.r_[starts, len(ordered)])
-        return cls(hashes, order, ordered, np.repeat(sizes, sizes))
+        repeats = np.repeat(np.minimum(sizes, np.iinfo(np.uint16).max), sizes)
+        return cls(order.astype(np.int32), ordered, repeats.astype(np.uint16))
 
     def __len__(self) -> int:
-        return len(self.hashes)
+        return len(self.ordered)
 
 
 def seed_runs(page: Shingles, master: Shingles, max_repeats: int = 8) -> np.ndarray:

@@ -75,9 +75,9 @@ class CachedMaster:
 class MasterCache:
     """Masters by ``n``, normalised once (tokens for alignment, offsets for the evidence)."""
 
-    def __init__(self, store: MasterStore, size: int = 1024) -> None:
+    def __init__(self, store: MasterStore, size: int = 512) -> None:
         self.store = store
-        self._masters = _LRU(size)  # ~60 KB per 3,000-character chapter
+        self._masters = _LRU(size)  # ~65 KB per 3,000-character chapter
 
     def get(self, docs: Sequence[int]) -> dict[int, CachedMaster]:
         missing = [d for d in docs if d not in self._masters]
