@@ -10,6 +10,7 @@ import pytest
 from tracker.cli import main
 from tracker.fingerprints.document import VERSION
 from tracker.library import MasterLibrary
+from tracker.matching.detector import MasterCache
 from tracker.readers import InputError, iter_files, read_documents
 from tracker.stores.masters import MasterDocument
 
@@ -278,3 +279,22 @@ def test_short_news_masters_quotes_and_reposted_heads(runtime):
     # Nor is a text sharing a few short phrases with it.
     phrases = "".join(article[i : i + 20] + filler[i : i + 200] for i in (0, 150, 300))
     assert library.detector().check(phrases) == []
+
+
+def test_master_cache_returns_every_master_asked_for_when_full():
+    class Store:
+        def __init__(self) -> None:
+            self.asked: list[list[int]] = []
+
+        def by_ns(self, ns):
+            self.asked.append(list(ns))
+            return {n: {"_id": f"m{n}", "text": prose(seed=n, chars=200)} for n in ns}
+
+    store = Store()
+    cache = MasterCache(store, size=2)  # type: ignore[arg-type]
+    assert set(cache.get([1])) == {1}
+    # 1 is cached and oldest: caching 2 and 3 must not push it out of this answer.
+    got = cache.get([1, 2, 3])
+    assert set(got) == {1, 2, 3} and got[1].meta["_id"] == "m1"
+    assert store.asked == [[1], [2, 3]]
+    assert set(cache.get([2, 3])) == {2, 3} and len(store.asked) == 2  # served from the cache

@@ -80,14 +80,17 @@ class MasterCache:
         self._masters = _LRU(size)  # ~65 KB per 3,000-character chapter
 
     def get(self, docs: Sequence[int]) -> dict[int, CachedMaster]:
-        missing = [d for d in docs if d not in self._masters]
-        if missing:
-            for doc, master in self.store.by_ns(missing).items():
-                text = normalize(master.pop("text", ""))
-                self._masters.put(
-                    doc, CachedMaster(master, text, Shingles.of(gram_hashes(text.tokens)))
-                )
-        return {d: self._masters[d] for d in docs if d in self._masters}
+        """The masters ``docs`` that exist (one query for those not cached)."""
+        found = {d: self._masters[d] for d in docs if d in self._masters}
+        missing = [d for d in docs if d not in found]
+        for doc, master in self.store.by_ns(missing).items() if missing else ():
+            text = normalize(master.pop("text", ""))
+            found[doc] = CachedMaster(master, text, Shingles.of(gram_hashes(text.tokens)))
+        # Cached afterwards, the ones asked for last: caching a master must not evict another
+        # one this call returns.
+        for doc, master in found.items():
+            self._masters.put(doc, master)
+        return found
 
     def clear(self) -> None:
         self._masters.clear()
