@@ -7,7 +7,9 @@ near-duplicates when their fingerprints differ in at most 3 bits.
 
 Features here are jieba words of the folded text (Simplified, no punctuation), stop words
 removed, weighted by TF × IDF with jieba's IDF table (so frequent function words weigh little
-and rare names and terms weigh much).
+and rare names and terms weigh much). Only the segmentation (rjieba) works word by word: the
+words' hashes, weights and votes are computed for the whole text with a few vector operations
+(:func:`word_hashes`, :class:`_WeightTable`, :func:`simhash_weighted`).
 """
 
 from __future__ import annotations
