@@ -52,8 +52,8 @@ class Candidates:
         phrases with many short news masters, and their votes must not crowd out the two or
         three anchors of one copied chapter passage. Within a pool, masters with under
         ``relative`` of the best one's votes are stock-phrase noise. On a ``long_page`` (as long
-        as the longest short master) one dense anchor shared with a short master is chance (a
-        third of the candidates of chapter-sized pages, none reported, in the benchmark),
+        as the longest short master) one dense anchor shared with a short master is chance (101
+        of the 463 candidates aligned for 163 chapter-sized pages at 100k masters, none reported),
         while a copied passage of ``MIN_EVIDENCE_TOKENS`` = 80 tokens holds 5 on average.
         """
         chosen = dict.fromkeys(sorted(self.near_duplicates, key=self.near_duplicates.get))
