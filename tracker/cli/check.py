@@ -66,7 +66,7 @@ def register(commands: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace, settings: Settings) -> int:
     if args.jsonl:
         return _run_jsonl(args.jsonl, settings, args.workers)
-    detector = _detector(settings)
+    detector = _detector(Runtime(settings), settings)
     text = _read_source(args.source)
     matches = detector.check(text)
     if args.json:
@@ -104,8 +104,8 @@ JSONL_BATCH = 16  # texts checked together: one index round trip, one master fet
 Line = tuple[int, object, str | None, str | None]  # line number, id, text, error
 
 
-def _detector(settings: Settings) -> Detector:
-    return MasterLibrary.from_runtime(Runtime(settings)).detector(settings)
+def _detector(runtime: Runtime, settings: Settings) -> Detector:
+    return MasterLibrary.from_runtime(runtime).detector(settings)
 
 
 def _run_jsonl(path: str, settings: Settings, workers: int) -> int:
@@ -144,7 +144,7 @@ def _run_jsonl(path: str, settings: Settings, workers: int) -> int:
     if workers <= 1 or len(head) < 2:
         runtime = Runtime(settings)
         try:
-            detector = MasterLibrary.from_runtime(runtime).detector(settings)
+            detector = _detector(runtime, settings)
             for batch in chain(head, pending):
                 _print_batch(batch, _check_texts(_texts(batch), detector))
         finally:
@@ -182,7 +182,7 @@ _WORKER_DETECTOR: Detector | None = None
 
 def _start_worker(settings: Settings) -> None:
     global _WORKER_DETECTOR
-    _WORKER_DETECTOR = _detector(settings)
+    _WORKER_DETECTOR = _detector(Runtime(settings), settings)
 
 
 def _check_texts(texts: list[str], detector: Detector | None = None) -> list[str]:

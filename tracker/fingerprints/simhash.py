@@ -15,7 +15,7 @@ words' hashes, weights and votes are computed for the whole text with a few vect
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import cache
 from pathlib import Path
 
@@ -23,6 +23,7 @@ import numpy as np
 
 from tracker.disk_cache import cached_arrays
 from tracker.fingerprints.anchors import mix
+from tracker.text.normalize import codepoints
 
 STOP_WORDS = frozenset(
     [
@@ -139,15 +140,20 @@ def _idf_path() -> Path:
     return Path(spec.submodule_search_locations[0]) / "analyse" / "idf.txt"
 
 
-try:
-    from rjieba import cut as _cut  # jieba's Rust port: ~15x faster
-except ImportError:  # pragma: no cover - rjieba is a declared dependency
-    from jieba import lcut as _cut
+@cache
+def _segmenter() -> Callable[[str], list[str]]:
+    """rjieba's cut (jieba's Rust port, ~15x faster), loaded on first use: its dictionary takes
+    0.15 s, which commands that never segment (``tracker report``) need not pay."""
+    try:
+        from rjieba import cut
+    except ImportError:  # pragma: no cover - rjieba is a declared dependency
+        from jieba import lcut as cut
+    return cut
 
 
 def tokenize(folded: str) -> list[str]:
     """jieba words of a folded text."""
-    return _cut(folded)
+    return _segmenter()(folded)
 
 
 # Word hashes are computed for all words of a text at once, from its code points and the words'
@@ -189,10 +195,6 @@ def word_hashes(codes: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return mix(h ^ (lengths.astype(np.uint64) * _LENGTH_SALT))
 
 
-def _codes(text: str) -> np.ndarray:
-    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype="<u4")
-
-
 class _WeightTable:
     """jieba's IDF table keyed by :func:`word_hashes`, as a direct-mapped hash table so that a
     text's words are weighed with a couple of vector gathers (a binary search of the 270k sorted
@@ -210,7 +212,7 @@ class _WeightTable:
         words, values, median = idf_table()
         stop = sorted(STOP_WORDS)  # placed first, so that they take the slots: weight 0
         words, values = stop + words, np.concatenate([np.zeros(len(stop)), values])
-        hashes = word_hashes(_codes("".join(words)), _lengths(words))
+        hashes = word_hashes(codepoints("".join(words)), _lengths(words))
         entries = self._check(hashes) | np.round(values * self.STEP).clip(0, 255).astype(np.uint32)
         self.median = np.float32(round(median * self.STEP) / self.STEP)
         self.slots = np.zeros(1 << self.SLOT_BITS, dtype=np.uint32)  # 0: empty
@@ -277,9 +279,9 @@ def simhash_text(folded: str) -> int:
         return 0
     words = tokenize(folded)
     lengths = _lengths(words)
-    codes = _codes(folded)
+    codes = codepoints(folded)
     if int(lengths.sum()) != len(codes):  # the segmenter dropped or changed characters
-        codes = _codes("".join(words))
+        codes = codepoints("".join(words))
     return _simhash(codes, lengths)
 
 
@@ -291,7 +293,7 @@ def simhash_tokens(tokens: Sequence[str]) -> int:
     tokens = [t for t in tokens if t]
     if not tokens:
         return 0
-    return _simhash(_codes("".join(tokens)), _lengths(tokens))
+    return _simhash(codepoints("".join(tokens)), _lengths(tokens))
 
 
 def _simhash(codes: np.ndarray, lengths: np.ndarray) -> int:
