@@ -197,12 +197,22 @@ def performance_table(perf: dict, summary: dict, methods: list[str]) -> str:
             )
         lines.append(f"| {name} | " + " | ".join(cells) + f" | {ratio} | {target} |")
 
+    batch = perf.get("fingerprint_batch", 1)
     row(
-        "fingerprinting, characters per CPU-second",
+        "fingerprinting, characters per CPU-second"
+        + (f" (tracker: batches of {batch}, as ingest runs it)" if batch > 1 else ""),
         perf["fingerprint_cps"],
         f"≥ {TARGET_FINGERPRINT_CPS / 1e6:g} M",
         True,
     )
+    if perf.get("fingerprint_cps_single"):
+        lines.append(
+            "| fingerprinting one text at a time (as a page is checked) | "
+            + _num(perf["fingerprint_cps_single"])
+            + " |"
+            + " — |" * (len(methods) - 1)
+            + " | |"
+        )
     lat = summary["latency_ms"]
     n = lat.get("tracker", {}).get("n", 0)
     row(

@@ -7,7 +7,13 @@ import random
 import numpy as np
 
 from tracker.fingerprints.anchors import gram_hashes, mod_sample, winnow
-from tracker.fingerprints.document import DocumentFingerprint, fingerprint, to_signed, to_unsigned
+from tracker.fingerprints.document import (
+    DocumentFingerprint,
+    fingerprint,
+    fingerprint_many,
+    to_signed,
+    to_unsigned,
+)
 from tracker.fingerprints.pinyin_dna import LETTERS, dna_windows
 from tracker.fingerprints.simhash import (
     hamming,
@@ -150,3 +156,31 @@ def test_the_idf_table_is_built_once_then_loaded_from_the_cache(tmp_path, monkey
         assert (simhash._weight_table().slots == built.slots).all()
     finally:
         simhash._weight_table.cache_clear()
+
+
+def test_a_batch_fingerprints_each_text_as_if_it_were_alone():
+    """fingerprint_many shares one pass of vector operations between texts: nothing of one
+    text may leak into another's SimHash, DNA windows or anchors (shingles straddling two
+    texts, letter blocks, vote sums)."""
+    texts = [
+        prose(seed=5, chars=9000),  # long: winnowed anchors, many DNA windows
+        "",
+        ARTICLE,
+        "2024，12。",  # numbers only weigh nothing
+        "短文",  # shorter than a shingle
+        "他拿出电zi书看了一会儿，" * 20,  # pinyin letters in the text
+        "的了",  # stop words only
+        prose(seed=6, chars=700),
+    ]
+    together = fingerprint_many(texts)
+    assert len(together) == len(texts)
+    for text, (normalized, fp) in zip(texts, together, strict=True):
+        alone = fingerprint(text)[1]
+        assert normalized.chars == normalize(text).chars
+        assert fp.simhash == alone.simhash and fp.length == alone.length
+        assert fp.dna.tolist() == alone.dna.tolist()
+        assert fp.anchors.tolist() == alone.anchors.tolist()
+    assert together[0][1].simhash != 0 and len(together[0][1].dna) > 10
+    assert together[1][1].simhash == 0 and len(together[1][1].dna) == 0
+    assert together[3][1].simhash == together[6][1].simhash == 0
+    assert fingerprint_many([]) == []

@@ -10,7 +10,7 @@ from itertools import islice
 from typing import TypeVar
 
 from tracker.config import Settings
-from tracker.fingerprints.document import DocumentFingerprint, fingerprint
+from tracker.fingerprints.document import DocumentFingerprint, fingerprint_many
 from tracker.index.master_index import MasterIndex
 from tracker.index.storage import RedisStorage, Storage
 from tracker.matching.detector import Detector
@@ -61,7 +61,7 @@ class MasterLibrary:
         with ThreadPoolExecutor(1) as writer:
             writing: Future[int] | None = None
             for batch in _batches(documents, self.BATCH):
-                prints = [fingerprint(doc.text)[1] for doc in batch]
+                prints = [fp for _, fp in fingerprint_many([doc.text for doc in batch])]
                 if writing is not None:
                     self._written(writing, progress)
                 # After the previous batch is stored, so an id repeated across batches is seen.

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from bson import Binary
 
-from tracker.fingerprints.simhash import simhash_text
+from tracker.fingerprints.simhash import simhash_text, simhash_texts
 from tracker.index.anchor_index import AnchorIndex
-from tracker.index.dna_index import master_windows
+from tracker.index.dna_index import master_windows_many
 from tracker.text.normalize import NormalizedText, normalize
 
 # Raised whenever a change makes stored fingerprints incomparable with new ones (2: SimHash
@@ -46,13 +47,24 @@ class DocumentFingerprint:
 
 def fingerprint(text: NormalizedText | str) -> tuple[NormalizedText, DocumentFingerprint]:
     """Normalise ``text`` (when needed) and compute SimHash, DNA windows and anchors."""
-    normalized = text if isinstance(text, NormalizedText) else normalize(text)
-    return normalized, DocumentFingerprint(
-        simhash=text_simhash(normalized),
-        dna=master_windows(normalized.tokens),
-        anchors=AnchorIndex.master_anchors(normalized.tokens),
-        length=len(normalized),
-    )
+    return fingerprint_many([text])[0]
+
+
+def fingerprint_many(
+    texts: Sequence[NormalizedText | str],
+) -> list[tuple[NormalizedText, DocumentFingerprint]]:
+    """:func:`fingerprint` of several texts. Normalisation and word segmentation go text by
+    text; hashing, weighing and counting run once over the whole batch, which saves numpy's
+    per-call cost (~0.15 ms a text, as much as fingerprinting a 500-character article)."""
+    normalized = [t if isinstance(t, NormalizedText) else normalize(t) for t in texts]
+    tokens = [n.tokens for n in normalized]
+    simhashes = simhash_texts([n.chars for n in normalized]).tolist()
+    windows = master_windows_many(tokens)
+    anchors = AnchorIndex.master_anchors_many(tokens)
+    return [
+        (n, DocumentFingerprint(simhash=h, dna=d, anchors=a, length=len(n)))
+        for n, h, d, a in zip(normalized, simhashes, windows, anchors, strict=True)
+    ]
 
 
 def text_simhash(normalized: NormalizedText) -> int:

@@ -14,9 +14,11 @@ Normalisation: for letter *l* with window frequency *f* and reference *r*, the r
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
+from tracker.fingerprints.batches import owners, split
 from tracker.text import tables
 
 # The 20 commonest pinyin initial letters and their frequencies, measured on 红楼梦, 西游记,
@@ -67,26 +69,50 @@ def dna_windows(
     tokens: np.ndarray, window: int = DEFAULT_WINDOW, overlap: float = DEFAULT_OVERLAP
 ) -> np.ndarray:
     """One 40-bit DNA value per window (uint64 array); a text shorter than a window gives one."""
-    slots = initials(tokens)
-    n = len(slots)
-    if n == 0:
-        return np.zeros(0, dtype=np.uint64)
+    return dna_windows_many([tokens], window, overlap)[0]
+
+
+def dna_windows_many(
+    texts: Sequence[np.ndarray], window: int = DEFAULT_WINDOW, overlap: float = DEFAULT_OVERLAP
+) -> list[np.ndarray]:
+    """:func:`dna_windows` of several token arrays, computed together.
+
+    Letters are counted per block of gcd(window, step) letters of each text with one
+    ``bincount``; a window is then a difference of prefix sums over whole blocks (two blocks at
+    50 % overlap). A text of at most one window is one window of its own length.
+    """
+    if not texts:
+        return []
+    tokens = np.concatenate(texts) if len(texts) != 1 else texts[0]
+    slots = _LETTER_SLOT[tables.first_letter_table()[tokens]]
+    kept = slots < len(LETTERS)  # tokens without an initial letter are dropped
+    letters = slots[kept]
+    owner = owners([len(t) for t in texts])[kept]
+    sizes = np.bincount(owner, minlength=len(texts))
     step = max(1, round(window * (1 - overlap)))
-    if n <= window:
-        window, starts = n, np.array([0])
-    else:
-        starts = np.arange(0, n - window + 1, step)
-    # Count letters per block of gcd(window, step) letters with one bincount; each window is
-    # then a sum of whole blocks (two halves at 50 % overlap).
     block = math.gcd(window, step)
-    blocks = (n + block - 1) // block
+    blocks = -(-sizes // block)  # per text, the last one possibly partial
+    first_block = np.cumsum(blocks) - blocks
+    position = np.arange(len(letters)) - (np.cumsum(sizes) - sizes)[owner]  # within its text
+    block_of = first_block[owner] + position // block
     per_block = np.bincount(
-        np.arange(n) // block * len(LETTERS) + slots, minlength=blocks * len(LETTERS)
-    ).reshape(blocks, len(LETTERS))
-    prefix = np.vstack([np.zeros((1, len(LETTERS)), dtype=np.int64), np.cumsum(per_block, axis=0)])
-    first = starts // block
-    counts = prefix[first + window // block] - prefix[first]
-    deviation = counts / window / REFERENCE - 1.0
+        block_of * len(LETTERS) + letters, minlength=int(blocks.sum()) * len(LETTERS)
+    ).reshape(-1, len(LETTERS))
+    prefix = np.zeros((len(per_block) + 1, len(LETTERS)), dtype=np.int64)
+    np.cumsum(per_block, axis=0, out=prefix[1:])
+    # Windows: (text, first block, blocks spanned, letters); a short text spans all its blocks.
+    long = sizes > window
+    count = np.where(long, (sizes - window) // step + 1, (sizes > 0).astype(np.int64))
+    text_of = owners(count)
+    rank = np.arange(len(text_of)) - np.repeat(np.cumsum(count) - count, count)
+    starts = first_block[text_of] + rank * (step // block)
+    spans = np.where(long[text_of], window // block, blocks[text_of])
+    length = np.where(long[text_of], window, sizes[text_of])
+    counts = prefix[starts + spans] - prefix[starts]
+    deviation = counts / length[:, None] / REFERENCE - 1.0
     levels = np.searchsorted(EDGES, deviation, side="right").astype(np.uint64)
-    shifts = np.arange(len(LETTERS) - 1, -1, -1, dtype=np.uint64) * np.uint64(BITS_PER_LETTER)
-    return np.bitwise_or.reduce(levels << shifts, axis=1)
+    values = np.bitwise_or.reduce(levels << _SHIFTS, axis=1)
+    return split(values, count)
+
+
+_SHIFTS = np.arange(len(LETTERS) - 1, -1, -1, dtype=np.uint64) * np.uint64(BITS_PER_LETTER)

@@ -17,12 +17,14 @@ from __future__ import annotations
 import importlib.util
 from collections.abc import Callable, Sequence
 from functools import cache
+from itertools import chain
 from pathlib import Path
 
 import numpy as np
 
 from tracker.disk_cache import cached_arrays
 from tracker.fingerprints.anchors import mix
+from tracker.fingerprints.batches import owners
 from tracker.text.normalize import codepoints
 
 STOP_WORDS = frozenset(
@@ -274,15 +276,23 @@ def _lengths(words: Sequence[str]) -> np.ndarray:
 
 
 def simhash_text(folded: str) -> int:
-    """SimHash-64 of a folded text's jieba words (see :func:`simhash_tokens`)."""
-    if not folded:
-        return 0
-    words = tokenize(folded)
-    lengths = _lengths(words)
-    codes = codepoints(folded)
-    if int(lengths.sum()) != len(codes):  # the segmenter dropped or changed characters
-        codes = codepoints("".join(words))
-    return _simhash(codes, lengths)
+    """SimHash-64 of a folded text's jieba words (see :func:`simhash_texts`)."""
+    return int(simhash_texts([folded])[0])
+
+
+def simhash_texts(folded: Sequence[str]) -> np.ndarray:
+    """SimHash-64 of each folded text's jieba words (uint64; 0 for a text with no weighted
+    word). Only the segmentation runs text by text: hashes, weights and votes of all the texts'
+    words are computed together, so a batch pays numpy's per-call cost once, not per text."""
+    words = [tokenize(text) if text else [] for text in folded]
+    counts = np.fromiter(map(len, words), np.int64, len(words))
+    lengths = _lengths(list(chain.from_iterable(words)))
+    covered = np.bincount(owners(counts), weights=lengths, minlength=len(words))
+    # A segmenter that drops or changes characters: hash the words it returned instead.
+    pieces = [
+        text if covered[i] == len(text) else "".join(words[i]) for i, text in enumerate(folded)
+    ]
+    return _simhash_groups(codepoints("".join(pieces)), lengths, counts)
 
 
 def simhash_tokens(tokens: Sequence[str]) -> int:
@@ -291,31 +301,60 @@ def simhash_tokens(tokens: Sequence[str]) -> int:
     Each occurrence of a word adds its IDF to the votes, so a word's total weight is TF × IDF.
     """
     tokens = [t for t in tokens if t]
-    if not tokens:
-        return 0
-    return _simhash(codepoints("".join(tokens)), _lengths(tokens))
+    lengths = _lengths(tokens)
+    counts = np.array([len(tokens)])
+    return int(_simhash_groups(codepoints("".join(tokens)), lengths, counts)[0])
 
 
-def _simhash(codes: np.ndarray, lengths: np.ndarray) -> int:
+def _simhash_groups(codes: np.ndarray, lengths: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """SimHash of consecutive groups of words: ``counts[g]`` words for group g, the words being
+    runs of ``lengths`` code points of ``codes``."""
+    if len(lengths) == 0:
+        return np.zeros(len(counts), dtype=np.uint64)
     hashes = word_hashes(codes, lengths)
-    weights = _weight_table().lookup(hashes)
+    weights = _weight_table().lookup(hashes).astype(np.float64)
     digit = (codes - 0x30) < 10  # unsigned: only '0'..'9'
     if digit.any():  # numbers carry no evidence (chapter numbers, dates): they weigh 0
         starts = np.cumsum(lengths) - lengths
         weights[np.add.reduceat(digit.astype(np.int32), starts) == lengths] = 0.0
-    if not weights.any():
-        return 0
-    return simhash_weighted(hashes, weights)
+    return simhash_weighted_groups(hashes, weights, owners(counts), len(counts))
 
 
 def simhash_weighted(hashes: np.ndarray, weights: np.ndarray) -> int:
-    """Combine 64-bit feature hashes with their weights into one fingerprint (vectorised).
+    """Combine 64-bit feature hashes with their weights into one fingerprint."""
+    groups = np.zeros(len(hashes), dtype=np.intp)
+    return int(simhash_weighted_groups(hashes, np.asarray(weights), groups, 1)[0])
 
-    Σ w·(2b − 1) > 0  ⇔  2·Σ w·b > Σ w, so one matrix product gives every bit's vote.
+
+# _BYTE_BITS[v, j]: bit j of the byte value v.
+_BYTE_BITS = ((np.arange(256)[:, None] >> np.arange(8)) & 1).astype(np.float64)
+
+
+def simhash_weighted_groups(
+    hashes: np.ndarray, weights: np.ndarray, groups: np.ndarray, n_groups: int
+) -> np.ndarray:
+    """One fingerprint per group of weighted 64-bit feature hashes (uint64 array).
+
+    Bit b of group g is set when  Σ w·(2·h_b − 1) > 0,  i.e.  2·Σ_{h_b=1} w > Σ w. The votes
+    are counted a byte at a time: per group, the weight of each of the 256 values of hash byte
+    k (one ``bincount``), times the 256 × 8 table of those values' bits; no n × 64 matrix of
+    bits is made, except for a single group, where its one product is the faster way. Weights in steps of
+    1/16 add up exactly in float64, so the result does not depend on the order of the sum.
     """
-    bits = np.unpackbits(hashes.astype(">u8").view(np.uint8).reshape(-1, 8), axis=1)  # n x 64
-    votes = weights.astype(np.float32) @ bits.astype(np.float32)
-    return int.from_bytes(np.packbits(votes * 2 > weights.sum()).tobytes(), "big")
+    weights = np.asarray(weights, dtype=np.float64)
+    half = np.bincount(groups, weights=weights, minlength=n_groups) / 2
+    octets = hashes.astype("<u8").view(np.uint8).reshape(-1, 8)
+    if n_groups == 1:  # one text (a page being checked): one n x 64 product is faster
+        bits = np.unpackbits(octets, axis=1, bitorder="little").astype(np.float64)
+        return np.packbits(weights @ bits > half[0], bitorder="little").view("<u8")
+    base = np.asarray(groups, dtype=np.intp) * 256
+    prints = np.zeros(n_groups, dtype=np.uint64)
+    for k in range(8):
+        sums = np.bincount(base + octets[:, k], weights=weights, minlength=n_groups * 256)
+        votes = sums.reshape(n_groups, 256) @ _BYTE_BITS  # n_groups x 8: bits 8k … 8k+7
+        byte = np.packbits(votes > half[:, None], axis=1, bitorder="little")[:, 0]
+        prints |= byte.astype(np.uint64) << np.uint64(8 * k)
+    return prints
 
 
 def hamming(a: int, b: int) -> int:

@@ -11,11 +11,12 @@ samples of its own. Anchors found in more than ``stop_after`` masters (stock phr
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from tracker.fingerprints.anchors import gram_hashes, mix, mod_sample, winnow
+from tracker.fingerprints.anchors import GRAM, gram_hashes, mix, mod_sample, winnow
+from tracker.fingerprints.batches import owners, split
 from tracker.index.postings import HashPostings, Lookup
 from tracker.index.storage import Storage
 
@@ -44,9 +45,34 @@ class AnchorIndex:
     @staticmethod
     def master_anchors(tokens: np.ndarray) -> np.ndarray:
         """The anchors stored for a master (dense or sparse, by its length)."""
-        if len(tokens) < DENSE_BELOW_TOKENS:
-            return np.unique(mod_sample(gram_hashes(tokens), DENSE_MODULUS))
-        return winnow(gram_hashes(tokens), SPARSE_WINDOW)
+        return AnchorIndex.master_anchors_many([tokens])[0]
+
+    @staticmethod
+    def master_anchors_many(texts: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """:meth:`master_anchors` of several token arrays: the shingles of all of them hashed
+        in one pass (those straddling two texts left out), the dense samples deduplicated with
+        one sort; only the winnowing of long texts goes text by text."""
+        if not texts:
+            return []
+        sizes = np.fromiter(map(len, texts), np.int64, len(texts))
+        hashes = gram_hashes(np.concatenate(texts) if len(texts) != 1 else texts[0])
+        starts = np.cumsum(sizes) - sizes
+        grams = np.maximum(sizes - GRAM + 1, 0)  # text t's shingles: hashes[starts[t]:][:grams[t]]
+        dense = sizes < DENSE_BELOW_TOKENS
+        owner = owners(np.where(dense, grams, 0))
+        pieces = [hashes[s : s + g] for s, g in zip(starts[dense], grams[dense], strict=True)]
+        sampled = np.concatenate(pieces) if pieces else hashes[:0]
+        keep = sampled % np.uint64(DENSE_MODULUS) == 0
+        sampled, owner = sampled[keep], owner[keep]
+        order = np.lexsort((sampled, owner))
+        sampled, owner = sampled[order], owner[order]
+        first = np.ones(len(sampled), dtype=bool)
+        first[1:] = (sampled[1:] != sampled[:-1]) | (owner[1:] != owner[:-1])
+        sampled, owner = sampled[first], owner[first]
+        anchors = split(sampled, np.bincount(owner, minlength=len(texts)))
+        for t in np.flatnonzero(~dense).tolist():
+            anchors[t] = winnow(hashes[starts[t] : starts[t] + grams[t]], SPARSE_WINDOW)
+        return anchors
 
     def records(self, items: Iterable[tuple[int, int, np.ndarray]]) -> dict[str, bytes]:
         """Records for ``(doc, length, anchors)`` triples, in the postings of their length."""

@@ -8,12 +8,12 @@ quantises to the same number.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
 from tracker.fingerprints.anchors import mix
-from tracker.fingerprints.pinyin_dna import dna_windows
+from tracker.fingerprints.pinyin_dna import dna_windows, dna_windows_many
 from tracker.index.postings import HashPostings, Lookup
 from tracker.index.storage import Storage
 
@@ -29,7 +29,11 @@ def spread(values: np.ndarray) -> np.ndarray:
 
 
 def master_windows(tokens: np.ndarray) -> np.ndarray:
-    return dna_windows(tokens, window=MASTER_WINDOW, overlap=MASTER_OVERLAP)
+    return master_windows_many([tokens])[0]
+
+
+def master_windows_many(texts: Sequence[np.ndarray]) -> list[np.ndarray]:
+    return dna_windows_many(texts, window=MASTER_WINDOW, overlap=MASTER_OVERLAP)
 
 
 def query_windows(tokens: np.ndarray) -> np.ndarray:

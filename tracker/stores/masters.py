@@ -20,7 +20,7 @@ from pymongo.database import Database
 from pymongo.errors import BulkWriteError
 
 from tracker.fingerprints.document import VERSION as FINGERPRINT_VERSION
-from tracker.fingerprints.document import DocumentFingerprint, fingerprint
+from tracker.fingerprints.document import DocumentFingerprint, fingerprint_many
 
 DUPLICATE_KEY = 11000
 
@@ -112,7 +112,9 @@ class MasterStore:
 
     def refingerprint(self, ns: Iterable[int]) -> list[tuple[int, DocumentFingerprint]]:
         """Recompute and store the fingerprints of masters ``ns`` from their text."""
-        rows = {n: (doc["_id"], fingerprint(doc["text"])[1]) for n, doc in self.by_ns(ns).items()}
+        docs = self.by_ns(ns)
+        prints = fingerprint_many([doc["text"] for doc in docs.values()])
+        rows = {n: (doc["_id"], fp) for (n, doc), (_, fp) in zip(docs.items(), prints, strict=True)}
         self.save_fingerprints(rows.values())
         return [(n, fp) for n, (_, fp) in rows.items()]
 
