@@ -338,8 +338,9 @@ def simhash_weighted_groups(
     Bit b of group g is set when  Σ w·(2·h_b − 1) > 0,  i.e.  2·Σ_{h_b=1} w > Σ w. The votes
     are counted a byte at a time: per group, the weight of each of the 256 values of hash byte
     k (one ``bincount``), times the 256 × 8 table of those values' bits; no n × 64 matrix of
-    bits is made, except for a single group, where its one product is the faster way. Weights in steps of
-    1/16 add up exactly in float64, so the result does not depend on the order of the sum.
+    bits is made, except for a single group, where its one product is the faster way. Weights
+    in steps of 1/16 add up exactly in float64, so the result does not depend on the order of
+    the sum.
     """
     weights = np.asarray(weights, dtype=np.float64)
     half = np.bincount(groups, weights=weights, minlength=n_groups) / 2

@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 
 from tracker.config import Settings
 from tracker.fingerprints.anchors import gram_hashes
-from tracker.fingerprints.document import text_simhash
+from tracker.fingerprints.simhash import simhash_texts
 from tracker.index.anchor_index import DENSE_BELOW_TOKENS
 from tracker.index.master_index import MasterIndex
 from tracker.matching.align import Alignment, Shingles, align
@@ -132,7 +132,7 @@ class Detector:
             # The index looks up anchors and DNA windows while the pages' SimHash (jieba
             # segmentation, the costliest step) is computed; then its four buckets are fetched.
             pending = self._fetcher().submit(self.index.fetch, keys)
-            simhashes = [text_simhash(page) for page in pages]
+            simhashes = simhash_texts([page.chars for page in pages]).tolist()
             blobs = pending.result()
         else:
             blobs = self.index.fetch(keys)
