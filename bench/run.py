@@ -179,6 +179,8 @@ def run_scale(
     synthetic = max(0, args.scale - existing)
     log(f"scale: building the sentence pool, then {synthetic:,} synthetic masters")
     pool = sentence_pool(d.text for d in corpus.masters)
+    # Made before the clock starts: making one takes ~0.7 ms, half as long as ingesting it.
+    docs = list(synthetic_chapters(synthetic, pool, args.seed, args.scale_chars))
     done = 0
 
     def progress(docs):
@@ -189,8 +191,8 @@ def run_scale(
                 log(f"  {done:,}/{synthetic:,} synthetic masters ingested")
             yield doc
 
-    docs = synthetic_chapters(synthetic, pool, args.seed, args.scale_chars)
     stats = engine.ingest(progress(docs))
+    del docs
     masters = engine.library.store.count()
     disguised = [c for c in chapter_sized(cases) if CASE_TYPE[c.kind].group != INNOCENT]
     chosen = random.Random(f"{args.seed}:scale").sample(

@@ -25,6 +25,14 @@ class HashPostings:
     def __init__(self, storage: Storage, name: str) -> None:
         self.storage = storage
         self.name = name
+        self._key_names: list[str] | None = None
+
+    def _keys(self, buckets: np.ndarray) -> list[str]:
+        # A page looks up hundreds of buckets: formatting their names each time cost more than
+        # the votes they hold. The 2^16 names are made once (~5 MB).
+        if self._key_names is None:
+            self._key_names = [f"{self.name}:{b:x}" for b in range(1 << BUCKET_BITS)]
+        return [self._key_names[b] for b in buckets.tolist()]
 
     def _split(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         values = np.asarray(values, dtype=np.uint64)
@@ -57,9 +65,9 @@ class HashPostings:
         starts = np.flatnonzero(np.r_[True, buckets[1:] != buckets[:-1]])
         ends = np.r_[starts[1:], len(buckets)] * RECORD.itemsize
         return {
-            f"{self.name}:{bucket:x}": blob[start:end]
-            for bucket, start, end in zip(
-                buckets[starts].tolist(),
+            key: blob[start:end]
+            for key, start, end in zip(
+                self._keys(buckets[starts]),
                 (starts * RECORD.itemsize).tolist(),
                 ends.tolist(),
                 strict=True,
@@ -77,7 +85,7 @@ class HashPostings:
         return Lookup(
             wanted=(buckets << 16) | checks.astype(np.int64),
             buckets=fetched,
-            keys=[f"{self.name}:{b:x}" for b in fetched.tolist()],
+            keys=self._keys(fetched),
         )
 
     def remove(self, doc: int, values: np.ndarray) -> None:
@@ -92,7 +100,7 @@ class HashPostings:
         ``stop_after`` documents are stock phrases and are not counted.
         """
         found = [blobs.get(key, b"") for key in lookup.keys]
-        sizes = np.fromiter((len(blob) for blob in found), np.int64, len(found))
+        sizes = np.fromiter(map(len, found), np.int64, len(found))
         if not sizes.any():
             return {}
         # One buffer, one view: concatenating many small structured arrays is slow.
