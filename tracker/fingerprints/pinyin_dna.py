@@ -87,14 +87,20 @@ def dna_windows_many(
     slots = _LETTER_SLOT[tables.first_letter_table()[tokens]]
     kept = slots < len(LETTERS)  # tokens without an initial letter are dropped
     letters = slots[kept]
-    owner = owners([len(t) for t in texts])[kept]
-    sizes = np.bincount(owner, minlength=len(texts))
     step = max(1, round(window * (1 - overlap)))
     block = math.gcd(window, step)
-    blocks = -(-sizes // block)  # per text, the last one possibly partial
-    first_block = np.cumsum(blocks) - blocks
-    position = np.arange(len(letters)) - (np.cumsum(sizes) - sizes)[owner]  # within its text
-    block_of = first_block[owner] + position // block
+    if len(texts) == 1:  # a page being checked: no owners to track
+        sizes = np.array([len(letters)])
+        block_of = np.arange(len(letters)) // block
+        blocks = -(-sizes // block)
+        first_block = np.zeros(1, dtype=np.int64)
+    else:
+        owner = owners([len(t) for t in texts])[kept]
+        sizes = np.bincount(owner, minlength=len(texts))
+        blocks = -(-sizes // block)  # per text, the last one possibly partial
+        first_block = np.cumsum(blocks) - blocks
+        position = np.arange(len(letters)) - (np.cumsum(sizes) - sizes)[owner]  # in its text
+        block_of = first_block[owner] + position // block
     per_block = np.bincount(
         block_of * len(LETTERS) + letters, minlength=int(blocks.sum()) * len(LETTERS)
     ).reshape(-1, len(LETTERS))

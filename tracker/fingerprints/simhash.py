@@ -145,12 +145,19 @@ def _idf_path() -> Path:
 @cache
 def _segmenter() -> Callable[[str], list[str]]:
     """rjieba's cut (jieba's Rust port, ~15x faster), loaded on first use: its dictionary takes
-    0.15 s, which commands that never segment (``tracker report``) need not pay."""
+    0.15 s, which commands that never segment (``tracker report``) need not pay.
+
+    Dictionary words only, without jieba's HMM guessing of new words: the guess depends on
+    the characters around an unknown run, so typos and homophone swaps would change words far
+    from the edit; and the dictionary-only cut is ~20 % faster on clean text."""
     try:
         from rjieba import cut
+
+        return lambda text: cut(text, False)
     except ImportError:  # pragma: no cover - rjieba is a declared dependency
-        from jieba import lcut as cut
-    return cut
+        from jieba import lcut
+
+        return lambda text: lcut(text, HMM=False)
 
 
 def tokenize(folded: str) -> list[str]:
@@ -345,9 +352,12 @@ def simhash_weighted_groups(
     weights = np.asarray(weights, dtype=np.float64)
     half = np.bincount(groups, weights=weights, minlength=n_groups) / 2
     octets = hashes.astype("<u8").view(np.uint8).reshape(-1, 8)
-    if n_groups == 1:  # one text (a page being checked): one n x 64 product is faster
-        bits = np.unpackbits(octets, axis=1, bitorder="little").astype(np.float64)
-        return np.packbits(weights @ bits > half[0], bitorder="little").view("<u8")
+    if n_groups == 1:  # one text (a page being checked): one n x 64 product is faster,
+        # in float32 while that stays exact (sums of sixteenths below 2^20)
+        exact = np.float32 if half[0] < 1 << 19 else np.float64
+        bits = np.unpackbits(octets, axis=1, bitorder="little").astype(exact)
+        votes = weights.astype(exact) @ bits
+        return np.packbits(votes > half[0], bitorder="little").view("<u8")
     base = np.asarray(groups, dtype=np.intp) * 256
     prints = np.zeros(n_groups, dtype=np.uint64)
     for k in range(8):

@@ -48,10 +48,18 @@ class AnchorIndex:
         return AnchorIndex.master_anchors_many([tokens])[0]
 
     @staticmethod
+    def _anchors(tokens: np.ndarray) -> np.ndarray:
+        if len(tokens) < DENSE_BELOW_TOKENS:
+            return np.unique(mod_sample(gram_hashes(tokens), DENSE_MODULUS))
+        return winnow(gram_hashes(tokens), SPARSE_WINDOW)
+
+    @staticmethod
     def master_anchors_many(texts: Sequence[np.ndarray]) -> list[np.ndarray]:
         """:meth:`master_anchors` of several token arrays: the shingles of all of them hashed
         in one pass (those straddling two texts left out), the dense samples deduplicated with
         one sort; only the winnowing of long texts goes text by text."""
+        if len(texts) == 1:
+            return [AnchorIndex._anchors(texts[0])]
         if not texts:
             return []
         sizes = np.fromiter(map(len, texts), np.int64, len(texts))
