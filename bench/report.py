@@ -281,5 +281,11 @@ def _workers(cli: dict) -> str:
     if "workers" not in cli:
         return "one process"
     one = cli.get("ms_per_line_one_process")
-    alone = f"; one process: {one:.2f} ms" if one is not None else ""
+    if one is None:
+        alone = ""
+    elif one > 0:
+        alone = f"; one process: {one:.2f} ms"
+    else:  # T(n) ≤ T(n/2): the lines took less than the run-to-run noise of a start-up
+        alone = "; one process: lost in start-up noise"
+
     return f"{cli['workers']} worker processes{alone}"
