@@ -207,7 +207,7 @@ def performance_table(perf: dict, summary: dict, methods: list[str]) -> str:
     )
     if perf.get("fingerprint_cps_single"):
         lines.append(
-            "| fingerprinting one text at a time (as a page is checked) | "
+            "| fingerprinting one text at a time (tracker, no batch) | "
             + _num(perf["fingerprint_cps_single"])
             + " |"
             + " — |" * (len(methods) - 1)
