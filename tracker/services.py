@@ -133,9 +133,31 @@ def ensure_service(settings: Settings, name: str) -> str:
     """Return the URL of the embedded server ``name``, starting it if it is not running."""
     with _locked(settings):
         state = read_state(settings, name)
-        if state and state.alive():
-            return state.url
-        return _start(settings, name).url
+        if not (state and state.alive()):
+            state = _start(settings, name)
+        _wait_ready(state, time.monotonic() + START_TIMEOUT_S)
+        return state.url
+
+
+def _wait_ready(state: ServiceState, deadline: float) -> None:
+    """Wait until a server that accepts connections also serves them: Redis answers -LOADING
+    while it reads its dump back (seconds for a large index), which clients would see as
+    errors."""
+    if state.name != "redis":
+        return
+    while not _redis_ready(state.port):
+        if time.monotonic() > deadline:
+            raise ServiceError(f"embedded redis server still loading after {START_TIMEOUT_S:.0f}s")
+        time.sleep(0.1)
+
+
+def _redis_ready(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=2.0) as sock:
+            sock.sendall(b"PING\r\n")
+            return sock.recv(64).startswith(b"+PONG")
+    except OSError:
+        return False
 
 
 def _start(settings: Settings, name: str) -> ServiceState:

@@ -2,8 +2,9 @@
 
 Anchor hash → masters containing that shingle. A short master (news) keeps a dense sample (hash
 mod ``DENSE_MODULUS``) and a long one (a chapter) a sparse, winnowed sample (window
-``SPARSE_WINDOW``: ~1 anchor per 64 tokens, and any copied passage of ≥ ``SPARSE_WINDOW`` + 4
-tokens is guaranteed to share one), in separate postings, so that a short text still carries
+``SPARSE_WINDOW``: ~1 anchor per 48 tokens; any copied passage of ≥ 2 × ``SPARSE_WINDOW`` + 4 =
+194 tokens is guaranteed to share two, as it holds two disjoint windows whose minima both
+texts select), in separate postings, so that a short text still carries
 enough anchors while a long one stays within the memory budget. A page is looked up with both
 samples of its own. Anchors found in more than ``stop_after`` masters (stock phrases such as
 且听下回分解) carry no evidence and are ignored.
@@ -21,7 +22,7 @@ from tracker.index.postings import HashPostings, Lookup
 from tracker.index.storage import Storage
 
 DENSE_MODULUS = 16
-SPARSE_WINDOW = 127
+SPARSE_WINDOW = 95
 DENSE_BELOW_TOKENS = 2000
 
 
