@@ -14,8 +14,8 @@ from tracker.index.dna_index import master_windows_many
 from tracker.text.normalize import NormalizedText, normalize
 
 # Raised whenever a change makes stored fingerprints incomparable with new ones (2: SimHash
-# word hashes computed in bulk; 3: words segmented without jieba's HMM); ``tracker index
-# rebuild`` recomputes older ones from the text.
+# word hashes computed in bulk; 3: words segmented without jieba's HMM, anchors winnowed with
+# a window of 95); ``tracker index rebuild`` recomputes older ones from the text.
 VERSION = 3
 
 
