@@ -199,12 +199,12 @@ class Engine:
     def _candidates(self, text: str):
         """The index's candidates for one page, through whichever lookup the index offers."""
         index = self.library.index
-        if hasattr(index, "plan"):  # batched lookup: plan, then candidates_many
+        if hasattr(index, "lookup"):  # one page's lookup
             from tracker.fingerprints.document import text_simhash
             from tracker.text.normalize import normalize
 
             page = normalize(text)
-            return index.candidates_many([index.plan(page.tokens, text_simhash(page))])[0]
+            return index.lookup(page.tokens, text_simhash(page))
         from tracker.fingerprints.document import fingerprint
 
         _, fp = fingerprint(text)

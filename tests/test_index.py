@@ -9,7 +9,7 @@ import pytest
 
 from tracker.fingerprints.simhash import hamming
 from tracker.index import MemoryStorage, RedisStorage, SimHashIndex
-from tracker.index.postings import RECORD, HashPostings, fetch
+from tracker.index.postings import RECORD, HashPostings
 
 
 @pytest.fixture(params=["memory", "redis"])
@@ -60,13 +60,12 @@ def test_hash_postings_vote_per_document(storage):
     storage.append(postings.records([(70_000, values[25:])]))  # a document id above 16 bits
     query = np.concatenate([values[5:15], values[28:32]])
     lookup = postings.lookup(query)
-    blobs = fetch(storage, lookup.keys)
-    assert postings.votes(lookup, blobs) == {1: 10, 2: 7, 70_000: 4}
+    assert postings.votes(lookup, storage.get(lookup.keys)) == {1: 10, 2: 7, 70_000: 4}
     # Values shared by more than stop_after documents count for nobody.
     shared = postings.lookup(values[10:20])
-    assert postings.votes(shared, fetch(storage, shared.keys), stop_after=1) == {}
+    assert postings.votes(shared, storage.get(shared.keys), stop_after=1) == {}
     postings.remove(2, values[10:30])
-    assert postings.votes(lookup, fetch(storage, lookup.keys)) == {1: 10, 70_000: 4}
+    assert postings.votes(lookup, storage.get(lookup.keys)) == {1: 10, 70_000: 4}
     assert RECORD.itemsize == 5
 
 
@@ -78,24 +77,26 @@ def test_document_ids_must_fit_the_record(storage):
 def test_storage_clear_removes_only_its_own_keys(runtime):
     own = RedisStorage(runtime.redis, runtime.settings.redis_prefix + "ix:")
     other = RedisStorage(runtime.redis, runtime.settings.redis_prefix + "other:")
-    own.append({"a": b"12345", "b": b"67890"})
-    own.append({"a": b"abcde"})
-    other.append({"a": b"zzzzz"})
-    assert own.get(["a", "b", "c"]) == [b"12345abcde", b"67890", b""]
+    a, b, c = own.key("a"), own.key("b"), own.key("c")
+    own.append({a: b"12345", b: b"67890"})
+    own.append({a: b"abcde"})
+    other.append({other.key("a"): b"zzzzz"})
+    assert own.get([a, b, c]) == [b"12345abcde", b"67890", b""]
     own.clear()
-    assert own.get(["a", "b"]) == [b"", b""]
-    assert other.get(["a"]) == [b"zzzzz"]
+    assert own.get([a, b]) == [b"", b""]
+    assert other.get([other.key("a")]) == [b"zzzzz"]
 
 
 def test_compact_keeps_the_records_and_releases_the_room_appends_left(runtime):
     storage = RedisStorage(runtime.redis, runtime.settings.redis_prefix + "ix:")
-    key = runtime.settings.redis_prefix + "ix:grown"
+    key = storage.key("grown")
+    assert key == (runtime.settings.redis_prefix + "ix:grown").encode()
     records = [bytes([i % 256]) * 5 for i in range(400)]
     for record in records:
-        storage.append({"grown": record})
+        storage.append({key: record})
     grown = runtime.redis.memory_usage(key)
     storage.compact()
-    assert storage.get(["grown"]) == [b"".join(records)]
+    assert storage.get([key]) == [b"".join(records)]
     assert runtime.redis.memory_usage(key) < grown
     storage.compact()  # nothing left to do
-    assert storage.get(["grown"]) == [b"".join(records)]
+    assert storage.get([key]) == [b"".join(records)]

@@ -83,7 +83,7 @@ class AnchorIndex:
             anchors[t] = winnow(hashes[starts[t] : starts[t] + grams[t]], SPARSE_WINDOW)
         return anchors
 
-    def records(self, items: Iterable[tuple[int, int, np.ndarray]]) -> dict[str, bytes]:
+    def records(self, items: Iterable[tuple[int, int, np.ndarray]]) -> dict[bytes, bytes]:
         """Records for ``(doc, length, anchors)`` triples, in the postings of their length."""
         items = list(items)
         return {

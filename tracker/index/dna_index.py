@@ -44,7 +44,7 @@ class DnaIndex:
     def __init__(self, storage: Storage, name: str = "dna") -> None:
         self.postings = HashPostings(storage, name)
 
-    def records(self, items: Iterable[tuple[int, np.ndarray]]) -> dict[str, bytes]:
+    def records(self, items: Iterable[tuple[int, np.ndarray]]) -> dict[bytes, bytes]:
         return self.postings.records((doc, spread(windows)) for doc, windows in items)
 
     def remove(self, doc: int, windows: np.ndarray) -> None:
@@ -53,5 +53,5 @@ class DnaIndex:
     def plan(self, windows: np.ndarray) -> Lookup:
         return self.postings.lookup(spread(windows))
 
-    def votes(self, lookup: Lookup, blobs: dict[str, bytes]) -> dict[int, int]:
-        return self.postings.votes(lookup, blobs)
+    def votes(self, lookup: Lookup, found: Sequence[bytes]) -> dict[int, int]:
+        return self.postings.votes(lookup, found)

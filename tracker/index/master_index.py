@@ -1,7 +1,10 @@
 """The index of the whole master library: SimHash tables, shingle anchors and DNA windows.
 
 A lookup is planned for a batch of pages first, so every bucket any of them needs is fetched
-in one round trip (one ``MGET`` on Redis), then resolved page by page.
+in one round trip (one ``MGET`` on Redis), then resolved page by page. The anchor and DNA
+buckets (:meth:`MasterIndex.fetch`) need only the page's tokens, the SimHash buckets
+(:meth:`MasterIndex.fetch_simhash`) its fingerprint: so the first round trip can run while
+the SimHash, the costliest part of a page's fingerprints, is computed.
 """
 
 from __future__ import annotations
@@ -15,29 +18,36 @@ from tracker.fingerprints.anchors import gram_hashes
 from tracker.fingerprints.document import DocumentFingerprint
 from tracker.index.anchor_index import AnchorIndex
 from tracker.index.dna_index import DnaIndex, query_windows
-from tracker.index.postings import Lookup, fetch
+from tracker.index.postings import Lookup
 from tracker.index.simhash_index import SimHashIndex
 from tracker.index.storage import Storage
 
 
 @dataclass
 class Query:
-    """What a page needs from the index; ``grams`` are reused for alignment."""
+    """What a page needs from the index, and the buckets fetched for it; ``grams`` are reused
+    for alignment."""
 
-    simhash: int
     grams: np.ndarray
     dense: Lookup
     sparse: Lookup
     dna: Lookup
-    keys: list[str] = field(default_factory=list)
+    found: list[bytes] = field(default_factory=list)  # the buckets at ``keys``, once fetched
+    simhash: int = 0
+    simhash_found: list[bytes] = field(default_factory=list)  # its SimHash buckets
+
+    @property
+    def keys(self) -> list[bytes]:
+        """Storage keys of the anchor and DNA buckets."""
+        return self.dense.keys + self.sparse.keys + self.dna.keys
 
 
 @dataclass
 class Candidates:
-    near_duplicates: dict[int, int]  # doc -> Hamming distance
     long_votes: dict[int, int]  # shared sparse anchors (long masters: chapters)
     short_votes: dict[int, int]  # shared dense anchors (short masters: news)
     dna_votes: dict[int, int]
+    near_duplicates: dict[int, int] = field(default_factory=dict)  # doc -> Hamming distance
 
     @property
     def anchor_votes(self) -> dict[int, int]:
@@ -95,6 +105,7 @@ class MasterIndex:
         self.simhash = SimHashIndex(storage, k=simhash_k, blocks=simhash_blocks)
         self.anchors = AnchorIndex(storage)
         self.dna = DnaIndex(storage)
+        self.changes_key = storage.key(self.CHANGES)
 
     def add(self, items: Iterable[tuple[int, DocumentFingerprint]]) -> None:
         items = list(items)
@@ -106,49 +117,63 @@ class MasterIndex:
                 **self.dna.records((doc, fp.dna) for doc, fp in items),
             }
         )
-        self.storage.incr(self.CHANGES)
+        self.storage.incr(self.changes_key)
 
     def remove(self, doc: int, fp: DocumentFingerprint) -> None:
         if fp.simhash:
             self.simhash.remove([(doc, fp.simhash)])
         self.anchors.remove(doc, fp.length, fp.anchors)
         self.dna.remove(doc, fp.dna)
-        self.storage.incr(self.CHANGES)
+        self.storage.incr(self.changes_key)
 
-    def plan(self, tokens: np.ndarray, simhash: int = 0) -> Query:
-        """What a page of these tokens needs; the SimHash may be given later (``with_simhash``)
-        so the buckets of anchors and DNA windows can be fetched while it is computed."""
+    def plan(self, tokens: np.ndarray) -> Query:
+        """What a page of these tokens needs from the index."""
         grams = gram_hashes(tokens)
         dense, sparse = self.anchors.plan(grams)
-        dna = self.dna.plan(query_windows(tokens))
-        query = Query(0, grams, dense, sparse, dna, dense.keys + sparse.keys + dna.keys)
-        return self.with_simhash(query, simhash)
+        return Query(grams, dense, sparse, self.dna.plan(query_windows(tokens)))
 
-    def with_simhash(self, query: Query, simhash: int) -> Query:
-        if simhash:
-            query.simhash = simhash
-            query.keys = self.simhash.keys(simhash) + query.keys
-        return query
+    def fetch(self, queries: Sequence[Query]) -> bytes:
+        """Fetch the anchor and DNA buckets of ``queries`` in one round trip; returns the
+        change counter, read in the same trip."""
+        found = self.storage.get([self.changes_key, *(k for q in queries for k in q.keys)])
+        at = 1
+        for q in queries:
+            size = len(q.dense.keys) + len(q.sparse.keys) + len(q.dna.keys)
+            q.found, at = found[at : at + size], at + size
+        return found[0]
 
-    def fetch(self, keys: Sequence[str]) -> dict[str, bytes]:
-        return fetch(self.storage, keys)
+    def fetch_simhash(self, queries: Sequence[Query], simhashes: Sequence[int]) -> None:
+        """Fetch the SimHash buckets of ``queries`` (0: a page without one) in one round trip."""
+        keys = [self.simhash.keys(h) if h else [] for h in simhashes]
+        found = self.storage.get([k for ks in keys for k in ks])
+        at = 0
+        for q, h, ks in zip(queries, simhashes, keys, strict=True):
+            q.simhash, q.simhash_found, at = h, found[at : at + len(ks)], at + len(ks)
 
-    def candidates_many(
-        self, queries: Sequence[Query], blobs: dict[str, bytes] | None = None
-    ) -> list[Candidates]:
-        """Candidates of each query, from ``blobs`` (the buckets of all their keys, fetched
-        here when not given)."""
-        if blobs is None:
-            blobs = fetch(self.storage, [key for q in queries for key in q.keys])
-        return [
-            Candidates(
-                near_duplicates=self.simhash.within(q.simhash, blobs) if q.simhash else {},
-                long_votes=self.anchors.sparse.votes(q.sparse, blobs, self.anchors.stop_after),
-                short_votes=self.anchors.dense.votes(q.dense, blobs, self.anchors.stop_after),
-                dna_votes=self.dna.votes(q.dna, blobs),
-            )
-            for q in queries
-        ]
+    def candidates(self, query: Query) -> Candidates:
+        """The votes of a fetched query, and its near-duplicates if its SimHash buckets are
+        fetched too (see :meth:`near_duplicates`)."""
+        dense, sparse = len(query.dense.keys), len(query.sparse.keys)
+        found, stop_after = query.found, self.anchors.stop_after
+        return Candidates(
+            long_votes=self.anchors.sparse.votes(
+                query.sparse, found[dense : dense + sparse], stop_after
+            ),
+            short_votes=self.anchors.dense.votes(query.dense, found[:dense], stop_after),
+            dna_votes=self.dna.votes(query.dna, found[dense + sparse :]),
+            near_duplicates=self.near_duplicates(query),
+        )
+
+    def near_duplicates(self, query: Query) -> dict[int, int]:
+        """``{doc: Hamming distance}`` of the masters within k bits of the query's SimHash."""
+        return self.simhash.within(query.simhash, query.simhash_found) if query.simhash else {}
+
+    def lookup(self, tokens: np.ndarray, simhash: int = 0) -> Candidates:
+        """The candidates of one page (two round trips)."""
+        query = self.plan(tokens)
+        self.fetch([query])
+        self.fetch_simhash([query], [simhash])
+        return self.candidates(query)
 
     def compact(self) -> None:
         """Release the room appends left in the buckets (after a bulk load)."""

@@ -25,14 +25,15 @@ class HashPostings:
     def __init__(self, storage: Storage, name: str) -> None:
         self.storage = storage
         self.name = name
-        self._key_names: list[str] | None = None
+        self._key_table: np.ndarray | None = None
 
-    def _keys(self, buckets: np.ndarray) -> list[str]:
-        # A page looks up hundreds of buckets: formatting their names each time cost more than
-        # the votes they hold. The 2^16 names are made once (~5 MB).
-        if self._key_names is None:
-            self._key_names = [f"{self.name}:{b:x}" for b in range(1 << BUCKET_BITS)]
-        return [self._key_names[b] for b in buckets.tolist()]
+    def _keys(self, buckets: np.ndarray) -> list[bytes]:
+        # A page looks up hundreds of buckets: making their keys each time cost more than the
+        # votes they hold. The 2^16 keys are made once (~5 MB) and picked with one gather.
+        if self._key_table is None:
+            keys = [self.storage.key(f"{self.name}:{b:x}") for b in range(1 << BUCKET_BITS)]
+            self._key_table = np.array(keys, dtype=object)
+        return self._key_table[buckets].tolist()
 
     def _split(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         values = np.asarray(values, dtype=np.uint64)
@@ -42,7 +43,7 @@ class HashPostings:
         )
         return buckets, checks
 
-    def records(self, items: Iterable[tuple[int, np.ndarray]]) -> dict[str, bytes]:
+    def records(self, items: Iterable[tuple[int, np.ndarray]]) -> dict[bytes, bytes]:
         """The records to append for ``(doc, values)`` pairs, grouped by storage key: built for
         the whole batch with vector operations, then cut into one chunk per bucket."""
         items = [(doc, np.asarray(values, dtype=np.uint64)) for doc, values in items]
@@ -74,7 +75,7 @@ class HashPostings:
             )
         }
 
-    def keys_of(self, values: np.ndarray) -> list[str]:
+    def keys_of(self, values: np.ndarray) -> list[bytes]:
         """Storage keys of the buckets holding ``values`` (distinct, in bucket order)."""
         return self.lookup(values).keys
 
@@ -92,14 +93,13 @@ class HashPostings:
         self.storage.remove_doc(self.keys_of(values), doc, RECORD)
 
     def votes(
-        self, lookup: Lookup, blobs: dict[str, bytes], stop_after: int | None = None
+        self, lookup: Lookup, found: Sequence[bytes], stop_after: int | None = None
     ) -> dict[int, int]:
         """Documents sharing the query's distinct values, with how many each shares.
 
-        ``blobs`` holds the fetched buckets (``lookup.keys``). Values found in more than
+        ``found`` are the buckets at ``lookup.keys``, in order. Values found in more than
         ``stop_after`` documents are stock phrases and are not counted.
         """
-        found = [blobs.get(key, b"") for key in lookup.keys]
         sizes = np.fromiter(map(len, found), np.int64, len(found))
         if not sizes.any():
             return {}
@@ -122,9 +122,4 @@ class HashPostings:
 class Lookup:
     wanted: np.ndarray  # bucket << 16 | check of each distinct query value
     buckets: np.ndarray  # distinct buckets to fetch
-    keys: list[str]  # their storage keys
-
-
-def fetch(storage: Storage, keys: Sequence[str]) -> dict[str, bytes]:
-    unique = list(dict.fromkeys(keys))
-    return dict(zip(unique, storage.get(unique), strict=True))
+    keys: list[bytes]  # their storage keys

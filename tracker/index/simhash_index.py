@@ -14,7 +14,7 @@ the distance check needs no second lookup.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from itertools import combinations
 
 import numpy as np
@@ -44,17 +44,18 @@ class SimHashIndex:
             for chosen in combinations(range(blocks), blocks - k)
         ]
 
-    def keys(self, fingerprint: int) -> list[str]:
+    def keys(self, fingerprint: int) -> list[bytes]:
+        """Storage keys of the buckets holding ``fingerprint``, one per table."""
         keys = []
         for t, mask in enumerate(self.tables):
             bucket = (((fingerprint & mask) * _GOLDEN) & 0xFFFFFFFFFFFFFFFF) >> (
                 64 - self.bucket_bits
             )
-            keys.append(f"{self.name}:{t}:{bucket:x}")
+            keys.append(self.storage.key(f"{self.name}:{t}:{bucket:x}"))
         return keys
 
-    def records(self, items: Iterable[tuple[int, int]]) -> dict[str, bytes]:
-        grouped: dict[str, bytearray] = {}
+    def records(self, items: Iterable[tuple[int, int]]) -> dict[bytes, bytes]:
+        grouped: dict[bytes, bytearray] = {}
         for doc, fingerprint in items:
             row = np.array([(doc, fingerprint)], dtype=RECORD).tobytes()
             for key in self.keys(fingerprint):
@@ -69,11 +70,11 @@ class SimHashIndex:
         for doc, fingerprint in items:
             self.storage.remove_doc(self.keys(fingerprint), doc, RECORD)
 
-    def within(self, fingerprint: int, blobs: dict[str, bytes]) -> dict[int, int]:
-        """``{doc: distance}`` for records in the fetched buckets within ``k`` bits."""
+    def within(self, fingerprint: int, buckets: Sequence[bytes]) -> dict[int, int]:
+        """``{doc: distance}`` for the records within ``k`` bits in ``buckets``, the fetched
+        buckets at ``keys(fingerprint)``."""
         found: dict[int, int] = {}
-        for key in self.keys(fingerprint):
-            blob = blobs.get(key)
+        for blob in buckets:
             if not blob:
                 continue
             records = np.frombuffer(blob, dtype=RECORD)
@@ -87,5 +88,4 @@ class SimHashIndex:
         return found
 
     def query(self, fingerprint: int) -> dict[int, int]:
-        keys = self.keys(fingerprint)
-        return self.within(fingerprint, dict(zip(keys, self.storage.get(keys), strict=True)))
+        return self.within(fingerprint, self.storage.get(self.keys(fingerprint)))

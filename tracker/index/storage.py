@@ -5,6 +5,10 @@ unchanged in memory (tests, one-off checks) or in Redis (shared by every process
 one byte string of packed records (see :mod:`tracker.index.postings`): Redis keeps it in a
 single allocation, so an index entry costs its record size (5–12 bytes) instead of the ~60
 bytes of a set member. Calls are batched: one round trip per batch.
+
+Buckets are addressed by the backend's own key, ``storage.key(name)`` (bytes, the storage's
+prefix included): an index makes the keys of its buckets once, and a lookup of hundreds of
+buckets then costs no string work per bucket.
 """
 
 from __future__ import annotations
@@ -19,15 +23,19 @@ import redis
 
 class Storage(ABC):
     @abstractmethod
-    def append(self, chunks: Mapping[str, bytes]) -> None:
+    def key(self, name: str) -> bytes:
+        """The key of the bucket ``name`` in this storage, as the other methods take it."""
+
+    @abstractmethod
+    def append(self, chunks: Mapping[bytes, bytes]) -> None:
         """Append each chunk of records to the bucket at its key."""
 
     @abstractmethod
-    def get(self, keys: Sequence[str]) -> list[bytes]:
+    def get(self, keys: Sequence[bytes]) -> list[bytes]:
         """The buckets at ``keys``, in order (``b""`` for missing keys)."""
 
     @abstractmethod
-    def remove_doc(self, keys: Iterable[str], doc: int, record: np.dtype) -> None:
+    def remove_doc(self, keys: Iterable[bytes], doc: int, record: np.dtype) -> None:
         """Drop every record whose ``doc`` field equals ``doc`` from the buckets at ``keys``."""
 
     @abstractmethod
@@ -35,7 +43,7 @@ class Storage(ABC):
         """Remove every bucket of this storage."""
 
     @abstractmethod
-    def incr(self, key: str) -> None:
+    def incr(self, key: bytes) -> None:
         """Add one to the counter at ``key`` (read back by :meth:`get` as ASCII digits)."""
 
     def compact(self) -> None:  # noqa: B027 - most storages have nothing to release
@@ -56,16 +64,19 @@ def doc_ids(records: np.ndarray) -> np.ndarray:
 
 class MemoryStorage(Storage):
     def __init__(self) -> None:
-        self._buckets: dict[str, bytearray] = defaultdict(bytearray)
+        self._buckets: dict[bytes, bytearray] = defaultdict(bytearray)
 
-    def append(self, chunks: Mapping[str, bytes]) -> None:
+    def key(self, name: str) -> bytes:
+        return name.encode()
+
+    def append(self, chunks: Mapping[bytes, bytes]) -> None:
         for key, chunk in chunks.items():
             self._buckets[key] += chunk
 
-    def get(self, keys: Sequence[str]) -> list[bytes]:
+    def get(self, keys: Sequence[bytes]) -> list[bytes]:
         return [bytes(self._buckets.get(key, b"")) for key in keys]
 
-    def remove_doc(self, keys: Iterable[str], doc: int, record: np.dtype) -> None:
+    def remove_doc(self, keys: Iterable[bytes], doc: int, record: np.dtype) -> None:
         for key in set(keys):
             if key in self._buckets:
                 kept = without_doc(bytes(self._buckets[key]), doc, record)
@@ -74,7 +85,7 @@ class MemoryStorage(Storage):
                 else:
                     del self._buckets[key]
 
-    def incr(self, key: str) -> None:
+    def incr(self, key: bytes) -> None:
         self._buckets[key] = bytearray(b"%d" % (int(self._buckets.get(key) or 0) + 1))
 
     def clear(self) -> None:
@@ -127,9 +138,11 @@ class RedisStorage(Storage):
         self._remove = client.register_script(_REMOVE)
         self._appended: set[bytes] = set()
 
-    def append(self, chunks: Mapping[str, bytes]) -> None:
-        prefix = self.prefix.encode()
-        keys, values = [prefix + k.encode() for k in chunks], list(chunks.values())
+    def key(self, name: str) -> bytes:
+        return (self.prefix + name).encode()
+
+    def append(self, chunks: Mapping[bytes, bytes]) -> None:
+        keys, values = list(chunks), list(chunks.values())
         pipe = self.client.pipeline(transaction=False)
         for start in range(0, len(keys), self.BATCH):
             end = start + self.BATCH
@@ -137,23 +150,22 @@ class RedisStorage(Storage):
         pipe.execute()
         self._appended.update(keys)
 
-    def incr(self, key: str) -> None:
-        self.client.incr(self.prefix + key)
+    def incr(self, key: bytes) -> None:
+        self.client.incr(key)
 
     def compact(self) -> None:
         keys, self._appended = sorted(self._appended), set()
         for start in range(0, len(keys), self.BATCH):
             self._compact(keys=keys[start : start + self.BATCH])
 
-    def get(self, keys: Sequence[str]) -> list[bytes]:
+    def get(self, keys: Sequence[bytes]) -> list[bytes]:
         blobs: list[bytes] = []
-        prefix = self.prefix.encode()
         for start in range(0, len(keys), 10 * self.BATCH):
-            chunk = [prefix + k.encode() for k in keys[start : start + 10 * self.BATCH]]
+            chunk = keys[start : start + 10 * self.BATCH]
             blobs.extend(b or b"" for b in self.client.execute_command("MGET", *chunk))
         return blobs
 
-    def remove_doc(self, keys: Iterable[str], doc: int, record: np.dtype) -> None:
+    def remove_doc(self, keys: Iterable[bytes], doc: int, record: np.dtype) -> None:
         unique = sorted(set(keys))
         if not unique:
             return
@@ -169,7 +181,7 @@ class RedisStorage(Storage):
         target = sample.tobytes()[offset : offset + width]
         for start in range(0, len(unique), self.BATCH):
             self._remove(
-                keys=[self.prefix + k for k in unique[start : start + self.BATCH]],
+                keys=unique[start : start + self.BATCH],
                 args=[record.itemsize, offset, target],
             )
 

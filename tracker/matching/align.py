@@ -45,19 +45,35 @@ class Alignment:
         return max((p.length for p in self.passages), default=0)
 
 
+# Shingles are sorted as one array of packed values: the hash's top bits with the position in
+# the low ``POSITION_BITS``. A plain sort of those (SIMD on x86) is ~10x faster than a stable
+# argsort of the hashes and gives the same grouping, positions ascending within a value; the
+# 38 bits of hash left make a chance equality of two different shingles ~2⁻³⁸ per pair.
+POSITION_BITS = 26
+_POSITIONS = np.uint64((1 << POSITION_BITS) - 1)
+_VALUE = ~_POSITIONS
+
+
 @dataclass(frozen=True)
 class Shingles:
     """A text's shingle hashes sorted, with where each came from and how often its value
     occurs: computed once per text, then intersected with many others by binary search."""
 
     order: np.ndarray  # text position of each sorted hash
-    ordered: np.ndarray  # the hashes, sorted
+    ordered: np.ndarray  # the hashes (top 64 − POSITION_BITS bits), sorted
     repeats: np.ndarray  # occurrences in the text of each sorted hash's value
 
     @classmethod
     def of(cls, hashes: np.ndarray) -> Shingles:
-        order = np.argsort(hashes, kind="stable")
-        ordered = hashes[order]
+        hashes = np.asarray(hashes, dtype=np.uint64)
+        if len(hashes) < 1 << POSITION_BITS:
+            packed = (hashes & _VALUE) | np.arange(len(hashes), dtype=np.uint64)
+            packed.sort()
+            order = (packed & _POSITIONS).astype(np.int32)
+            ordered = packed & _VALUE
+        else:  # a text of 67M+ tokens: positions do not fit beside the hash
+            order = np.argsort(hashes, kind="stable")
+            ordered = hashes[order] & _VALUE
         starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
         sizes = np.diff(np.r_[starts, len(ordered)])
         repeats = np.repeat(np.minimum(sizes, np.iinfo(np.uint16).max), sizes)
@@ -87,17 +103,21 @@ def seed_runs(page: Shingles, master: Shingles, max_repeats: int = 8) -> np.ndar
     lo = lo[shared]
     counts = np.searchsorted(page.ordered, master.ordered[shared], side="right") - lo
     offsets = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
-    page_i = page.order[np.repeat(lo, counts) + offsets]
-    master_j = master.order[np.repeat(shared, counts)]
-    diagonal = master_j - page_i
-    by_diagonal = np.lexsort((page_i, diagonal))
-    page_i, diagonal = page_i[by_diagonal], diagonal[by_diagonal]
+    page_i = page.order[np.repeat(lo, counts) + offsets].astype(np.int64)
+    master_j = master.order[np.repeat(shared, counts)].astype(np.int64)
+    # Sorted by diagonal, then page position: one sort of packed (diagonal, position) keys,
+    # unique since each (page_i, master_j) pair occurs once.
+    shift = np.int64(len(page.order) + 1)  # diagonals made non-negative
+    keys = ((master_j - page_i + shift) << 32) | page_i
+    keys.sort()
+    page_i, diagonal = keys & 0xFFFFFFFF, (keys >> 32) - shift
     new_run = np.ones(len(page_i), dtype=bool)
     new_run[1:] = (diagonal[1:] != diagonal[:-1]) | (page_i[1:] != page_i[:-1] + 1)
     starts = np.flatnonzero(new_run)
     lengths = np.diff(np.append(starts, len(page_i)))
     runs = np.column_stack((page_i[starts], page_i[starts] + diagonal[starts], lengths))
-    return runs[np.argsort(runs[:, 0], kind="stable")]
+    by_page = np.argsort((runs[:, 0] << 32) | (diagonal[starts] + shift))  # unique keys
+    return runs[by_page]
 
 
 def align(

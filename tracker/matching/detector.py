@@ -19,7 +19,7 @@ the share of the master found in the text.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 
@@ -27,7 +27,7 @@ from tracker.config import Settings
 from tracker.fingerprints.anchors import gram_hashes
 from tracker.fingerprints.simhash import simhash_texts
 from tracker.index.anchor_index import DENSE_BELOW_TOKENS
-from tracker.index.master_index import MasterIndex
+from tracker.index.master_index import Candidates, MasterIndex
 from tracker.matching.align import Alignment, Shingles, align
 from tracker.stores.masters import MasterStore
 from tracker.text.normalize import NormalizedText, normalize
@@ -79,11 +79,21 @@ class MasterCache:
         self.store = store
         self._masters = _LRU(size)  # ~65 KB per 3,000-character chapter
 
-    def get(self, docs: Sequence[int]) -> dict[int, CachedMaster]:
-        """The masters ``docs`` that exist (one query for those not cached)."""
+    def missing(self, docs: Iterable[int]) -> list[int]:
+        """The masters of ``docs`` not cached (to be loaded, e.g. ahead, with ``store.by_ns``)."""
+        return [d for d in docs if d not in self._masters]
+
+    def get(
+        self, docs: Sequence[int], loaded: dict[int, dict] | None = None
+    ) -> dict[int, CachedMaster]:
+        """The masters ``docs`` that exist: cached, in ``loaded`` (documents of
+        ``store.by_ns``), or else fetched with one query."""
         found = {d: self._masters[d] for d in docs if d in self._masters}
-        missing = [d for d in docs if d not in found]
-        for doc, master in self.store.by_ns(missing).items() if missing else ():
+        loaded = {d: master for d, master in (loaded or {}).items() if d not in found}
+        missing = [d for d in docs if d not in found and d not in loaded]
+        if missing:
+            loaded.update(self.store.by_ns(missing))
+        for doc, master in loaded.items():
             text = normalize(master.pop("text", ""))
             found[doc] = CachedMaster(master, text, Shingles.of(gram_hashes(text.tokens)))
         # Cached afterwards, the ones asked for last: caching a master must not evict another
@@ -104,12 +114,12 @@ class Detector:
         self.index = index
         self.settings = settings or Settings()
         self.masters = MasterCache(store)
-        self._pool: ThreadPoolExecutor | None = None
+        self._pool: ThreadPoolExecutor | None = None  # for round trips run in the background
         self._changes: bytes | None = None  # the index's change counter when masters were cached
 
-    def _fetcher(self) -> ThreadPoolExecutor:
+    def _io(self) -> ThreadPoolExecutor:
         if self._pool is None:
-            self._pool = ThreadPoolExecutor(1, thread_name_prefix="index-fetch")
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="detector-io")
         return self._pool
 
     def check(self, text: str) -> list[Match]:
@@ -125,62 +135,72 @@ class Detector:
     def _check(
         self, pages: list[NormalizedText], simhashes: list[int] | None = None
     ) -> list[list[Match]]:
+        """Index and database round trips overlap the work that does not need them: the anchor
+        and DNA buckets are fetched while the pages' SimHash is computed (jieba segmentation,
+        the costliest step), the SimHash buckets while the votes are counted, the masters the
+        votes name while the pages' shingles are sorted."""
         live = [i for i, page in enumerate(pages) if len(page)]
-        queries = {i: self.index.plan(pages[i].tokens) for i in live}
-        keys = [MasterIndex.CHANGES] + [key for q in queries.values() for key in q.keys]
+        queries = [self.index.plan(pages[i].tokens) for i in live]
+        io = self._io()
+        pending = io.submit(self.index.fetch, queries)
         if simhashes is None:
-            # The index looks up anchors and DNA windows while the pages' SimHash (jieba
-            # segmentation, the costliest step) is computed; then its four buckets are fetched.
-            pending = self._fetcher().submit(self.index.fetch, keys)
             simhashes = simhash_texts([page.chars for page in pages]).tolist()
-            blobs = pending.result()
-        else:
-            blobs = self.index.fetch(keys)
-        if blobs[MasterIndex.CHANGES] != self._changes:  # masters added, replaced or deleted
+        changes = pending.result()
+        if changes != self._changes:  # masters added, replaced or deleted
             self.masters.clear()
-            self._changes = blobs[MasterIndex.CHANGES]
-        for i, query in queries.items():
-            self.index.with_simhash(query, simhashes[i])
-        blobs.update(self.index.fetch([k for i in live for k in queries[i].keys if k not in blobs]))
-        candidates = dict(
-            zip(live, self.index.candidates_many([queries[i] for i in live], blobs), strict=True)
-        )
-        long = {i for i in live if len(pages[i]) >= DENSE_BELOW_TOKENS}
-        ranked = {i: c.ranked(long_page=i in long) for i, c in candidates.items()}
-        masters = self.masters.get(sorted({d for docs in ranked.values() for d in docs}))
-        accepted: list[tuple[int, int, Alignment]] = []
-        for i in live:
-            page_shingles = Shingles.of(queries[i].grams) if ranked[i] else None
-            for doc in ranked[i]:
+            self._changes = changes
+        pending = io.submit(self.index.fetch_simhash, queries, [simhashes[i] for i in live])
+        candidates = [self.index.candidates(q) for q in queries]
+        pending.result()
+        long = [len(pages[i]) >= DENSE_BELOW_TOKENS for i in live]
+        ranked = []
+        for query, found, long_page in zip(queries, candidates, long, strict=True):
+            found.near_duplicates = self.index.near_duplicates(query)
+            ranked.append(found.ranked(long_page=long_page))
+        wanted = sorted({d for docs in ranked for d in docs})
+        missing = self.masters.missing(wanted)
+        loading = io.submit(self.store.by_ns, missing) if missing else None
+        page_shingles = [
+            Shingles.of(q.grams) if docs else None for q, docs in zip(queries, ranked, strict=True)
+        ]
+        masters = self.masters.get(wanted, loading.result() if loading is not None else None)
+        results: list[list[Match]] = [[] for _ in pages]
+        for k, i in enumerate(live):
+            for doc in ranked[k]:
                 if doc not in masters:
                     continue  # deleted since it was indexed
+                master = masters[doc]
                 alignment = align(
                     pages[i].tokens,
-                    masters[doc].text.tokens,
+                    master.text.tokens,
                     min_tokens=self.settings.min_span_chars,
-                    page_shingles=page_shingles,
-                    master_shingles=masters[doc].shingles,
+                    page_shingles=page_shingles[k],
+                    master_shingles=master.shingles,
                 )
-                if self._is_copy(alignment, doc in candidates[i].near_duplicates):
-                    accepted.append((i, doc, alignment))
-        results: list[list[Match]] = [[] for _ in pages]
-        for i, doc, alignment in accepted:
-            meta, master = masters[doc].meta, masters[doc].text
-            shorter = max(1, min(len(pages[i]), len(master)))
-            results[i].append(
-                Match(
-                    doc_id=meta["_id"],
-                    work=meta.get("work", ""),
-                    title=meta.get("title", ""),
-                    score=round(min(1.0, alignment.master_tokens / shorter), 4),
-                    coverage=round(alignment.coverage, 4),
-                    method=candidates[i].methods(doc),
-                    spans=self._spans(alignment, pages[i], master),
-                )
-            )
+                if self._is_copy(alignment, doc in candidates[k].near_duplicates):
+                    results[i].append(self._match(alignment, pages[i], master, candidates[k], doc))
         for matches in results:
             matches.sort(key=lambda m: (-m.score, -m.coverage, m.doc_id))
         return results
+
+    def _match(
+        self,
+        alignment: Alignment,
+        page: NormalizedText,
+        master: CachedMaster,
+        candidates: Candidates,
+        doc: int,
+    ) -> Match:
+        shorter = max(1, min(len(page), len(master.text)))
+        return Match(
+            doc_id=master.meta["_id"],
+            work=master.meta.get("work", ""),
+            title=master.meta.get("title", ""),
+            score=round(min(1.0, alignment.master_tokens / shorter), 4),
+            coverage=round(alignment.coverage, 4),
+            method=candidates.methods(doc),
+            spans=self._spans(alignment, page, master.text),
+        )
 
     def _is_copy(self, alignment: Alignment, near_duplicate: bool) -> bool:
         if alignment.master_tokens < MIN_EVIDENCE_TOKENS and not (
