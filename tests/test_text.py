@@ -95,6 +95,16 @@ def test_homophones_share_tokens_and_pinyin_letters_parse():
     assert segment_pinyin("qwrtx") is None
 
 
+def test_pinyin_runs_become_syllables_that_quote_their_letters():
+    source = "读电 ZiShu，看阿Q与qwrt的xiaoshuo完"
+    n = normalize(source)
+    assert (n.tokens == normalize("读电子书看阿Q与qwrt的小说完").tokens).all()
+    spans = zip(n.token_start.tolist(), n.token_end.tolist(), strict=True)
+    quoted = [source[start:end] for start, end in spans]
+    expected = ["读", "电", "Zi", "Shu", "看", "阿", "Q", "与", *"qwrt", "的", "xiao", "shuo", "完"]
+    assert quoted == expected
+
+
 def test_boilerplate_lines_are_dropped():
     text = "正文第一段。\n最快更新红楼梦最新章节，请记住本站域名 www.biquge.com\n正文第二段。"
     assert normalize(text).chars == "正文第一段正文第二段"

@@ -195,45 +195,60 @@ def normalize(
     token_end = char_pos + 1
     letters = (kept >= 0x61) & (kept <= 0x7A)
     if letters.any():
-        tokens, token_start, token_end = _parse_pinyin_runs(chars, tokens, token_start, token_end)
+        tokens, token_start, token_end = _parse_pinyin_runs(
+            chars, letters, tokens, token_start, token_end
+        )
     return NormalizedText(text, chars, char_pos, tokens, token_start, token_end)
 
 
-_LETTER_RUN = re.compile(r"[a-z]+")
-
-
 def _parse_pinyin_runs(
-    chars: str, tokens: np.ndarray, starts: np.ndarray, ends: np.ndarray
+    chars: str, letters: np.ndarray, tokens: np.ndarray, starts: np.ndarray, ends: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Replace runs of Latin letters that spell pinyin ("zi", "dianzi") by their syllable ids."""
-    ids = tables.syllable_ids()
-    keep = np.ones(len(tokens), dtype=bool)
-    new_keys: list[int] = []  # where each syllable goes: 64 x its first letter's index + rank
-    new_tokens: list[int] = []
-    new_starts: list[int] = []
-    new_ends: list[int] = []
-    for m in _LETTER_RUN.finditer(chars):
-        syllables = segment_pinyin(m.group(0))
-        if syllables is None:
-            continue
-        keep[m.start() : m.end()] = False
-        first = m.start()
-        for rank, syllable in enumerate(syllables):
-            last = first + len(syllable) - 1
-            new_keys.append(64 * first + rank)
-            new_tokens.append(ids[syllable])
-            new_starts.append(int(starts[first]))
-            new_ends.append(int(ends[last]))
-            first = last + 1
-    if not new_keys:
+    """Replace runs of Latin letters that spell pinyin ("zi", "dianzi") by their syllable ids.
+
+    A parsed run's syllables take the place of its letters: each syllable is one token at the
+    position of its first letter, spanning the source of all its letters. Only the lookup of
+    each run's syllables goes run by run (cached per distinct run)."""
+    edges = np.flatnonzero(np.diff(np.r_[0, letters.view(np.int8), 0]))
+    run_starts, run_ends = edges[0::2].tolist(), edges[1::2].tolist()
+    parsed = [
+        (start, end, found)
+        for start, end in zip(run_starts, run_ends, strict=True)
+        if (found := _pinyin_run(chars[start:end])) is not None
+    ]
+    if not parsed:
         return tokens, starts, ends
+    ids = np.concatenate([found[0] for _, _, found in parsed])
+    lengths = np.concatenate([found[1] for _, _, found in parsed])
+    per_run = np.fromiter((len(found[0]) for _, _, found in parsed), np.int64, len(parsed))
+    before = np.cumsum(lengths) - lengths  # letters before each syllable, over all runs
+    run_base = np.repeat(before[np.cumsum(per_run) - per_run], per_run)
+    first = np.repeat([start for start, _, _ in parsed], per_run) + before - run_base
+    # Letters of parsed runs are dropped, but for each syllable's first letter.
+    in_parsed_run = np.zeros(len(tokens) + 1, dtype=np.int32)
+    in_parsed_run[[start for start, _, _ in parsed]] += 1  # runs are disjoint: no repeats
+    in_parsed_run[[end for _, end, _ in parsed]] -= 1
+    keep = np.cumsum(in_parsed_run[:-1]) == 0
+    keep[first] = True
+    last = np.arange(len(tokens))
+    last[first] = first + lengths - 1
+    tokens = tokens.copy()
+    tokens[first] = ids
     kept = np.flatnonzero(keep)
-    order = np.argsort(np.concatenate([64 * kept, new_keys]), kind="stable")
+    return tokens[kept], starts[kept], ends[last[kept]]
 
-    def merged(values: np.ndarray, added: list[int]) -> np.ndarray:
-        return np.concatenate([values[kept], np.array(added, dtype=values.dtype)])[order]
 
-    return merged(tokens, new_tokens), merged(starts, new_starts), merged(ends, new_ends)
+@lru_cache(maxsize=65536)
+def _pinyin_run(run: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """Syllable ids and lengths of a letter run that spells pinyin, else None."""
+    syllables = segment_pinyin(run)
+    if syllables is None:
+        return None
+    ids = tables.syllable_ids()
+    return (
+        np.array([ids[s] for s in syllables], dtype=np.int64),
+        np.array([len(s) for s in syllables], dtype=np.int64),
+    )
 
 
 @lru_cache(maxsize=65536)
