@@ -1,10 +1,14 @@
-"""Pirate disguises for test fixtures: ads, Traditional characters, homophones, typos, noise."""
+"""Pirate disguises for test fixtures: ads, Traditional characters, homophones, typos, noise,
+pinyin spelled in letters, reordered paragraphs and sentences, interleaved chapters."""
 
 from __future__ import annotations
 
 import random
+import re
 
 import opencc
+import rjieba
+from pypinyin import lazy_pinyin
 
 from tracker.text.tables import syllable_table
 
@@ -67,3 +71,37 @@ def punctuation_noise(text: str, seed: int = 0) -> str:
     rng = random.Random(seed)
     noise = (" ", "\u3000", "\u200b", "·", "~", "，")
     return "".join(ch + (rng.choice(noise) if rng.random() < 0.1 else "") for ch in text)
+
+
+def pinyin_words(text: str, rate: float, seed: int = 0) -> str:
+    """A ``rate`` share of the jieba words written in tone-less pinyin letters ("电zi书")."""
+    rng = random.Random(seed)
+    return "".join(
+        "".join(lazy_pinyin(word)) if rng.random() < rate and word.isalpha() else word
+        for word in rjieba.cut(text)
+    )
+
+
+def reorder_paragraphs(text: str, seed: int = 0) -> str:
+    paragraphs = text.split("\n")
+    random.Random(seed).shuffle(paragraphs)
+    return "\n".join(paragraphs)
+
+
+def shuffle_sentences(text: str, seed: int = 0) -> str:
+    """Sentences shuffled inside each paragraph."""
+    rng = random.Random(seed)
+    out = []
+    for paragraph in text.split("\n"):
+        sentences = re.findall(r"[^。！？]+[。！？]?", paragraph)
+        rng.shuffle(sentences)
+        out.append("".join(sentences))
+    return "\n".join(out)
+
+
+def interleave(first: str, second: str) -> str:
+    """Paragraphs of two chapters alternating."""
+    a, b = first.split("\n"), second.split("\n")
+    mixed = [p for pair in zip(a, b, strict=False) for p in pair]
+    longer = a if len(a) > len(b) else b
+    return "\n".join(mixed + longer[min(len(a), len(b)) :])

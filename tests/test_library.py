@@ -41,8 +41,16 @@ def matched(library: MasterLibrary, text: str) -> list[str]:
         ("ads", disguise.with_ads),
         ("traditional", disguise.traditional),
         ("homophones 10%", lambda t: disguise.homophones(t, 0.10)),
+        ("homophones 15%", lambda t: disguise.homophones(t, 0.15)),
         ("typos 15%", lambda t: disguise.typos(t, 0.15)),
+        (
+            "homophones 5% then typos 15%",
+            lambda t: disguise.typos(disguise.homophones(t, 0.05), 0.15),
+        ),
+        ("pinyin words 10%", lambda t: disguise.pinyin_words(t, 0.10)),
         ("punctuation noise", disguise.punctuation_noise),
+        ("paragraphs reordered", disguise.reorder_paragraphs),
+        ("sentences shuffled", disguise.shuffle_sentences),
         (
             "all at once",
             lambda t: disguise.punctuation_noise(
@@ -65,6 +73,8 @@ def test_partial_split_and_merged_copies(library):
     merged = library.detector().check(CHAPTERS["book/0001"] + "\n" + CHAPTERS["book/0002"])
     assert sorted(m.doc_id for m in merged) == ["book/0001", "book/0002"]
     assert all(m.coverage > 0.9 for m in merged)
+    mixed = disguise.interleave(CHAPTERS["book/0006"], CHAPTERS["book/0007"])
+    assert sorted(matched(library, mixed)) == ["book/0006", "book/0007"]
     embedded = prose(seed=100, chars=4000) + text[1000:1900] + prose(seed=101, chars=4000)
     found = library.detector().check(embedded)
     assert [m.doc_id for m in found] == ["book/0005"]
