@@ -291,7 +291,17 @@ def simhash_texts(folded: Sequence[str]) -> np.ndarray:
     """SimHash-64 of each folded text's jieba words (uint64; 0 for a text with no weighted
     word). Only the segmentation runs text by text: hashes, weights and votes of all the texts'
     words are computed together, so a batch pays numpy's per-call cost once, not per text."""
-    words = [tokenize(text) if text else [] for text in folded]
+    return simhash_segmented(folded, segment(folded))
+
+
+def segment(folded: Sequence[str]) -> list[list[str]]:
+    """jieba words of each folded text. rjieba segments without holding the GIL, so this may
+    run in a thread beside other work (only making the words' ``str`` objects needs it)."""
+    return [tokenize(text) if text else [] for text in folded]
+
+
+def simhash_segmented(folded: Sequence[str], words: Sequence[list[str]]) -> np.ndarray:
+    """:func:`simhash_texts` of texts already segmented into ``words``."""
     counts = np.fromiter(map(len, words), np.int64, len(words))
     lengths = _lengths(list(chain.from_iterable(words)))
     covered = np.bincount(owners(counts), weights=lengths, minlength=len(words))

@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 
 from tracker.config import Settings
 from tracker.fingerprints.anchors import gram_hashes
-from tracker.fingerprints.simhash import simhash_texts
+from tracker.fingerprints.simhash import segment, simhash_segmented
 from tracker.index.anchor_index import DENSE_BELOW_TOKENS
 from tracker.index.master_index import Candidates, MasterIndex
 from tracker.matching.align import Alignment, Shingles, align
@@ -114,13 +114,19 @@ class Detector:
         self.index = index
         self.settings = settings or Settings()
         self.masters = MasterCache(store)
-        self._pool: ThreadPoolExecutor | None = None  # for round trips run in the background
+        self._io_pool: ThreadPoolExecutor | None = None  # round trips run in the background
+        self._segmenter_pool: ThreadPoolExecutor | None = None  # jieba, on another core
         self._changes: bytes | None = None  # the index's change counter when masters were cached
 
     def _io(self) -> ThreadPoolExecutor:
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(1, thread_name_prefix="detector-io")
-        return self._pool
+        if self._io_pool is None:
+            self._io_pool = ThreadPoolExecutor(1, thread_name_prefix="detector-io")
+        return self._io_pool
+
+    def _segmenter(self) -> ThreadPoolExecutor:
+        if self._segmenter_pool is None:
+            self._segmenter_pool = ThreadPoolExecutor(1, thread_name_prefix="detector-jieba")
+        return self._segmenter_pool
 
     def check(self, text: str) -> list[Match]:
         return self.check_many([text])[0]
@@ -135,35 +141,39 @@ class Detector:
     def _check(
         self, pages: list[NormalizedText], simhashes: list[int] | None = None
     ) -> list[list[Match]]:
-        """Index and database round trips overlap the work that does not need them: the anchor
-        and DNA buckets are fetched while the pages' SimHash is computed (jieba segmentation,
-        the costliest step), the SimHash buckets while the votes are counted, the masters the
-        votes name while the pages' shingles are sorted."""
+        """Work overlaps the round trips it does not depend on. The pages are segmented into
+        jieba words (the costliest step; rjieba runs without the GIL, so on another core) while
+        their lookups are planned; the anchor and DNA buckets are fetched while the pages'
+        shingles are sorted and their SimHash summed; the masters the votes name are loaded
+        from MongoDB while the SimHash buckets are fetched."""
         live = [i for i, page in enumerate(pages) if len(page)]
+        folded = [page.chars for page in pages]
+        words = self._segmenter().submit(segment, folded) if simhashes is None else None
         queries = [self.index.plan(pages[i].tokens) for i in live]
         io = self._io()
         pending = io.submit(self.index.fetch, queries)
-        if simhashes is None:
-            simhashes = simhash_texts([page.chars for page in pages]).tolist()
+        page_shingles = [Shingles.of(q.grams) for q in queries]
+        if words is not None:
+            simhashes = simhash_segmented(folded, words.result()).tolist()
         changes = pending.result()
         if changes != self._changes:  # masters added, replaced or deleted
             self.masters.clear()
             self._changes = changes
-        pending = io.submit(self.index.fetch_simhash, queries, [simhashes[i] for i in live])
         candidates = [self.index.candidates(q) for q in queries]
-        pending.result()
         long = [len(pages[i]) >= DENSE_BELOW_TOKENS for i in live]
+        voted = {d for c, lp in zip(candidates, long, strict=True) for d in c.ranked(long_page=lp)}
+        missing = self.masters.missing(sorted(voted))
+        loading = io.submit(self.store.by_ns, missing) if missing else None
+        self.index.fetch_simhash(queries, [simhashes[i] for i in live])
         ranked = []
         for query, found, long_page in zip(queries, candidates, long, strict=True):
             found.near_duplicates = self.index.near_duplicates(query)
             ranked.append(found.ranked(long_page=long_page))
-        wanted = sorted({d for docs in ranked for d in docs})
-        missing = self.masters.missing(wanted)
-        loading = io.submit(self.store.by_ns, missing) if missing else None
-        page_shingles = [
-            Shingles.of(q.grams) if docs else None for q, docs in zip(queries, ranked, strict=True)
-        ]
-        masters = self.masters.get(wanted, loading.result() if loading is not None else None)
+        # Near-duplicates the votes did not name (rare) are loaded by ``get`` itself.
+        masters = self.masters.get(
+            sorted({d for docs in ranked for d in docs}),
+            loading.result() if loading is not None else None,
+        )
         results: list[list[Match]] = [[] for _ in pages]
         for k, i in enumerate(live):
             for doc in ranked[k]:
