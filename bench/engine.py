@@ -131,7 +131,7 @@ class Engine:
             for i, text in enumerate(texts):
                 fh.write(json.dumps({"id": i, "text": text}, ensure_ascii=False) + "\n")
             path = fh.name
-        code = "import sys; from tracker.cli import main; sys.exit(main())"
+        code = "from tracker.cli import entry; entry()"  # as the console script runs it
         try:
             start = time.perf_counter()
             done = subprocess.run(

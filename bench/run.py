@@ -80,6 +80,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--scale", type=int, default=0, metavar="MASTERS", help="e.g. 100000")
     p.add_argument("--scale-chars", type=int, default=3000, help="characters per synthetic master")
     p.add_argument("--scale-cases", type=int, default=200, help="cases re-checked at scale")
+    p.add_argument(
+        "--render",
+        type=Path,
+        metavar="JSON",
+        help="only write the tables again from a run's JSON (e.g. after a change of layout)",
+    )
     args = p.parse_args(argv)
     args.mode = "quick" if args.quick else "full"
     n, n_innocent, args.fp_chars, args.cli_lines = MODES[args.mode]
@@ -311,8 +317,27 @@ def show_misses(outcomes: list[Outcome], engine: Engine, texts: dict[str, str], 
         print()
 
 
+def rerender(path: Path) -> int:
+    """The markdown tables and the plot of a stored run, with the current layout."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    fields = ("mode", "seed", "n", "n_innocent", "methods")
+    args = argparse.Namespace(**{k: data[k] for k in fields})
+    text = render(args, data["meta"], data["summary"], data["perf"], data["scale"])
+    path.with_suffix(".md").write_text(text, encoding="utf-8")
+    print(text)
+    try:
+        from bench.plot import plot
+    except ImportError as exc:
+        log(f"no plot: {exc}")
+    else:
+        plot(data, path.with_suffix(".png"))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.render:
+        return rerender(args.render)
     began = time.perf_counter()
     log(f"{args.mode} run: loading the corpus from {args.corpus or default_corpus_dir()}")
     corpus = load(args.corpus)

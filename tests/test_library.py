@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -236,6 +238,29 @@ def test_cli_ingest_and_check_jsonl(cli_env, runtime, tmp_path, capsys):
     assert hit["coverage"] > 0.9 and lines[1]["matches"] == []
     assert [m["doc_id"] for m in lines[2]["matches"]] == ["a2"]
     assert "error" in lines[3]
+
+
+def test_console_script_check_prints_everything_before_its_quick_exit(library, cli_env, tmp_path):
+    # The console script ends `tracker check` with os._exit: output must be flushed first.
+    page = tmp_path / "page.txt"
+    page.write_text(disguise.with_ads(CHAPTERS["book/0002"]), encoding="utf-8")
+    code = "from tracker.cli import entry; entry()"
+    done = subprocess.run(
+        [sys.executable, "-c", code, "check", "--json", str(page)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    [match] = json.loads(done.stdout)["matches"]
+    assert match["doc_id"] == "book/0002" and match["spans"]
+    missing = subprocess.run(
+        [sys.executable, "-c", code, "check", str(tmp_path / "nope.txt")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert missing.returncode == 2 and "no such file" in missing.stderr
 
 
 def test_cli_check_jsonl_in_worker_processes_keeps_input_order(cli_env, runtime, tmp_path, capfd):

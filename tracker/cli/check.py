@@ -60,15 +60,18 @@ def register(commands: argparse._SubParsersAction) -> None:
         help="with --jsonl: check batches in N processes (default: the CPUs, at most 4)",
     )
     parser.add_argument("--json", action="store_true", help="print JSON for a single text")
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=run, quick_exit=True)
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     if args.jsonl:
         return _run_jsonl(args.jsonl, settings, args.workers)
-    detector = _detector(Runtime(settings), settings)
     text = _read_source(args.source)
-    matches = detector.check(text)
+    runtime = Runtime(settings)
+    try:
+        matches = _detector(runtime, settings).check(text)
+    finally:
+        runtime.close()
     if args.json:
         print(_dumps({"matches": matches}))
         return 0
