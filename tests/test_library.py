@@ -302,11 +302,14 @@ def test_short_news_masters_quotes_and_reposted_heads(runtime):
     article = prose(seed=500, chars=400).replace("\n", "")
     library.ingest([MasterDocument("news-1", "news", "短讯", article)])
     filler = prose(seed=501, chars=1500)
-    # A repost of the article's first 150 characters inside other text is a copy...
+    # The whole short article reposted with a header, typos and noise is a copy...
+    repost = "转载自网络，侵删\n" + disguise.punctuation_noise(disguise.typos(article, 0.1))
+    assert [m.doc_id for m in library.detector().check(repost)] == ["news-1"]
+    # ...as is a repost of its first 150 characters inside other text...
     found = library.detector().check(filler[:700] + article[:150] + filler[700:])
     assert [m.doc_id for m in found] == ["news-1"]
     assert found[0].spans and article[10:140] in found[0].spans[0]["text"]
-    # ...commentary quoting a sentence or two (a fifth of the article) is not.
+    # ...but commentary quoting a sentence or two (a fifth of the article) is not.
     assert (
         library.detector().check(filler[:700] + "原文写道：" + article[100:160] + filler[700:])
         == []
