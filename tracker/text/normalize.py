@@ -225,10 +225,9 @@ def _parse_pinyin_runs(
     run_base = np.repeat(before[np.cumsum(per_run) - per_run], per_run)
     first = np.repeat([start for start, _, _ in parsed], per_run) + before - run_base
     # Letters of parsed runs are dropped, but for each syllable's first letter.
-    in_parsed_run = np.zeros(len(tokens) + 1, dtype=np.int32)
-    in_parsed_run[[start for start, _, _ in parsed]] += 1  # runs are disjoint: no repeats
-    in_parsed_run[[end for _, end, _ in parsed]] -= 1
-    keep = np.cumsum(in_parsed_run[:-1]) == 0
+    keep = np.ones(len(tokens), dtype=bool)
+    for start, end, _ in parsed:
+        keep[start:end] = False
     keep[first] = True
     last = np.arange(len(tokens))
     last[first] = first + lengths - 1
