@@ -28,7 +28,7 @@ from functools import cache
 import numpy as np
 import xxhash
 
-from tracker.stores.masters import MasterDocument
+from tracker.model import MasterDocument
 
 CLASSIC_MAX_DISTANCE = 3
 LSH_THRESHOLD = 0.5

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tracker.stores.masters import MasterDocument
+from tracker.model import MasterDocument
 from tracker.text.chapters import split_chapters
 
 NEWS_MIN_CHARS = 300

@@ -24,8 +24,8 @@ from tracker import services
 from tracker.cli.check import DEFAULT_WORKERS
 from tracker.config import Settings
 from tracker.library import MasterLibrary
+from tracker.model import MasterDocument
 from tracker.runtime import Runtime
-from tracker.stores.masters import MasterDocument
 
 DB, PREFIX = "bench", "bench:"
 

@@ -14,7 +14,7 @@ import random
 from collections.abc import Iterable, Iterator
 
 from bench.disguises import sentences, split_paragraphs
-from tracker.stores.masters import MasterDocument
+from tracker.model import MasterDocument
 
 
 def sentence_pool(texts: Iterable[str], max_sentences: int = 200_000) -> list[list[str]]:

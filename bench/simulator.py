@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from bench import disguises as d
 from bench.corpus import Corpus, Innocent
-from tracker.stores.masters import MasterDocument
+from tracker.model import MasterDocument
 
 HOMOPHONE_RATE = 0.05
 HEAVY_HOMOPHONE_RATES = (0.10, 0.15)

@@ -11,7 +11,7 @@ from scrapy.crawler import Crawler
 
 from tracker.context import tracker_context
 from tracker.items import PageItem
-from tracker.stores.pages import site_of
+from tracker.model import site_of
 from tracker.text.normalize import normalize
 from tracker.text.site_boilerplate import SiteBoilerplate
 

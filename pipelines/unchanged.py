@@ -17,7 +17,7 @@ from scrapy.exceptions import DropItem
 
 from tracker.context import tracker_context
 from tracker.items import PageItem
-from tracker.stores.pages import content_hash
+from tracker.model import content_hash
 
 log = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 from tests.disguise import traditional
 from tests.texts import prose
 from tracker.demo.server import LoopbackServer
-from tracker.stores.masters import MasterDocument
+from tracker.model import MasterDocument
 
 AD = "最快更新本书最新章节，请记住本站域名 www.biquge-test.com"
 WATERMARK = "本章节由测试书城首发，盗版必究 www.biquge-test.com"

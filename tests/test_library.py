@@ -13,8 +13,8 @@ from tracker.cli import main
 from tracker.fingerprints.document import VERSION
 from tracker.library import MasterLibrary
 from tracker.matching.detector import MasterCache
+from tracker.model import MasterDocument
 from tracker.readers import InputError, iter_files, read_documents
-from tracker.stores.masters import MasterDocument
 
 from . import disguise
 from .texts import prose

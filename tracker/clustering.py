@@ -31,9 +31,10 @@ from pymongo.database import Database
 from tracker.fingerprints.document import to_unsigned
 from tracker.index.simhash_index import SimHashIndex
 from tracker.index.storage import RedisStorage
+from tracker.model import site_of
 from tracker.runtime import Runtime
 from tracker.stores.clusters import ClusterStore
-from tracker.stores.pages import MatchStore, site_of
+from tracker.stores.pages import MatchStore
 
 log = logging.getLogger(__name__)
 

@@ -14,8 +14,9 @@ from tracker.fingerprints.document import DocumentFingerprint, fingerprint_many
 from tracker.index.master_index import MasterIndex
 from tracker.index.storage import RedisStorage, Storage
 from tracker.matching.detector import Detector
+from tracker.model import MasterDocument
 from tracker.runtime import Runtime
-from tracker.stores.masters import MasterDocument, MasterStore
+from tracker.stores.masters import MasterStore
 
 
 @dataclass

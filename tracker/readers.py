@@ -8,7 +8,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from tracker.stores.masters import MasterDocument
+from tracker.model import MasterDocument
 from tracker.text.chapters import split_chapters
 from tracker.text.encoding import DecodeError, decode_bytes
 

@@ -21,8 +21,8 @@ from importlib import resources
 from pathlib import Path
 
 from tracker.demo.server import LoopbackServer
+from tracker.model import MasterDocument
 from tracker.readers import read_book, read_jsonl
-from tracker.stores.masters import MasterDocument
 
 BOOK_FILE = "红楼梦.txt"
 NEWS_FILE = "news.jsonl"

@@ -17,9 +17,10 @@ from typing import Any
 from pymongo import DESCENDING
 from pymongo.database import Database
 
+from tracker.model import site_of
 from tracker.stores.clusters import ClusterStore
 from tracker.stores.masters import MasterStore
-from tracker.stores.pages import MatchStore, site_of
+from tracker.stores.pages import MatchStore
 from tracker.stores.reports import ReportStore
 
 EVIDENCE_CHARS = 200

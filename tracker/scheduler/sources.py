@@ -38,8 +38,8 @@ from redis.exceptions import RedisError
 
 from tracker.config import Settings
 from tracker.library import MasterLibrary
+from tracker.model import MasterDocument
 from tracker.readers import SUPPORTED, InputError, read_documents
-from tracker.stores.masters import MasterDocument
 from tracker.text.encoding import DecodeError
 
 log = logging.getLogger(__name__)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Collection as Container
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from pymongo import ASCENDING, InsertOne, ReturnDocument, UpdateOne
@@ -21,17 +20,9 @@ from pymongo.errors import BulkWriteError
 
 from tracker.fingerprints.document import VERSION as FINGERPRINT_VERSION
 from tracker.fingerprints.document import DocumentFingerprint, fingerprint_many
+from tracker.model import MasterDocument
 
 DUPLICATE_KEY = 11000
-
-
-@dataclass(frozen=True)
-class MasterDocument:
-    doc_id: str
-    work: str
-    title: str
-    text: str
-    source: str = ""
 
 
 class MasterStore:

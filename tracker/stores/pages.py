@@ -7,22 +7,14 @@ score, coverage and evidence passages; ``first_seen``/``last_seen`` record when 
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import urlsplit
 
 from pymongo import ASCENDING, DESCENDING, UpdateOne
 from pymongo.database import Database
 
-
-def content_hash(text: str) -> str:
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
-
-
-def site_of(url: str) -> str:
-    return (urlsplit(url).hostname or "").lower()
+from tracker.model import content_hash, site_of
 
 
 @dataclass

@@ -1,0 +1,30 @@
+"""Domain types and helpers shared by every layer (readers, library, pipelines, stores, reports):
+what a master document is, which site a URL belongs to, and the hash that tells whether a page's
+text changed."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+
+@dataclass(frozen=True)
+class MasterDocument:
+    """One chapter or article of the master library (母体库), as read from a file or a source."""
+
+    doc_id: str
+    work: str
+    title: str
+    text: str
+    source: str = ""
+
+
+def site_of(url: str) -> str:
+    """The site a page belongs to: its host name, lower-case."""
+    return (urlsplit(url).hostname or "").lower()
+
+
+def content_hash(text: str) -> str:
+    """A 128-bit digest of a page's extracted text: equal digests, unchanged page."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
