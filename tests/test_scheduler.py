@@ -26,7 +26,7 @@ from apscheduler.schedulers.base import STATE_PAUSED
 
 from tracker.fingerprints.document import to_signed
 from tracker.scheduler import jobs
-from tracker.scheduler.lock import HeldLock
+from tracker.locks import HeldLock
 from tracker.scheduler.service import (
     SchedulerService,
     StepScheduler,

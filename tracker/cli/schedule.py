@@ -20,7 +20,7 @@ from typing import Any
 
 from tracker.config import Settings
 from tracker.runtime import Runtime
-from tracker.scheduler.lock import HeldLock
+from tracker.locks import HeldLock
 from tracker.scheduler.service import SchedulerService, list_jobs, lock_name
 
 log = logging.getLogger("tracker.scheduler")

@@ -43,7 +43,7 @@ from tracker.library import MasterLibrary
 from tracker.reports.daily import publish_report
 from tracker.runtime import Runtime
 from tracker.scheduler import runs
-from tracker.scheduler.lock import HeldLock
+from tracker.locks import HeldLock
 from tracker.scheduler.sources import Cursors, configured_sources, pull_all
 from tracker.stores.reports import ReportStore
 

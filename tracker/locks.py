@@ -1,4 +1,5 @@
-"""Redis locks that expire unless renewed: the scheduler lock and the per-job locks.
+"""Redis locks that expire unless renewed: the scheduler lock, the per-job locks and the
+library write lock.
 
 A holder that crashes must not block the others for ever, so every lock expires after ``ttl``
 seconds; a live holder keeps it with a background thread that renews it every ``ttl / 3``. The
