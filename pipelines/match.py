@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import logging
-
-from redis.exceptions import RedisError
 from scrapy import Spider
 from scrapy.crawler import Crawler
 
+from pipelines import SERVER_ERRORS, count_failure
 from tracker.context import tracker_context
 from tracker.items import PageItem
-
-log = logging.getLogger(__name__)
 
 
 class MatchPipeline:
@@ -24,14 +20,20 @@ class MatchPipeline:
         return cls(crawler)
 
     def process_item(self, item: PageItem, spider: Spider | None = None) -> PageItem:
-        detector = tracker_context(self.crawler).detector
+        """Sets ``matches`` (None when matching failed: the page is stored as such and matched
+        again by the next crawl or ``tracker rematch``) and ``library_version``."""
+        context = tracker_context(self.crawler)
         try:
-            matches = detector.check_normalized(item["normalized"], item["simhash"])
-        except RedisError as exc:  # index unavailable: keep the page, count the error
-            log.error("index lookup failed for %s: %s", item["url"], exc)
-            self.stats.inc_value("tracker/errors/index")
-            matches = []
+            matches = context.call(
+                lambda: context.detector.check_normalized(item["normalized"], item["simhash"]),
+                "matching",
+            )
+        except SERVER_ERRORS as exc:  # keep the page, unmatched; count it
+            count_failure(self.stats, exc, item["url"], "matching", "unmatched")
+            item["matches"] = None
+            return item
         item["matches"] = [m.to_dict() for m in matches]
+        item["library_version"] = context.detector.version or 0
         if matches:
             self.stats.inc_value("tracker/pages_matched")
             self.stats.inc_value("tracker/matches", len(matches))

@@ -121,7 +121,11 @@ def test_mirror_copies_across_sites_become_one_cluster(runtime, clusterer):
         "doc_ids": ["w/0001"],
     }
     by_url = {p["url"]: p["group"] for p in report["pages"]}
-    assert by_url["https://pirate.example/book/2.html"] not in (None, mirror)
+    assert by_url["https://mirror.example/b/1.html"] == mirror
+    # A cluster of one page is no mirror group: the report shows none for it, as its summary
+    # counts none, though the page has a cluster of its own.
+    assert clusters["https://pirate.example/book/2.html"] not in (None, mirror)
+    assert by_url["https://pirate.example/book/2.html"] is None
     assert by_url["https://pirate.example/no-fingerprint.html"] is None
 
 

@@ -69,7 +69,14 @@ def seeded(runtime):
         now=at(DAY, 12),
     )
     # Re-seen later the same day with a better score: first_seen stays at 12:00.
-    store.record(PAGE_B, [match("dpcq-1", "斗破苍穹", 0.75, 0.3, "斗之力，三段")], now=at(DAY, 15))
+    store.record(
+        PAGE_B,
+        [
+            match("dpcq-1", "斗破苍穹", 0.75, 0.3, "斗之力，三段"),
+            match("news-1", "新闻", 0.6, 0.66666, "新华社北京电"),
+        ],
+        now=at(DAY, 15),
+    )
     store.record(
         PAGE_YESTERDAY,
         [match("dpcq-3", "斗破苍穹", 1.0, 1.0, "昨天的")],
@@ -103,6 +110,14 @@ def test_build_report_groups_the_days_matches_by_work_and_page(seeded):
             "url": PAGE_A,
             "site": "pirate.example",
             "doc_ids": ["dpcq-1", "dpcq-2"],
+            "copies": [
+                {
+                    "work": "斗破苍穹",
+                    "chapters": 2,
+                    "numbers": "1–2",
+                    "label": "2 chapters of 斗破苍穹 (1–2)",
+                }
+            ],
             "score": 0.9123,
             "coverage": 0.95,
             "first_seen": "2026-11-22T10:00:00+00:00",
@@ -114,6 +129,15 @@ def test_build_report_groups_the_days_matches_by_work_and_page(seeded):
             "url": PAGE_B,
             "site": "pirate.example",
             "doc_ids": ["dpcq-1", "news-1"],
+            "copies": [
+                {
+                    "work": "斗破苍穹",
+                    "chapters": 1,
+                    "numbers": "1",
+                    "label": "1 chapter of 斗破苍穹 (1)",
+                },
+                {"work": "新闻", "chapters": 1, "numbers": "1", "label": "1 chapter of 新闻 (1)"},
+            ],
             "score": 0.75,
             "coverage": 0.6667,
             "first_seen": "2026-11-22T12:00:00+00:00",
@@ -138,6 +162,14 @@ def test_build_report_groups_the_days_matches_by_work_and_page(seeded):
         "site": "pirate.example",
         "title": "",
         "doc_ids": ["dpcq-1"],
+        "copies": [
+            {
+                "work": "斗破苍穹",
+                "chapters": 1,
+                "numbers": "1",
+                "label": "1 chapter of 斗破苍穹 (1)",
+            }
+        ],
         "score": 0.75,
         "coverage": 0.3,
         "first_seen": "2026-11-22T12:00:00+00:00",
@@ -209,6 +241,7 @@ def test_json_and_csv_renderers(seeded):
             "last_seen",
             "new",
             "group",
+            "copies",
         ],
         [
             "2026-11-22",
@@ -222,6 +255,7 @@ def test_json_and_csv_renderers(seeded):
             "2026-11-22T10:00:00+00:00",
             "yes",
             "",
+            "2 chapters of 斗破苍穹 (1–2)",
         ],
         [
             "2026-11-22",
@@ -235,6 +269,7 @@ def test_json_and_csv_renderers(seeded):
             "2026-11-22T10:00:00+00:00",
             "yes",
             "",
+            "2 chapters of 斗破苍穹 (1–2)",
         ],
         [
             "2026-11-22",
@@ -248,6 +283,7 @@ def test_json_and_csv_renderers(seeded):
             "2026-11-22T15:00:00+00:00",
             "yes",
             "",
+            "1 chapter of 斗破苍穹 (1)",
         ],
         [
             "2026-11-22",
@@ -258,9 +294,10 @@ def test_json_and_csv_renderers(seeded):
             "0.6",
             "0.6667",
             "2026-11-22T12:00:00+00:00",
-            "2026-11-22T12:00:00+00:00",
+            "2026-11-22T15:00:00+00:00",
             "yes",
             "",
+            "1 chapter of 新闻 (1)",
         ],
     ]
 
@@ -375,6 +412,7 @@ def test_cli_writes_csv_to_out(cli_env, tmp_path, capsys):
             "2026-11-21T23:00:00+00:00",
             "yes",
             "",
+            "1 chapter of 斗破苍穹 (3)",
         ]
     ]
 

@@ -25,8 +25,8 @@ from apscheduler.executors.debug import DebugExecutor
 from apscheduler.schedulers.base import STATE_PAUSED
 
 from tracker.fingerprints.document import to_signed
-from tracker.scheduler import jobs
 from tracker.locks import HeldLock
+from tracker.scheduler import jobs
 from tracker.scheduler.service import (
     SchedulerService,
     StepScheduler,
@@ -289,8 +289,9 @@ def test_several_days_of_pulls_crawls_and_reports(sched_settings, runtime, clock
     ]
     assert [c["doc_id"] for c in work_a["chapters_found"]] == ["A/1", "A/2", "A/3"]
     assert work_a["first_seen"] == (day[0] + timedelta(hours=2)).isoformat()
-    # Last seen as of the report: the next morning's crawls (02:00, 02:30) came before it.
-    assert work_a["last_seen"] == (day[2] + timedelta(hours=2, minutes=30)).isoformat()
+    # Last seen on the reported day: its last crawl (02:30), not the next morning's crawls
+    # that came before the report was made.
+    assert work_a["last_seen"] == (day[1] + timedelta(hours=2, minutes=30)).isoformat()
 
     third = json.loads(report_file(sched_settings, day[2].date(), "json").read_text("utf-8"))
     assert third["summary"]["new_pages"] == 2
@@ -314,7 +315,10 @@ def test_several_days_of_pulls_crawls_and_reports(sched_settings, runtime, clock
     assert listing["pull"]["next_run"] == day[3] + timedelta(hours=8)
     assert listing["report"]["next_run"] == day[3] + timedelta(days=1, hours=6)
     assert listing["crawl:mirror"]["last_run"]["status"] == "ok"
-    assert all(row["scheduled"] for row in listing.values())
+    assert all(row["scheduled"] for name, row in listing.items() if name != "rematch")
+    # Rematch is not on a clock: it ran after the pulls that changed the library.
+    assert listing["rematch"]["next_run"] is None
+    assert [r["trigger"] for r in runs_of(runtime, "rematch", "ok")] == ["after pull"] * 2
 
 
 def test_downtime_is_coalesced_and_a_missed_report_caught_up(
@@ -464,24 +468,32 @@ def test_hot_queries_use_indexes(sched_settings, runtime, clock, sites):
     assert service.start()
     run_until(service, clock, DAY1 + timedelta(days=2, hours=7))
     service.halt()
-    now = DAY1.timestamp()
-    day_start = DAY1 + timedelta(days=1)
 
     queries = {
-        "job store: next run": db["scheduler_jobs"]
-        .find({"next_run_time": {"$gt": float("-inf")}})
-        .sort("next_run_time", 1)
-        .limit(1),
-        "job store: due jobs": db["scheduler_jobs"]
-        .find({"next_run_time": {"$lte": now}})
-        .sort("next_run_time", 1),
         "ledger: last run": db["job_runs"].find({"job": "pull"}).sort("started_at", -1).limit(1),
         "ledger: running": db["job_runs"].find({"status": "running"}),
         "crawl stats": db["crawl_runs"].find({"spider": "novel", "finished_at": {"$gte": DAY1}}),
         "drop cursors": db["master_sources"].find({"_id": {"$in": ["drop:a.jsonl"]}}),
-        "report: matches of a day": db["matches"]
-        .find({"last_seen": {"$gte": day_start}, "first_seen": {"$lt": day_start}})
-        .hint([("last_seen", -1)]),
+        "report: pages of a day": db["page_days"].find({"day": "2031-03-02"}),
+        "report: their matches": db["matches"].find({"_id": {"$in": [PIRATE + "1\x00A/1"]}}),
+        "crawl: stored page state": db["pages"].find({"_id": PIRATE + "1"}),
+        "rematch: failed pages": db["pages"]
+        .find({"match_state": "failed"})
+        .hint([("match_state", 1)]),
+        "rematch: pages by number": db["pages"].find({"n": {"$in": [1, 2]}}),
+        "rematch: pages stored since": db["pages"]
+        .find({"stored_at": {"$gte": DAY1}})
+        .hint([("stored_at", 1)]),
+        "rematch: masters changed since": db["masters"]
+        .find({"changed_in": {"$gt": 0}})
+        .hint([("changed_in", 1)]),
+        "rematch: open matches of masters": db["matches"].find({"doc_id": {"$in": ["A/1"]}}),
+        "rematch: last mark": db["rematch_runs"]
+        .find({"finished_at": {"$ne": None}})
+        .sort("finished_at", -1)
+        .limit(1)
+        .hint([("finished_at", -1)]),
+        "library: pending masters": db["masters"].find({"pending": True}).hint([("pending", 1)]),
         "report: previous report": db["reports"]
         .find({"_id": {"$lt": "2031-03-02"}})
         .sort("_id", -1)

@@ -1,22 +1,50 @@
-"""One shared set of tracker components per Scrapy crawler (connections, library, detector)."""
+"""One shared set of tracker components per Scrapy crawler (connections, library, detector,
+stores), and what a long crawl does when a server goes away."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import logging
+import time
+from collections.abc import Callable
 from functools import cached_property
+from typing import TypeVar
 
+import redis.exceptions
+from pymongo.errors import ConnectionFailure
 from scrapy.crawler import Crawler
 
 from tracker.config import Settings
+from tracker.index.page_index import PageIndex
 from tracker.library import MasterLibrary
 from tracker.matching.detector import Detector
 from tracker.runtime import Runtime
 from tracker.stores.pages import MatchStore, PageStore
+from tracker.stores.rematch import RematchMark, RematchStore
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+#: Errors that mean a server is away (not that a request was wrong): worth a reconnection.
+SERVER_AWAY = (
+    redis.exceptions.ConnectionError,
+    redis.exceptions.TimeoutError,
+    redis.exceptions.BusyLoadingError,
+    ConnectionFailure,
+)
+RETRY_PAUSES_S = (1.0, 2.0, 4.0)
+FAIL_FAST_S = 5.0  # after a server stayed away through the retries, fail at once this long
+MARK_REFRESH_S = 30.0
+
+_COMPONENTS = ("library", "detector", "pages", "matches", "page_index", "rematches")
 
 
-@dataclass
 class TrackerContext:
-    runtime: Runtime
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self._generation = runtime.generation
+        self._away_until = 0.0
+        self._mark: tuple[float, RematchMark | None] = (0.0, None)
 
     @cached_property
     def library(self) -> MasterLibrary:
@@ -37,6 +65,63 @@ class TrackerContext:
         store = MatchStore(self.runtime.db)
         store.ensure_indexes()
         return store
+
+    @cached_property
+    def page_index(self) -> PageIndex:
+        return PageIndex.from_runtime(self.runtime)
+
+    @cached_property
+    def rematches(self) -> RematchStore:
+        store = RematchStore(self.runtime.db)
+        store.ensure_indexes()
+        return store
+
+    def library_version(self) -> int:
+        """The library version the index holds now."""
+        return self.library.index.state()[0] or 0
+
+    def rematch_mark(self) -> RematchMark | None:
+        """The last ``tracker rematch`` (re-read every ``MARK_REFRESH_S``)."""
+        read_at, mark = self._mark
+        if time.monotonic() - read_at > MARK_REFRESH_S:
+            mark = self.rematches.last()
+            self._mark = (time.monotonic(), mark)
+        return mark
+
+    def call(self, operation: Callable[[], T], what: str) -> T:
+        """Run ``operation``; if a server is away, bring it back (:meth:`Runtime.recover`),
+        rebuild what was built on the old connections, and try again, pausing 1, 2, 4 s. A
+        server still away after that raises, and the next calls fail at once for
+        ``FAIL_FAST_S`` instead of stalling the crawl page after page."""
+        if time.monotonic() < self._away_until:
+            return operation()
+        for pause in (*RETRY_PAUSES_S, None):
+            try:
+                return operation()
+            except SERVER_AWAY as exc:
+                if pause is None:
+                    self._away_until = time.monotonic() + FAIL_FAST_S
+                    raise
+                log.warning("%s: server away (%s); reconnecting", what, exc)
+                self.recover(pause)
+        raise AssertionError("unreachable")
+
+    def recover(self, pause: float = 1.0) -> None:
+        """Reconnect after a server went away; components built on the old connections are
+        built again, and the index is verified (a restarted Redis may have lost writes)."""
+        try:
+            self.runtime.recover(pause)
+        except Exception as exc:  # the servers' own errors: the retry will tell
+            log.error("could not recover the servers: %s", exc)
+            return
+        if self.runtime.generation != self._generation:
+            self._generation = self.runtime.generation
+            for name in _COMPONENTS:
+                self.__dict__.pop(name, None)
+        try:
+            self.library.verify()
+        except Exception as exc:
+            log.error("could not verify the index after reconnecting: %s", exc)
 
 
 def tracker_context(crawler: Crawler) -> TrackerContext:

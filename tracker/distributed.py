@@ -66,6 +66,8 @@ class DistributedAddon:
         settings.set("SCHEDULER", "tracker.distributed.SharedScheduler", priority="addon")
         settings.set("DUPEFILTER_CLASS", "scrapy_redis.dupefilter.RFPDupeFilter", priority="addon")
         settings.set("SCHEDULER_QUEUE_CLASS", "scrapy_redis.queue.PriorityQueue", priority="addon")
+        # Requests queued as JSON, never pickled (see tracker.request_codec).
+        settings.set("SCHEDULER_SERIALIZER", "tracker.request_codec", priority="addon")
 
 
 def crawl_id_for(spider: Spider) -> str:

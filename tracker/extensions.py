@@ -1,5 +1,7 @@
-"""Scrapy extension recording each crawl run's stats in MongoDB (``crawl_runs``) and logging a
-summary: pages fetched, extracted, unchanged and stored, matches, and errors by kind."""
+"""Scrapy extension closing each crawl run: it groups the pages the run matched into mirror
+groups (:mod:`tracker.clustering`), records the run's stats in MongoDB (``crawl_runs``, with
+``status: ok`` or ``degraded`` when pages could not be matched or stored) and logs a summary:
+pages fetched, extracted, unchanged and stored, matches, and errors by kind."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pymongo.errors import PyMongoError
+from redis.exceptions import RedisError
 from scrapy import Spider, signals
 from scrapy.crawler import Crawler
 
@@ -46,6 +49,10 @@ def run_summary(stats: dict[str, Any]) -> dict[str, Any]:
             "refreshed": get("tracker/matches_refreshed"),
         },
         "errors": dict(sorted(errors.items())),
+        "degraded": {
+            "unmatched": get("tracker/degraded/unmatched"),
+            "unstored": get("tracker/degraded/unstored"),
+        },
         "traps": {
             key.rsplit("/", 1)[1]: value
             for key, value in stats.items()
@@ -70,12 +77,14 @@ class CrawlRunRecorder:
         self.started_at = datetime.now(UTC)
 
     def spider_closed(self, spider: Spider, reason: str) -> None:
+        clustering = self._cluster()
         raw = self.crawler.stats.get_stats() or {}
         summary = run_summary(raw)
+        degraded = sum(summary["degraded"].values())
         pages, matches = summary["pages"], summary["matches"]
         log.info(
             "crawl summary (%s): %d pages fetched, %d with text, %d unchanged, %d stored, "
-            "%d matched (%d new matches); errors: %s",
+            "%d matched (%d new matches); errors: %s%s",
             reason,
             pages["fetched"],
             pages["extracted"],
@@ -84,12 +93,14 @@ class CrawlRunRecorder:
             pages["matched"],
             matches["new"],
             ", ".join(f"{k}={v}" for k, v in summary["errors"].items()) or "none",
+            f"; DEGRADED: {degraded} page(s) not matched or not stored" if degraded else "",
         )
         settings = self.crawler.settings
         site = getattr(spider, "site", None)
         record = {
             "spider": spider.name,
             "reason": reason,
+            "status": "degraded" if degraded else "ok",
             "started_at": self.started_at,
             "finished_at": datetime.now(UTC),
             "start_url": (getattr(spider, "start_urls", None) or [None])[0],
@@ -100,11 +111,29 @@ class CrawlRunRecorder:
             "distributed": settings.getbool("TRACKER_DISTRIBUTED"),
             "worker": f"{socket.gethostname()}:{os.getpid()}",
             **summary,
+            "clustering": clustering,
             "stats": {k.replace(".", "_").replace("/", "__"): v for k, v in raw.items()},
         }
         try:
-            runs = tracker_context(self.crawler).runtime.db["crawl_runs"]
-            runs.create_index([("finished_at", -1)])
-            runs.insert_one(record)
+            context = tracker_context(self.crawler)
+            runs = context.runtime.db["crawl_runs"]
+            context.call(lambda: runs.create_index([("finished_at", -1)]), "crawl record")
+            context.call(lambda: runs.insert_one(record), "crawl record")
         except PyMongoError as exc:
             log.error("could not record crawl stats: %s", exc)
+            self.crawler.stats.inc_value("tracker/errors/store")
+            self.crawler.stats.inc_value("tracker/degraded")
+
+    def _cluster(self) -> dict[str, Any] | None:
+        """Mirror groups of the pages this run matched (reports only read them)."""
+        if self.started_at is None or not self.crawler.stats.get_value("tracker/pages_matched"):
+            return None
+        from tracker.clustering import PageClusterer
+
+        try:
+            context = tracker_context(self.crawler)
+            clusterer = PageClusterer.from_runtime(context.runtime)
+            return clusterer.cluster_seen_since(self.started_at).to_dict()
+        except (PyMongoError, RedisError) as exc:  # the next crawl or report job clusters them
+            log.error("could not group the matched pages into mirror groups: %s", exc)
+            return None

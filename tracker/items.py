@@ -19,6 +19,8 @@ class PageItem(scrapy.Item):
     text = scrapy.Field()
     extractor = scrapy.Field()
     content_hash = scrapy.Field()
+    stored = scrapy.Field()  # the stored page's content hash and match state, None if new
     normalized = scrapy.Field()  # tracker.text.normalize.NormalizedText (not stored)
     simhash = scrapy.Field()  # unsigned 64-bit SimHash of the text
-    matches = scrapy.Field()  # list of match dicts
+    matches = scrapy.Field()  # list of match dicts; None when matching failed
+    library_version = scrapy.Field()  # the library version the page was matched against

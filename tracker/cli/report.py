@@ -1,8 +1,9 @@
 """``tracker report [--date YYYY-MM-DD] [--format json|csv|html|notices] [--out PATH]``: the
 infringements seen on one UTC day.
 
-The day's pages are first grouped into mirror groups and the report's figures stored in MongoDB
-(replacing an earlier version of that day's). JSON and CSV go to standard output unless
+Reading a report changes nothing stored: mirror groups are made when pages are crawled, and the
+figures trends are drawn from are stored by the scheduler's report job (``tracker run-job
+report``). JSON and CSV go to standard output unless
 ``--out`` is given; HTML is always written to a file (``<data_dir>/reports/report-DATE.html`` by
 default) and takedown notices to a folder (``<data_dir>/reports/notices-DATE/``, one
 ``notice-SITE.txt`` per site), whose paths are printed. A summary line goes to standard error.
@@ -18,7 +19,8 @@ from pathlib import Path
 
 from tracker.config import Settings
 from tracker.reports import summary_line, to_csv, to_html, to_json
-from tracker.reports.daily import prepare_report, write_notices
+from tracker.reports.build import build_report
+from tracker.reports.daily import write_notices
 from tracker.runtime import Runtime
 
 RENDERERS = {"json": to_json, "csv": to_csv, "html": to_html}
@@ -59,7 +61,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     day = args.date or datetime.now(UTC).date()
     runtime = Runtime(settings)
     try:
-        report = prepare_report(runtime, day)
+        report = build_report(runtime.db, day)
     finally:
         runtime.close()
     if args.format == "notices":

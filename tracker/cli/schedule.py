@@ -19,8 +19,8 @@ from datetime import datetime
 from typing import Any
 
 from tracker.config import Settings
-from tracker.runtime import Runtime
 from tracker.locks import HeldLock
+from tracker.runtime import Runtime
 from tracker.scheduler.service import SchedulerService, list_jobs, lock_name
 
 log = logging.getLogger("tracker.scheduler")

@@ -96,16 +96,20 @@ class Candidates:
 
 
 class MasterIndex:
-    # A counter moved by every change, fetched with each lookup: processes that cache masters
-    # (long crawls) see a master replaced or deleted since they cached it.
-    CHANGES = "changes"
+    # The library version (see :mod:`tracker.library`) and master count the index holds, set
+    # together after every change. The version is fetched with every lookup: processes that
+    # cache masters (long crawls) see a master replaced or deleted since they cached it, and
+    # pages record the version they were matched against.
+    VERSION = "version"
+    COUNT = "count"
 
     def __init__(self, storage: Storage, simhash_k: int = 3, simhash_blocks: int = 4) -> None:
         self.storage = storage
         self.simhash = SimHashIndex(storage, k=simhash_k, blocks=simhash_blocks)
         self.anchors = AnchorIndex(storage)
         self.dna = DnaIndex(storage)
-        self.changes_key = storage.key(self.CHANGES)
+        self.version_key = storage.key(self.VERSION)
+        self.count_key = storage.key(self.COUNT)
 
     def add(self, items: Iterable[tuple[int, DocumentFingerprint]]) -> None:
         items = list(items)
@@ -117,14 +121,22 @@ class MasterIndex:
                 **self.dna.records((doc, fp.dna) for doc, fp in items),
             }
         )
-        self.storage.incr(self.changes_key)
 
     def remove(self, doc: int, fp: DocumentFingerprint) -> None:
+        """Drop every record of ``doc`` filed under ``fp`` (nothing if there is none)."""
         if fp.simhash:
             self.simhash.remove([(doc, fp.simhash)])
         self.anchors.remove(doc, fp.length, fp.anchors)
         self.dna.remove(doc, fp.dna)
-        self.storage.incr(self.changes_key)
+
+    def state(self) -> tuple[int | None, int | None]:
+        """``(library version, master count)`` the index holds; None where never set (an
+        index never built, or lost)."""
+        version, count = self.storage.get([self.version_key, self.count_key])
+        return (int(version) if version else None, int(count) if count else None)
+
+    def set_state(self, version: int, count: int) -> None:
+        self.storage.set_values({self.version_key: version, self.count_key: count})
 
     def plan(self, tokens: np.ndarray) -> Query:
         """What a page of these tokens needs from the index."""
@@ -132,15 +144,15 @@ class MasterIndex:
         dense, sparse = self.anchors.plan(grams)
         return Query(grams, dense, sparse, self.dna.plan(query_windows(tokens)))
 
-    def fetch(self, queries: Sequence[Query]) -> bytes:
+    def fetch(self, queries: Sequence[Query]) -> int:
         """Fetch the anchor and DNA buckets of ``queries`` in one round trip; returns the
-        change counter, read in the same trip."""
-        found = self.storage.get([self.changes_key, *(k for q in queries for k in q.keys)])
+        library version, read in the same trip (0 for an index never built)."""
+        found = self.storage.get([self.version_key, *(k for q in queries for k in q.keys)])
         at = 1
         for q in queries:
             size = len(q.dense.keys) + len(q.sparse.keys) + len(q.dna.keys)
             q.found, at = found[at : at + size], at + size
-        return found[0]
+        return int(found[0] or 0)
 
     def fetch_simhash(self, queries: Sequence[Query], simhashes: Sequence[int]) -> None:
         """Fetch the SimHash buckets of ``queries`` (0: a page without one) in one round trip."""

@@ -4,7 +4,8 @@ A hash *h* is split into a bucket (its top ``BUCKET_BITS`` bits, which name the 
 and a 16-bit check (the next 16 bits), stored in the bucket beside the document id as one
 5-byte record. A lookup fetches the query's buckets and keeps the records whose check equals
 the query's: the effective key is 32 bits, so a chance collision between two different hashes
-has probability ~2⁻³² per record examined. Document ids are 24-bit (16.7 M documents).
+has probability ~2⁻³² per record examined. Document ids are 24-bit (16.7 M documents) in the
+default record, 32-bit in :data:`WIDE_RECORD` (6 bytes, for the far more numerous crawled pages).
 """
 
 from __future__ import annotations
@@ -18,13 +19,16 @@ from tracker.index.storage import Storage, doc_ids
 
 BUCKET_BITS = 16
 RECORD = np.dtype([("check", "<u2"), ("doc_lo", "<u2"), ("doc_hi", "u1")])
+WIDE_RECORD = np.dtype([("check", "<u2"), ("doc", "<u4")])
 MAX_DOC = (1 << 24) - 1
 
 
 class HashPostings:
-    def __init__(self, storage: Storage, name: str) -> None:
+    def __init__(self, storage: Storage, name: str, record: np.dtype = RECORD) -> None:
         self.storage = storage
         self.name = name
+        self.record = record
+        self.max_doc = (1 << 32) - 1 if "doc" in record.names else MAX_DOC
         self._key_table: np.ndarray | None = None
 
     def _keys(self, buckets: np.ndarray) -> list[bytes]:
@@ -48,7 +52,7 @@ class HashPostings:
         the whole batch with vector operations, then cut into one chunk per bucket."""
         items = [(doc, np.asarray(values, dtype=np.uint64)) for doc, values in items]
         for doc, _ in items:
-            if not 0 < doc <= MAX_DOC:
+            if not 0 < doc <= self.max_doc:
                 raise ValueError(f"document id {doc} out of range")
         if not items:
             return {}
@@ -60,16 +64,21 @@ class HashPostings:
         first[1:] = (values[1:] != values[:-1]) | (docs[1:] != docs[:-1])
         values, docs = values[first], docs[first]
         buckets, checks = self._split(values)  # sorted by value, so by bucket
-        rows = np.zeros(len(values), dtype=RECORD)
-        rows["check"], rows["doc_lo"], rows["doc_hi"] = checks, docs & 0xFFFF, docs >> 16
+        rows = np.zeros(len(values), dtype=self.record)
+        rows["check"] = checks
+        if "doc" in self.record.names:
+            rows["doc"] = docs
+        else:
+            rows["doc_lo"], rows["doc_hi"] = docs & 0xFFFF, docs >> 16
         blob = rows.tobytes()
+        size = self.record.itemsize
         starts = np.flatnonzero(np.r_[True, buckets[1:] != buckets[:-1]])
-        ends = np.r_[starts[1:], len(buckets)] * RECORD.itemsize
+        ends = np.r_[starts[1:], len(buckets)] * size
         return {
             key: blob[start:end]
             for key, start, end in zip(
                 self._keys(buckets[starts]),
-                (starts * RECORD.itemsize).tolist(),
+                (starts * size).tolist(),
                 ends.tolist(),
                 strict=True,
             )
@@ -90,7 +99,7 @@ class HashPostings:
         )
 
     def remove(self, doc: int, values: np.ndarray) -> None:
-        self.storage.remove_doc(self.keys_of(values), doc, RECORD)
+        self.storage.remove_doc(self.keys_of(values), doc, self.record)
 
     def votes(
         self, lookup: Lookup, found: Sequence[bytes], stop_after: int | None = None
@@ -104,8 +113,8 @@ class HashPostings:
         if not sizes.any():
             return {}
         # One buffer, one view: concatenating many small structured arrays is slow.
-        records = np.frombuffer(b"".join(found), dtype=RECORD)
-        owner = np.repeat(lookup.buckets.astype(np.int64), sizes // RECORD.itemsize)
+        records = np.frombuffer(b"".join(found), dtype=self.record)
+        owner = np.repeat(lookup.buckets.astype(np.int64), sizes // self.record.itemsize)
         keys = (owner << 16) | records["check"].astype(np.int64)
         # ``wanted`` is sorted (np.unique): a binary search beats np.isin, which sorts both.
         at = np.minimum(np.searchsorted(lookup.wanted, keys), len(lookup.wanted) - 1)

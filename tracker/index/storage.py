@@ -43,8 +43,13 @@ class Storage(ABC):
         """Remove every bucket of this storage."""
 
     @abstractmethod
-    def incr(self, key: bytes) -> None:
-        """Add one to the counter at ``key`` (read back by :meth:`get` as ASCII digits)."""
+    def set_values(self, values: Mapping[bytes, int]) -> None:
+        """Set the counters at these keys together (all or none; read back by :meth:`get` as
+        ASCII digits)."""
+
+    @abstractmethod
+    def maximize(self, key: bytes, value: int) -> None:
+        """Raise the counter at ``key`` to ``value`` unless it is already at least that."""
 
     def compact(self) -> None:  # noqa: B027 - most storages have nothing to release
         """Release the spare room appends left in buckets (call after a bulk load)."""
@@ -85,8 +90,13 @@ class MemoryStorage(Storage):
                 else:
                     del self._buckets[key]
 
-    def incr(self, key: bytes) -> None:
-        self._buckets[key] = bytearray(b"%d" % (int(self._buckets.get(key) or 0) + 1))
+    def set_values(self, values: Mapping[bytes, int]) -> None:
+        for key, value in values.items():
+            self._buckets[key] = bytearray(b"%d" % value)
+
+    def maximize(self, key: bytes, value: int) -> None:
+        if int(self._buckets.get(key) or 0) < value:
+            self._buckets[key] = bytearray(b"%d" % value)
 
     def clear(self) -> None:
         self._buckets.clear()
@@ -105,6 +115,12 @@ for _, key in ipairs(KEYS) do
   if blob then redis.call('SET', key, blob) end
 end
 return #KEYS
+"""
+
+_MAXIMIZE = """
+local current = tonumber(redis.call('GET', KEYS[1]) or '0')
+if current < tonumber(ARGV[1]) then redis.call('SET', KEYS[1], ARGV[1]) end
+return 1
 """
 
 # ARGV: record size, byte offset of the doc field, the packed doc field to drop.
@@ -136,6 +152,7 @@ class RedisStorage(Storage):
         self._append = client.register_script(_APPEND)
         self._compact = client.register_script(_COMPACT)
         self._remove = client.register_script(_REMOVE)
+        self._maximize = client.register_script(_MAXIMIZE)
         self._appended: set[bytes] = set()
 
     def key(self, name: str) -> bytes:
@@ -150,8 +167,14 @@ class RedisStorage(Storage):
         pipe.execute()
         self._appended.update(keys)
 
-    def incr(self, key: bytes) -> None:
-        self.client.incr(key)
+    def set_values(self, values: Mapping[bytes, int]) -> None:
+        pipe = self.client.pipeline(transaction=True)  # MULTI/EXEC: both or neither
+        for key, value in values.items():
+            pipe.set(key, value)
+        pipe.execute()
+
+    def maximize(self, key: bytes, value: int) -> None:
+        self._maximize(keys=[key], args=[value])
 
     def compact(self) -> None:
         keys, self._appended = sorted(self._appended), set()

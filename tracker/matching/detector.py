@@ -116,7 +116,9 @@ class Detector:
         self.masters = MasterCache(store)
         self._io_pool: ThreadPoolExecutor | None = None  # round trips run in the background
         self._segmenter_pool: ThreadPoolExecutor | None = None  # jieba, on another core
-        self._changes: bytes | None = None  # the index's change counter when masters were cached
+        # The library version the last check ran against (read with its lookups): pages record
+        # it; cached masters are dropped when it moves (masters added, replaced or deleted).
+        self.version: int | None = None
 
     def _io(self) -> ThreadPoolExecutor:
         if self._io_pool is None:
@@ -155,10 +157,10 @@ class Detector:
         page_shingles = [Shingles.of(q.grams) for q in queries]
         if words is not None:
             simhashes = simhash_segmented(folded, words.result()).tolist()
-        changes = pending.result()
-        if changes != self._changes:  # masters added, replaced or deleted
+        version = pending.result()
+        if version != self.version:
             self.masters.clear()
-            self._changes = changes
+            self.version = version
         candidates = [self.index.candidates(q) for q in queries]
         long = [len(pages[i]) >= DENSE_BELOW_TOKENS for i in live]
         voted = {d for c, lp in zip(candidates, long, strict=True) for d in c.ranked(long_page=lp)}

@@ -1,25 +1,27 @@
-"""Build the daily infringement report from the ``matches`` and ``pages`` collections.
+"""Build the daily infringement report from the ``page_days``, ``matches`` and ``pages``
+collections, reading only.
 
-A match counts for a day when it was seen during the UTC day ``[day 00:00, day+1 00:00)``, i.e.
-last seen after the day began and first seen before it ended (as
-:meth:`MatchStore.seen_between`). The report is a plain dict (see :func:`build_report`) that
-the renderers in :mod:`tracker.reports.render` turn into JSON, CSV, HTML or takedown notices.
-Trends read the figures of earlier reports stored in MongoDB (:mod:`tracker.stores.reports`).
+A page counts for a UTC day with the masters its latest check of that day carried (the day's
+``page_days`` record, :meth:`MatchStore.carried_on`): a master the page no longer carried at
+its last crawl of the day is not listed, however often it was seen earlier. The report is a
+plain dict (see :func:`build_report`) that the renderers in :mod:`tracker.reports.render` turn
+into JSON, CSV, HTML or takedown notices. Trends read the figures of earlier reports stored in
+MongoDB (:mod:`tracker.stores.reports`); mirror groups are made when pages are crawled
+(:mod:`tracker.clustering`).
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
-from pymongo import DESCENDING
 from pymongo.database import Database
 
 from tracker.model import site_of
 from tracker.stores.clusters import ClusterStore
-from tracker.stores.masters import MasterStore
 from tracker.stores.pages import MatchStore
 from tracker.stores.reports import ReportStore
 
@@ -45,15 +47,15 @@ def build_report(
 
         {"date", "generated_at", "previous_report", "new_since",
          "summary": {"pages", "works", "sites", "matches", "new_pages", "new_matches", "groups"},
-         "works": [{"work", "chapters", "pages": [{"url", "site", "title", "doc_ids", "score",
-                                                   "coverage", "first_seen", "evidence",
-                                                   "last_seen", "new", "group"}],
+         "works": [{"work", "chapters", "pages": [{"url", "site", "title", "doc_ids", "copies",
+                                                   "score", "coverage", "first_seen",
+                                                   "evidence", "last_seen", "new", "group"}],
                     "total_chapters", "coverage", "first_seen", "last_seen", "new_pages",
                     "chapters_found": [{"doc_id", "title", "pages", "sites"}],
                     "sites": [{"site", "pages", "chapters", "coverage", "first_seen",
                                "last_seen", "new_pages"}]}],
-         "pages": [{"url", "site", "doc_ids", "score", "coverage", "first_seen", "last_seen",
-                    "new", "group"}],
+         "pages": [{"url", "site", "doc_ids", "copies", "score", "coverage", "first_seen",
+                    "last_seen", "new", "group"}],
          "sites": [{"site", "pages", "works", "matches", "new_pages", "first_seen", "last_seen",
                     "trend": [{"date", "pages"}]}],
          "groups": [{"group", "pages", "sites", "works", "doc_ids"}],
@@ -68,17 +70,19 @@ def build_report(
     ``coverage`` is the share of its chapters (master documents) found that day, on all sites
     together or, under ``sites``, on each one. ``groups`` are the mirror groups: clusters of
     near-duplicate pages (:mod:`tracker.clustering`) with two or more pages seen that day;
-    ``group`` is a page's cluster (None until clustered). ``trend`` and each site's ``trend``
-    cover the ``trend_days`` days up to ``day``, read from the stored reports (null for a day
-    without one).
+    ``group`` is a page's group (None when no other page of the day is near-identical to it).
+    ``copies`` sums up what a page copies per work (see :func:`copies`). ``trend`` and each
+    site's ``trend`` cover the ``trend_days`` days up to ``day``, read from the stored reports
+    (null for a day without one).
     """
-    _ensure_indexes(db)
-    matches = _matches_seen(db, *day_window(day))
+    matches = _carried_matches(db, day)
     previous = ReportStore(db).previous(day)
     new_since = day_window(date.fromisoformat(previous["_id"]))[1] if previous else None
     urls = {m["url"] for m in matches}
     titles = _page_titles(db, urls)
-    groups = ClusterStore(db).cluster_of(urls)
+    clusters = ClusterStore(db).cluster_of(urls)
+    sizes = Counter(clusters.values())
+    groups = {url: group for url, group in clusters.items() if sizes[group] > 1}
 
     def is_new(page_matches: list[dict]) -> bool:
         return new_since is None or min(_utc(m["first_seen"]) for m in page_matches) >= new_since
@@ -167,20 +171,14 @@ def _page_titles(db: Database, urls: Iterable[str]) -> dict[str, str]:
     return {doc["_id"]: str(doc.get("title") or "") for doc in cursor}
 
 
-def _ensure_indexes(db: Database) -> None:
-    """The indexes the report's queries use (creating an existing index is a no-op)."""
-    MatchStore(db).ensure_indexes()
-    MasterStore(db).ensure_indexes()
-    ClusterStore(db).ensure_indexes()
-
-
-def _matches_seen(db: Database, start: datetime, end: datetime) -> list[dict]:
-    """Matches seen in ``[start, end)``: last seen after start and first seen before end.
-
-    The query names the ``last_seen`` index: with a range on two fields SecantusDB would scan.
-    """
-    found = db["matches"].find({"last_seen": {"$gte": start}, "first_seen": {"$lt": end}})
-    return list(found.hint([("last_seen", DESCENDING)]))
+def _carried_matches(db: Database, day: date) -> list[dict]:
+    """The matches the day's pages carried at their latest check of the day, each with
+    ``last_seen`` set to that check's time."""
+    store = MatchStore(db)
+    page_days = store.carried_on(day)
+    latest = {(pd["url"], str(doc_id)): pd["at"] for pd in page_days for doc_id in pd["doc_ids"]}
+    found = store.by_ids(latest)
+    return [{**m, "last_seen": latest[(m["url"], str(m["doc_id"]))]} for m in found]
 
 
 def _chapter_totals(db: Database, works: Iterable[str]) -> dict[str, int]:
@@ -347,15 +345,62 @@ def _work_of(match: dict) -> str:
 
 
 def _page_entry(url: str, matches: list[dict]) -> dict[str, Any]:
-    """``url, site, doc_ids, score, coverage, first_seen`` aggregated over ``matches``."""
+    """``url, site, doc_ids, copies, score, coverage, first_seen`` aggregated over
+    ``matches``."""
     return {
         "url": url,
         "site": matches[0].get("site") or site_of(url),
         "doc_ids": sorted({str(m["doc_id"]) for m in matches}),
+        "copies": copies(matches),
         "score": round(max(_number(m.get("score")) for m in matches), 4),
         "coverage": round(max(_number(m.get("coverage")) for m in matches), 4),
         "first_seen": min(_utc(m["first_seen"]) for m in matches).isoformat(),
     }
+
+
+def copies(matches: Iterable[dict]) -> list[dict[str, Any]]:
+    """What a page copies, work by work: ``{"work", "chapters", "numbers", "label"}``, e.g. a
+    whole-book page as ``98 chapters of 西游记 (1–98)`` rather than 98 loose rows. Chapter
+    numbers are read from the doc ids (``WORK/0001``, as ``tracker ingest`` names chapters)."""
+    by_work: dict[str, set[str]] = defaultdict(set)
+    for match in matches:
+        by_work[_work_of(match)].add(str(match["doc_id"]))
+    found = []
+    for work, doc_ids in sorted(by_work.items(), key=lambda item: (-len(item[1]), item[0])):
+        numbers = chapter_ranges(doc_ids)
+        count = len(doc_ids)
+        label = f"{count} chapter{'' if count == 1 else 's'} of {work}"
+        found.append(
+            {
+                "work": work,
+                "chapters": count,
+                "numbers": numbers,
+                "label": f"{label} ({numbers})" if numbers else label,
+            }
+        )
+    return found
+
+
+_CHAPTER_NUMBER = re.compile(r"(\d+)$")
+
+
+def chapter_ranges(doc_ids: Iterable[str]) -> str:
+    """``1–98`` or ``1–3, 7, 9–12`` from the numbers ending the doc ids; "" when one of them
+    has none (articles, ids of the rights holder's own)."""
+    numbers = []
+    for doc_id in doc_ids:
+        found = _CHAPTER_NUMBER.search(doc_id)
+        if found is None:
+            return ""
+        numbers.append(int(found[1]))
+    numbers.sort()
+    runs: list[list[int]] = []
+    for number in numbers:
+        if runs and number <= runs[-1][1] + 1:
+            runs[-1][1] = max(runs[-1][1], number)
+        else:
+            runs.append([number, number])
+    return ", ".join(str(a) if a == b else f"{a}–{b}" for a, b in runs)
 
 
 def _ordered_page(entry: dict[str, Any]) -> dict[str, Any]:
@@ -364,6 +409,7 @@ def _ordered_page(entry: dict[str, Any]) -> dict[str, Any]:
         "site",
         "title",
         "doc_ids",
+        "copies",
         "score",
         "coverage",
         "first_seen",

@@ -16,7 +16,8 @@ from collections import defaultdict
 from datetime import UTC, datetime
 from typing import Any
 
-from tracker.reports.build import UNKNOWN_WORK
+from tracker.reports.build import UNKNOWN_WORK, chapter_ranges
+from tracker.reports.render import FOLDED_CHAPTERS
 
 PLACEHOLDER_SENDER = "[rights holder: name, address, e-mail]"
 STATEMENT = (
@@ -83,9 +84,25 @@ def notice(site: str, pages: dict[str, dict[str, Any]], day: str) -> str:
     ]
     for number, (url, page) in enumerate(sorted(pages.items()), start=1):
         lines += ["", f"{number}. {plain(url)}"]
+        by_work: dict[str, list[tuple[str, str]]] = defaultdict(list)
         for work, doc_id, title in sorted(set(page["copies"])):
-            shown = f"{_work_name(work)} {plain(title, 120)}".strip()
-            lines.append(f"   Copies: {shown} [{plain(doc_id, 120)}]")
+            by_work[work].append((doc_id, title))
+        for work, chapters in sorted(by_work.items()):
+            if len(chapters) > FOLDED_CHAPTERS:  # a whole book: one line, then the chapters
+                numbers = chapter_ranges(doc_id for doc_id, _ in chapters)
+                lines.append(
+                    f"   Copies: {len(chapters)} chapters of {_work_name(work)}"
+                    + (f" ({plain(numbers)})" if numbers else "")
+                    + ":"
+                )
+                lines += [
+                    f"     - {plain(title, 120)} [{plain(doc_id, 120)}]".replace(" []", "")
+                    for doc_id, title in chapters
+                ]
+                continue
+            for doc_id, title in chapters:
+                shown = f"{_work_name(work)} {plain(title, 120)}".strip()
+                lines.append(f"   Copies: {shown} [{plain(doc_id, 120)}]")
         lines.append(f"   Seen: first {plain(page['first_seen'])}, last {plain(page['last_seen'])}")
         for passage in page["evidence"][:3]:
             lines.append(f"   Evidence, as found on the page: > {plain(passage, 300)}")

@@ -29,6 +29,7 @@ CSV_COLUMNS = (
     "last_seen",
     "new",
     "group",
+    "copies",
 )
 
 
@@ -39,12 +40,14 @@ def to_json(report: dict[str, Any]) -> str:
 
 def to_csv(report: dict[str, Any]) -> str:
     """One row per (page, doc_id) match; score, coverage, first/last seen and new are the
-    page's values for that work, group its mirror group."""
+    page's values for that work, group its mirror group, copies what the page copies of the
+    work ("98 chapters of 西游记 (1–98)")."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
     for work in report["works"]:
         for page in work["pages"]:
+            copied = "; ".join(c["label"] for c in page.get("copies", []))
             for doc_id in page["doc_ids"]:
                 writer.writerow(
                     (
@@ -59,6 +62,7 @@ def to_csv(report: dict[str, Any]) -> str:
                         page.get("last_seen", ""),
                         "yes" if page.get("new") else "no",
                         "" if page.get("group") is None else page["group"],
+                        copied,
                     )
                 )
     return out.getvalue()
@@ -198,11 +202,17 @@ first seen {_when(work.get("first_seen"))}, last seen {_when(work.get("last_seen
 </section>"""
 
 
+FOLDED_CHAPTERS = 3  # a page copying more chapters shows their count, the list folded
+
+
 def _page_row(page: dict[str, Any]) -> str:
     title = str(page.get("title") or "")
     title_html = f"<div>{escape(title)}</div>" if title else ""
     new = ' <span class="new">new</span>' if page.get("new") else ""
     doc_ids = ", ".join(escape(str(doc_id)) for doc_id in page["doc_ids"])
+    if len(page["doc_ids"]) > FOLDED_CHAPTERS:  # a whole book: one line, the list behind it
+        label = "; ".join(str(c["label"]) for c in page.get("copies", []))
+        doc_ids = f"<details><summary>{escape(label)}</summary>{doc_ids}</details>"
     group = page.get("group")
     group_html = (
         f'<a href="#group-{escape(str(group))}">G{escape(str(group))}</a>'

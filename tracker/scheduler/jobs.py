@@ -4,7 +4,12 @@ Jobs, by name:
 
 ``pull``
     Ingest new master documents from the drop folder and the MongoDB source
-    (:mod:`tracker.scheduler.sources`); on ``pull_cron``.
+    (:mod:`tracker.scheduler.sources`); on ``pull_cron``. A pull that changed the library runs
+    ``rematch`` next.
+``rematch``
+    Match the stored pages again against the masters added or changed since they were matched,
+    and finish the pages whose matching failed (:mod:`tracker.rematch`); after every pull that
+    changed the library and every crawl that could not match all its pages.
 ``crawl:SITE``
     ``scrapy crawl SPIDER -a …`` for one configured site, in a subprocess
     (:func:`tracker.crawl.run_crawl`), then cluster the pages it matched; on the site's cron.
@@ -40,10 +45,10 @@ from tracker.clustering import PageClusterer
 from tracker.config import ConfigError, Settings
 from tracker.crawl import run_crawl
 from tracker.library import MasterLibrary
+from tracker.locks import HeldLock
 from tracker.reports.daily import publish_report
 from tracker.runtime import Runtime
 from tracker.scheduler import runs
-from tracker.locks import HeldLock
 from tracker.scheduler.sources import Cursors, configured_sources, pull_all
 from tracker.stores.reports import ReportStore
 
@@ -119,9 +124,9 @@ def _site_file_schedule(raw: Mapping[str, Any], where: str) -> str | None:
 @dataclass(frozen=True)
 class JobSpec:
     name: str
-    kind: str  # "pull" | "crawl" | "report"
+    kind: str  # "pull" | "rematch" | "crawl" | "report"
     schedule: str  # as configured, for people
-    trigger: CronTrigger
+    trigger: CronTrigger | None  # None: run by other jobs (and by hand), never on a clock
     description: str
     site: SiteSchedule | None = None
 
@@ -157,6 +162,13 @@ def job_plan(settings: Settings) -> list[JobSpec]:
             schedule=settings.pull_cron,
             trigger=_cron(settings.pull_cron, tz, "pull_cron"),
             description="pull new master work",
+        ),
+        JobSpec(
+            name="rematch",
+            kind="rematch",
+            schedule="after a pull that changed the library, or a degraded crawl",
+            trigger=None,
+            description="match stored pages against new masters, finish failed pages",
         ),
         JobSpec(
             name="report",
@@ -296,9 +308,25 @@ def pull_job(context: JobContext, spec: JobSpec, now: datetime) -> dict[str, Any
         if client is not None:
             client.close()
     result = summary.to_dict()
+    if summary.added or summary.replaced:
+        result["rematch"] = _then_rematch(context, spec.name)
     if summary.failed:
         raise JobFailed("a master source could not be read to its end", result)
     return result
+
+
+def rematch_job(context: JobContext, spec: JobSpec, now: datetime) -> dict[str, Any]:
+    from tracker.rematch import Rematcher  # loads the matching engine: only where used
+
+    summary = Rematcher(context.runtime).run(stop=context.stop)
+    return summary.to_dict()
+
+
+def _then_rematch(context: JobContext, after: str) -> dict[str, Any]:
+    """Run ``rematch`` after the job ``after`` (recorded as a run of its own); its record's id
+    and status."""
+    record = context.run("rematch", trigger=f"after {after}")
+    return {"run": record.get("_id"), "status": record.get("status")}
 
 
 def crawl_job(context: JobContext, spec: JobSpec, now: datetime) -> dict[str, Any]:
@@ -335,6 +363,8 @@ def crawl_job(context: JobContext, spec: JobSpec, now: datetime) -> dict[str, An
         result["stats"] = recorded[-1].get("stats", {})
     clusters = PageClusterer.from_runtime(context.runtime).cluster_seen_since(started)
     result["clustering"] = clusters.to_dict()
+    if recorded and recorded[-1].get("status") == "degraded":
+        result["rematch"] = _then_rematch(context, spec.name)
     if code != 0:
         raise JobFailed(f"scrapy exited with code {code}; see {log_file}", result)
     return result
@@ -369,6 +399,7 @@ def report_job(context: JobContext, spec: JobSpec, now: datetime) -> dict[str, A
 
 JOBS: dict[str, Callable[[JobContext, JobSpec, datetime], dict[str, Any]]] = {
     "pull": pull_job,
+    "rematch": rematch_job,
     "crawl": crawl_job,
     "report": report_job,
 }

@@ -1,9 +1,12 @@
 """``tracker schedule``: an APScheduler 3 service whose jobs live in MongoDB, run by whichever
 scheduler process holds the scheduler lock in Redis.
 
-* The job store is APScheduler's :class:`MongoDBJobStore` (collection ``scheduler_jobs``), so
-  the jobs and their next run times survive restarts; the ledger (:mod:`~tracker.scheduler.runs`)
-  keeps their past runs.
+* The jobs are made from the configuration at every start; only each job's next run time (and
+  its schedule, to tell a changed one) is kept in MongoDB (collection ``scheduler_jobs``), as
+  plain values, so the next run times survive restarts (:class:`RunTimeJobStore`); the ledger
+  (:mod:`~tracker.scheduler.runs`) keeps their past runs. APScheduler's own MongoDB job store
+  pickles whole jobs and unpickles what it reads back: a document forged in the database would
+  run code in the scheduler.
 * Misfires: runs missed while no scheduler was up are coalesced into one, and a run more than
   ``misfire_grace_s`` late is skipped, logged and recorded as ``missed`` (the report job then
   catches up the missing days on its next run). A run interrupted by a crash is recorded as
@@ -22,7 +25,6 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-import pymongo
 from apscheduler.events import (
     EVENT_JOB_ERROR,
     EVENT_JOB_MAX_INSTANCES,
@@ -32,17 +34,18 @@ from apscheduler.events import (
 from apscheduler.executors.base import BaseExecutor
 from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.job import Job
-from apscheduler.jobstores.mongodb import MongoDBJobStore
+from apscheduler.jobstores.memory import MemoryJobStore
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.schedulers.base import BaseScheduler
-from apscheduler.util import utc_timestamp_to_datetime
+from apscheduler.util import datetime_to_utc_timestamp, utc_timestamp_to_datetime
+from pymongo.collection import Collection
 from pymongo.errors import PyMongoError
 from redis.exceptions import RedisError
 
 from tracker.config import Settings
+from tracker.locks import HeldLock
 from tracker.runtime import Runtime
 from tracker.scheduler import jobs, runs
-from tracker.locks import HeldLock
 
 log = logging.getLogger(__name__)
 
@@ -50,25 +53,47 @@ JOBS_COLLECTION = "scheduler_jobs"
 WORKERS = 3
 
 
-class IndexedMongoDBJobStore(MongoDBJobStore):
-    """:class:`MongoDBJobStore` whose next-run-time lookup can use its ``next_run_time`` index.
+class RunTimeJobStore(MemoryJobStore):
+    """Jobs in memory; their next run time and schedule (``repr`` of the trigger) written
+    through to a MongoDB collection, ``{_id: job id, next_run_time: UTC timestamp or null,
+    trigger}``, read back with :meth:`stored` when the jobs are made again at start."""
 
-    The stock query (``next_run_time != null``, sorted) is a collection scan on SecantusDB;
-    ``next_run_time > -inf`` selects the same jobs (run times are UTC timestamps, paused jobs
-    have null) as a range on the index.
-    """
+    def __init__(self, collection: Collection) -> None:
+        super().__init__()
+        self.collection = collection
 
-    def get_next_run_time(self) -> datetime | None:
-        document = self.collection.find_one(
-            {"next_run_time": {"$gt": float("-inf")}},
-            projection=["next_run_time"],
-            sort=[("next_run_time", pymongo.ASCENDING)],
-        )
-        return utc_timestamp_to_datetime(document["next_run_time"]) if document else None
+    def stored(self) -> dict[str, dict[str, Any]]:
+        return {doc["_id"]: doc for doc in self.collection.find({}, {"job_state": 0})}
+
+    def add_job(self, job: Job) -> None:
+        super().add_job(job)
+        self._save(job)
+
+    def update_job(self, job: Job) -> None:
+        super().update_job(job)
+        self._save(job)
+
+    def remove_job(self, job_id: str) -> None:
+        super().remove_job(job_id)
+        self.collection.delete_one({"_id": job_id})
+
+    def remove_all_jobs(self) -> None:
+        super().remove_all_jobs()
+        self.collection.delete_many({})
 
     def shutdown(self) -> None:
-        """Leave the client open: its owner closes it once the scheduler's thread has ended
-        (the stock store closes it first, and that thread's last look finds it closed)."""
+        """Forget the jobs in memory only: the run times stay for the next start."""
+        MemoryJobStore.remove_all_jobs(self)
+
+    def _save(self, job: Job) -> None:
+        self.collection.replace_one(
+            {"_id": job.id},
+            {
+                "next_run_time": datetime_to_utc_timestamp(job.next_run_time),
+                "trigger": repr(job.trigger),
+            },
+            upsert=True,
+        )
 
 
 def _with_run_time(job: Job, run_times: list[datetime]) -> Job:
@@ -136,7 +161,7 @@ class SchedulerService:
         )
         self.context = jobs.JobContext(settings, self.runtime, clock=clock, leader=self.leader)
         self.scheduler: BaseScheduler | None = None
-        self._store_client: pymongo.MongoClient | None = None
+        self.store: RunTimeJobStore  # made with the scheduler, when it starts acting
         self.acting = threading.Event()  # set while this scheduler holds the lock and runs jobs
 
     @property
@@ -170,9 +195,6 @@ class SchedulerService:
         if self.scheduler is not None and self.scheduler.running:
             self.scheduler.shutdown(wait=wait)
         self.scheduler = None
-        if self._store_client is not None:
-            self._store_client.close()
-            self._store_client = None
         jobs.deactivate(self.id)
         self.leader.release()
 
@@ -208,14 +230,9 @@ class SchedulerService:
     # ------------------------------------------------------------------------------ jobs
 
     def _build_scheduler(self) -> BaseScheduler:
-        client = self._store_client = pymongo.MongoClient(
-            self.runtime.mongo_url, tz_aware=True, serverSelectionTimeoutMS=10_000
-        )
-        store = IndexedMongoDBJobStore(
-            database=self.settings.mongo_db, collection=JOBS_COLLECTION, client=client
-        )
+        self.store = RunTimeJobStore(self.runtime.db[JOBS_COLLECTION])
         scheduler = self.scheduler_class(
-            jobstores={"default": store},
+            jobstores={"default": self.store},
             executors={"default": self.executor or RunTimeThreadPoolExecutor(WORKERS)},
             job_defaults={
                 "coalesce": True,
@@ -230,27 +247,30 @@ class SchedulerService:
         return scheduler
 
     def sync_jobs(self) -> None:
-        """Make the job store hold exactly the configured jobs. A job whose schedule did not
-        change keeps its stored next run time, so runs missed while down are not forgotten."""
+        """Make the configured jobs. A job whose schedule did not change keeps its stored next
+        run time, so runs missed while down are not forgotten; jobs no longer configured are
+        dropped from the store."""
         scheduler = self.scheduler
         assert scheduler is not None
-        plan = self.context.plan
-        for job in scheduler.get_jobs():
-            if job.id not in plan:
-                log.info("removing job %s: no longer configured", job.id)
-                scheduler.remove_job(job.id)
+        plan = {name: spec for name, spec in self.context.plan.items() if spec.trigger}
+        stored = self.store.stored()
+        for name in sorted(set(stored) - set(plan)):
+            log.info("removing job %s: no longer configured", name)
+            self.store.collection.delete_one({"_id": name})
         for name, spec in plan.items():
-            existing = scheduler.get_job(name)
             arguments: dict[str, Any] = {
                 "func": jobs.run_scheduled,
                 "args": (self.id, name),
                 "kwargs": {},
                 "name": spec.description,
             }
-            if existing is not None and repr(existing.trigger) == repr(spec.trigger):
-                scheduler.modify_job(name, **arguments)
-                continue
-            if spec.kind == "pull" and existing is None:
+            known = stored.get(name)
+            if known is not None and known.get("trigger", repr(spec.trigger)) == repr(spec.trigger):
+                run_time = known.get("next_run_time")
+                arguments["next_run_time"] = (
+                    utc_timestamp_to_datetime(run_time) if run_time is not None else None
+                )
+            elif spec.kind == "pull" and known is None:
                 arguments["next_run_time"] = self.clock()  # a new deployment pulls at once
             scheduler.add_job(trigger=spec.trigger, id=name, replace_existing=True, **arguments)
 
@@ -265,8 +285,13 @@ class SchedulerService:
                 continue  # really running, e.g. started by `tracker run-job`
             log.warning("run %s was interrupted; running %s again", run["_id"], name)
             self.context.runs.finish(run["_id"], runs.INTERRUPTED, finished_at=now)
-            if name in self.context.plan:
+            spec = self.context.plan.get(name)
+            if spec is not None and spec.trigger is not None:
                 scheduler.modify_job(name, next_run_time=now)
+            elif spec is not None:  # run by other jobs only: once, now
+                scheduler.add_job(
+                    jobs.run_scheduled, args=(self.id, name), id=f"{name}:again", name=name
+                )
 
     def _on_event(self, event: JobEvent) -> None:
         scheduled = getattr(event, "scheduled_run_time", None)
@@ -302,30 +327,18 @@ def lock_name(settings: Settings) -> str:
 
 
 def list_jobs(settings: Settings, runtime: Runtime) -> list[dict[str, Any]]:
-    """Each configured job with its schedule, next run (from the job store when scheduled) and
-    last run (from the ledger), read without taking the scheduler lock."""
+    """Each configured job with its schedule, next run (from the stored run times when
+    scheduled) and last run (from the ledger), read without taking the scheduler lock."""
     context = jobs.JobContext(settings, runtime)
-    client = pymongo.MongoClient(runtime.mongo_url, tz_aware=True)
-    scheduler = StepScheduler(
-        jobstores={
-            "default": IndexedMongoDBJobStore(
-                database=settings.mongo_db, collection=JOBS_COLLECTION, client=client
-            )
-        },
-        timezone=settings.schedule_timezone,
-    )
-    scheduler.start(paused=True)
-    try:
-        stored = {job.id: job for job in scheduler.get_jobs()}
-    finally:
-        scheduler.shutdown(wait=False)
-        client.close()
+    stored = RunTimeJobStore(runtime.db[JOBS_COLLECTION]).stored()
     now = datetime.now(UTC)
     rows = []
     for name, spec in context.plan.items():
-        job = stored.get(name)
-        if job is not None:
-            next_run, scheduled = job.next_run_time, True
+        known = stored.get(name)
+        if spec.trigger is None:
+            next_run, scheduled = None, False
+        elif known is not None and known.get("next_run_time") is not None:
+            next_run, scheduled = utc_timestamp_to_datetime(known["next_run_time"]), True
         else:
             next_run, scheduled = spec.trigger.get_next_fire_time(None, now), False
         rows.append(

@@ -1,20 +1,38 @@
 """Crawled pages and their matches in MongoDB.
 
-``pages``: one document per URL (upserted), with the extracted text and a content hash so an
-unchanged re-crawl adds nothing. ``matches``: one document per (page URL, master doc id) with the
-score, coverage and evidence passages; ``first_seen``/``last_seen`` record when it was found.
+``pages``: one document per URL (upserted), with the extracted text, a content hash so an
+unchanged re-crawl adds nothing, and its *match state*: whether matching succeeded
+(``match_state``: ``ok`` or ``failed``), the library version it was matched against
+(``matched_version``), the masters it carries (``matched_doc_ids``), and ``n``, its number in
+the page index (:mod:`tracker.index.page_index`), new for every new text.
+
+``matches``: one document per (page URL, master doc id) with the score, coverage and evidence
+passages; ``first_seen``/``last_seen`` record when the page was first and last seen carrying it,
+``active`` whether its latest check still finds it (a match the page no longer carries is
+*closed*: ``active: false``, ``closed_at``, its ``last_seen`` kept).
+
+``page_days``: one document per page and UTC day it carried a match, with the doc ids its
+latest check of that day found: a day's report lists exactly these.
+
+Writes go matches first, page last: the page document is the commit point, so a page whose
+matches could not be written keeps its old content hash (or none) and is matched again by the
+next crawl.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Any
 
-from pymongo import ASCENDING, DESCENDING, UpdateOne
+from pymongo import ASCENDING, DESCENDING, ReturnDocument, UpdateOne
 from pymongo.database import Database
 
 from tracker.model import content_hash, site_of
+
+OK, FAILED = "ok", "failed"
+IN_BATCH = 1000
 
 
 @dataclass
@@ -26,32 +44,63 @@ class PageRecord:
     status: int = 200
     simhash: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    # Match state: the doc ids the page carries (None: matching failed), the library version
+    # they were found against, and the page's number in the page index (for a new text).
+    matched: list[str] | None = field(default_factory=list)
+    library_version: int = 0
+    n: int | None = None
 
 
 class PageStore:
     def __init__(self, db: Database) -> None:
         self.pages = db["pages"]
+        self.counters = db["counters"]
 
     def ensure_indexes(self) -> None:
         self.pages.create_index([("site", ASCENDING), ("last_seen", DESCENDING)])
         self.pages.create_index([("last_seen", DESCENDING)])
         self.pages.create_index([("content_hash", ASCENDING)])
+        self.pages.create_index([("n", ASCENDING)])
+        self.pages.create_index([("match_state", ASCENDING)])
+        self.pages.create_index([("stored_at", ASCENDING)])
+
+    def allocate_n(self) -> int:
+        """A new page number for the page index."""
+        doc = self.counters.find_one_and_update(
+            {"_id": "page_n"},
+            {"$inc": {"seq": 1}},
+            upsert=True,
+            return_document=ReturnDocument.AFTER,
+        )
+        return int(doc["seq"])
+
+    def state(self, url: str) -> dict[str, Any] | None:
+        """The stored page's content hash and match state, or None."""
+        return self.pages.find_one({"_id": url}, _STATE)
 
     def known_hash(self, url: str) -> str | None:
-        doc = self.pages.find_one({"_id": url}, {"content_hash": 1})
+        doc = self.state(url)
         return doc.get("content_hash") if doc else None
 
     def save(self, page: PageRecord, now: datetime | None = None) -> bool:
-        """Upsert ``page``; returns True when its content is new or changed."""
+        """Upsert ``page`` with its match state; returns True when its content is new or
+        changed."""
         now = now or datetime.now(UTC)
         digest = content_hash(page.text)
         changed = self.known_hash(page.url) != digest
-        update: dict[str, Any] = {
-            "$set": {"last_seen": now, "status": page.status},
-            "$setOnInsert": {"first_seen": now, "site": site_of(page.url)},
+        fields: dict[str, Any] = {
+            "last_seen": now,
+            "status": page.status,
+            "stored_at": now,
+            "match_state": OK if page.matched is not None else FAILED,
+            "matched_version": page.library_version,
         }
+        if page.matched is not None:
+            fields["matched_doc_ids"] = list(page.matched)
+        if page.n is not None:
+            fields["n"] = page.n
         if changed:
-            update["$set"].update(
+            fields.update(
                 {
                     "text": page.text,
                     "title": page.title,
@@ -62,8 +111,29 @@ class PageStore:
                     **page.extra,
                 }
             )
+        update = {"$set": fields, "$setOnInsert": {"first_seen": now, "site": site_of(page.url)}}
         self.pages.update_one({"_id": page.url}, update, upsert=True)
         return changed
+
+    def set_matched(
+        self,
+        url: str,
+        doc_ids: list[str],
+        version: int,
+        now: datetime | None = None,
+        n: int | None = None,
+    ) -> None:
+        """Record a successful (re)match of the stored page ``url`` (and its new page number,
+        if it was filed now)."""
+        fields: dict[str, Any] = {
+            "match_state": OK,
+            "matched_version": version,
+            "matched_doc_ids": doc_ids,
+            "stored_at": now or datetime.now(UTC),
+        }
+        if n is not None:
+            fields["n"] = n
+        self.pages.update_one({"_id": url}, {"$set": fields})
 
     def touch(self, url: str, now: datetime | None = None, status: int | None = None) -> bool:
         """Record that ``url`` was seen again, unchanged; returns False when it is not stored."""
@@ -72,51 +142,146 @@ class PageStore:
             fields["status"] = status
         return self.pages.update_one({"_id": url}, {"$set": fields}).matched_count > 0
 
+    def by_ns(self, ns: Iterable[int], fields: dict[str, int] | None = None) -> list[dict]:
+        """The stored pages whose current page number is one of ``ns``."""
+        ns = sorted({int(n) for n in ns})
+        found = []
+        for start in range(0, len(ns), IN_BATCH):
+            query = {"n": {"$in": ns[start : start + IN_BATCH]}}
+            found += self.pages.find(query, fields)
+        return found
+
+    def failed(self, fields: dict[str, int] | None = None) -> list[dict]:
+        """Pages whose matching failed."""
+        query = {"match_state": FAILED}
+        return list(self.pages.find(query, fields).hint([("match_state", ASCENDING)]))
+
+    def with_n_above(self, n: int, fields: dict[str, int] | None = None) -> list[dict]:
+        """Pages whose page number is above ``n`` (filed after it)."""
+        query = {"n": {"$gt": n}}
+        return list(self.pages.find(query, fields).hint([("n", ASCENDING)]))
+
+    def max_n(self) -> int:
+        top = self.pages.find({"n": {"$gt": 0}}, {"n": 1}, sort=[("n", DESCENDING)], limit=1)
+        doc = next(iter(top.hint([("n", ASCENDING)])), None)
+        return int(doc["n"]) if doc else 0
+
+    def count(self) -> int:
+        return self.pages.estimated_document_count()
+
+
+_STATE = {
+    "content_hash": 1,
+    "match_state": 1,
+    "matched_version": 1,
+    "matched_doc_ids": 1,
+    "stored_at": 1,
+    "n": 1,
+}
+
+
+def day_of(moment: datetime) -> str:
+    """The UTC day of ``moment``, ``YYYY-MM-DD``."""
+    utc = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    return utc.date().isoformat()
+
 
 class MatchStore:
     def __init__(self, db: Database) -> None:
         self.matches = db["matches"]
+        self.page_days = db["page_days"]
 
     def ensure_indexes(self) -> None:
         self.matches.create_index([("last_seen", DESCENDING)])
         self.matches.create_index([("first_seen", DESCENDING)])
         self.matches.create_index([("doc_id", ASCENDING)])
         self.matches.create_index([("url", ASCENDING)])
+        self.page_days.create_index([("day", ASCENDING), ("site", ASCENDING)])
 
-    def record(self, url: str, matches: list[dict[str, Any]], now: datetime | None = None) -> int:
-        """Upsert the matches of one page; returns how many were new."""
-        if not matches:
-            return 0
+    def record(
+        self, url: str, matches: list[dict[str, Any]], now: datetime | None = None
+    ) -> tuple[int, int]:
+        """What a check of page ``url`` found now: its matches are upserted (reopened if they
+        had been closed), the page's other open matches closed, and the day's record of the
+        page set to these. Returns (new matches, closed matches)."""
         now = now or datetime.now(UTC)
         site = site_of(url)
-        ops = []
-        for match in matches:
-            fields = {k: v for k, v in match.items() if k != "doc_id"}
-            ops.append(
-                UpdateOne(
-                    {"_id": f"{url}\x00{match['doc_id']}"},
-                    {
-                        "$set": {
-                            **fields,
-                            "url": url,
-                            "site": site,
-                            "doc_id": match["doc_id"],
-                            "last_seen": now,
-                        },
-                        "$setOnInsert": {"first_seen": now},
+        carried = [str(m["doc_id"]) for m in matches]
+        ops = [
+            UpdateOne(
+                {"_id": f"{url}\x00{match['doc_id']}"},
+                {
+                    "$set": {
+                        **{k: v for k, v in match.items() if k != "doc_id"},
+                        "url": url,
+                        "site": site,
+                        "doc_id": str(match["doc_id"]),
+                        "last_seen": now,
+                        "active": True,
                     },
-                    upsert=True,
-                )
+                    "$unset": {"closed_at": ""},
+                    "$setOnInsert": {"first_seen": now},
+                },
+                upsert=True,
             )
-        result = self.matches.bulk_write(ops, ordered=False)
-        return result.upserted_count
+            for match in matches
+        ]
+        new = self.matches.bulk_write(ops, ordered=False).upserted_count if ops else 0
+        closed = self.matches.update_many(
+            {"url": url, "active": {"$ne": False}, "doc_id": {"$nin": carried}},
+            {"$set": {"active": False, "closed_at": now}},
+        ).modified_count
+        if carried or closed:
+            self._carried(url, site, carried, now)
+        return new, closed
 
     def touch(self, url: str, now: datetime | None = None) -> int:
-        """Mark the matches of an unchanged page as seen again; returns how many there are."""
+        """Mark the open matches of an unchanged page as seen again; returns how many."""
+        now = now or datetime.now(UTC)
+        open_matches = {"url": url, "active": {"$ne": False}}
+        carried = [doc["doc_id"] for doc in self.matches.find(open_matches, {"doc_id": 1})]
+        if carried:
+            self.matches.update_many(open_matches, {"$set": {"last_seen": now}})
+            self._carried(url, site_of(url), carried, now)
+        return len(carried)
+
+    def close_doc(self, doc_id: str, now: datetime | None = None) -> int:
+        """Close every open match of master ``doc_id`` (deleted from the library)."""
         result = self.matches.update_many(
-            {"url": url}, {"$set": {"last_seen": now or datetime.now(UTC)}}
+            {"doc_id": doc_id, "active": {"$ne": False}},
+            {"$set": {"active": False, "closed_at": now or datetime.now(UTC)}},
         )
-        return result.matched_count
+        return result.modified_count
+
+    def open_urls(self, doc_ids: Iterable[str]) -> set[str]:
+        """Pages with an open match of one of these masters."""
+        doc_ids = sorted(set(doc_ids))
+        urls: set[str] = set()
+        for start in range(0, len(doc_ids), IN_BATCH):
+            query = {"doc_id": {"$in": doc_ids[start : start + IN_BATCH]}, "active": {"$ne": False}}
+            urls.update(doc["url"] for doc in self.matches.find(query, {"url": 1}))
+        return urls
+
+    def _carried(self, url: str, site: str, doc_ids: list[str], now: datetime) -> None:
+        day = day_of(now)
+        self.page_days.update_one(
+            {"_id": f"{day} {url}"},
+            {"$set": {"day": day, "url": url, "site": site, "doc_ids": doc_ids, "at": now}},
+            upsert=True,
+        )
+
+    def carried_on(self, day: date) -> list[dict]:
+        """The day's record of every page that carried a match on ``day``: ``url``, ``site``,
+        ``doc_ids`` (found by its latest check that day; empty if it lost them all), ``at``."""
+        return list(self.page_days.find({"day": day.isoformat()}))
+
+    def by_ids(self, keys: Iterable[tuple[str, str]]) -> list[dict]:
+        """The match documents of these (url, doc id) pairs."""
+        ids = sorted({f"{url}\x00{doc_id}" for url, doc_id in keys})
+        found = []
+        for start in range(0, len(ids), IN_BATCH):
+            found += self.matches.find({"_id": {"$in": ids[start : start + IN_BATCH]}})
+        return found
 
     def seen_between(self, start: datetime, end: datetime) -> list[dict]:
         """Matches seen in ``[start, end)``: last seen after start and first seen before end."""

@@ -1,0 +1,58 @@
+"""``tracker rematch``: match the stored pages again where the library changed since they were
+matched (masters added or replaced), and finish the pages whose matching failed (see
+:mod:`tracker.rematch`). The scheduler runs it after every pull that changed the library."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from tracker.config import Settings
+from tracker.runtime import Runtime
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser(
+        "rematch",
+        help="match stored pages against masters added since they were crawled; "
+        "finish pages whose matching failed",
+    )
+    parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    from tracker.rematch import Rematcher
+
+    console = Console(stderr=True)
+    runtime = Runtime(settings)
+    try:
+        with Progress(
+            TextColumn("rematch"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            disable=not console.is_terminal,
+        ) as progress:
+            task = progress.add_task("rematch", total=None)
+            summary = Rematcher(runtime).run(
+                progress=lambda done, total: progress.update(task, completed=done, total=total)
+            )
+    finally:
+        runtime.close()
+    if args.json:
+        print(json.dumps(summary.to_dict(), ensure_ascii=False))
+        return 0
+    print(
+        f"rematched {summary.checked} page(s) against library version "
+        f"{summary.library_version}: {summary.failed_pages} whose matching had failed, "
+        f"{summary.candidate_pages} sharing anchors with {summary.changed_masters} master(s) "
+        f"added or changed since version {summary.since_version}; "
+        f"{summary.new_matches} new match(es) on {summary.matched_pages} page(s), "
+        f"{summary.closed_matches} closed, in {summary.seconds:.1f}s"
+    )
+    return 0

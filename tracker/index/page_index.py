@@ -1,0 +1,82 @@
+"""Inverted index of the stored pages' anchors: which pages may copy a master added today.
+
+Pirates publish first and rights holders register the book later, so ``tracker rematch`` must
+find, among every page ever stored, the few that copy a master new to the library, in time that
+grows with the change rather than with the page store. Each stored page files its winnowed
+shingle anchors here (Schleimer, Wilkerson and Aiken's winnowing with the long masters' window
+``SPARSE_WINDOW``, see :mod:`tracker.index.anchor_index`); a changed master is looked up with
+its own anchors selected the same way, whatever its length. A passage of at least
+``SPARSE_WINDOW + GRAM - 1`` = 99 tokens shared by a page and a master holds a whole winnowing
+window, whose minimum both texts select: it shares an anchor, so every page with a copied
+passage of 100+ characters is a candidate (passages cut shorter by edits usually still share
+one). Candidates are then checked in full.
+
+A page is filed under a page number ``n`` allocated each time its text is stored anew (by
+:class:`tracker.stores.pages.PageStore`); the numbers of its older texts are never removed: they
+name no stored page any more and are ignored, until ``tracker index rebuild`` drops them.
+Postings are 6-byte records (32-bit page numbers). The highest page number filed is kept
+beside them, so that pages whose anchors a crashed Redis lost (its append-only file is synced
+every second) are found and filed again by ``tracker index verify``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from tracker.fingerprints.anchors import gram_hashes, winnow
+from tracker.index.anchor_index import SPARSE_WINDOW, spread
+from tracker.index.postings import WIDE_RECORD, HashPostings
+from tracker.index.storage import RedisStorage, Storage
+
+if TYPE_CHECKING:
+    from tracker.runtime import Runtime
+
+
+def page_anchors(tokens: np.ndarray) -> np.ndarray:
+    """The anchors filed for a text of these tokens (a page, or a master looked up)."""
+    return spread(winnow(gram_hashes(tokens), SPARSE_WINDOW))
+
+
+class PageIndex:
+    MAX_N = "max_n"
+
+    def __init__(self, storage: Storage) -> None:
+        self.storage = storage
+        self.postings = HashPostings(storage, "pa", record=WIDE_RECORD)
+        self.max_key = storage.key(self.MAX_N)
+
+    @classmethod
+    def from_runtime(cls, runtime: Runtime) -> PageIndex:
+        """The page index on ``runtime``'s Redis (keys ``<prefix>pix:…``)."""
+        return cls(RedisStorage(runtime.redis, runtime.settings.redis_prefix + "pix:"))
+
+    def add(self, items: Iterable[tuple[int, np.ndarray]]) -> None:
+        """File ``(page n, tokens)`` pairs."""
+        items = [(n, page_anchors(tokens)) for n, tokens in items]
+        if not items:
+            return
+        self.storage.append(self.postings.records(items))
+        self.storage.maximize(self.max_key, max(n for n, _ in items))
+
+    def max_n(self) -> int:
+        """The highest page number filed (0: none)."""
+        (value,) = self.storage.get([self.max_key])
+        return int(value or 0)
+
+    def candidates(self, texts: Sequence[np.ndarray]) -> dict[int, int]:
+        """Pages sharing anchors with any of these token arrays (masters), with how many."""
+        anchors = [page_anchors(tokens) for tokens in texts]
+        if not anchors:
+            return {}
+        lookup = self.postings.lookup(np.concatenate(anchors))
+        votes = self.postings.votes(lookup, self.storage.get(lookup.keys))
+        return votes
+
+    def clear(self) -> None:
+        self.storage.clear()
+
+    def compact(self) -> None:
+        self.storage.compact()

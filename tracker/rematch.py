@@ -1,0 +1,227 @@
+"""``tracker rematch``: match the stored pages again where the library changed since they
+were matched, and finish the pages whose matching failed.
+
+Pirates publish first and the book is registered later, and a crawl that met a server outage
+stores pages it could not match. A run:
+
+1. takes the pages whose matching *failed* (``match_state: failed``): each is checked in full;
+2. finds the oldest library version any page is matched at — a page's ``matched_version``, or
+   the version of the last run's *mark* for the pages stored before it (see
+   :mod:`tracker.stores.rematch`) — and the masters added or replaced since
+   (``changed_in``);
+3. looks those masters' anchors up in the page-anchor index
+   (:mod:`tracker.index.page_index`): the pages sharing one may copy them, every other page
+   cannot (a copied passage of 100+ characters shares an anchor), so the work grows with the
+   change, not with the page store. Pages with an open match of a replaced master are added;
+4. checks each candidate page in full against the library as it stands and records what it
+   carries now, as a crawl would (new matches are found today, so they appear as new in the
+   next report; matches the page no longer carries are closed);
+5. leaves a mark: every page stored before the run began (less a safety margin for writes in
+   flight) is up to date with the library version it ran against.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from pymongo import ASCENDING
+
+from tracker.index.page_index import PageIndex
+from tracker.library import MasterLibrary, batches
+from tracker.runtime import Runtime
+from tracker.stores.pages import MatchStore, PageStore
+from tracker.stores.rematch import RematchMark, RematchStore
+from tracker.text.normalize import normalize
+
+log = logging.getLogger(__name__)
+
+BATCH = 16  # pages checked together (one index round trip)
+IN_FLIGHT_MARGIN = timedelta(seconds=5)  # pages written this close to the start: next run
+_PAGE_FIELDS = {
+    "text": 1,
+    "n": 1,
+    "matched_version": 1,
+    "stored_at": 1,
+    "match_state": 1,
+    "matched_doc_ids": 1,
+}
+
+
+@dataclass
+class RematchSummary:
+    library_version: int = 0
+    since_version: int = 0  # masters changed after this version were looked up
+    changed_masters: int = 0
+    failed_pages: int = 0
+    candidate_pages: int = 0
+    checked: int = 0
+    matched_pages: int = 0
+    new_matches: int = 0
+    closed_matches: int = 0
+    refiled: int = 0  # pages filed again in the page index (lost, or never filed)
+    seconds: float = 0.0
+    interrupted: bool = False
+    new_doc_ids: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["new_doc_ids"] = data["new_doc_ids"][:50]
+        return data
+
+
+class Rematcher:
+    def __init__(self, runtime: Runtime, library: MasterLibrary | None = None) -> None:
+        self.runtime = runtime
+        self.library = library or MasterLibrary.from_runtime(runtime)
+        self.detector = self.library.detector(runtime.settings)
+        self.pages = PageStore(runtime.db)
+        self.pages.ensure_indexes()
+        self.matches = MatchStore(runtime.db)
+        self.matches.ensure_indexes()
+        self.runs = RematchStore(runtime.db)
+        self.runs.ensure_indexes()
+        self.index = PageIndex.from_runtime(runtime)
+
+    def run(
+        self,
+        progress: Callable[[int, int], None] | None = None,
+        stop: threading.Event | None = None,
+    ) -> RematchSummary:
+        started_at, clock = datetime.now(UTC), time.perf_counter()
+        summary = RematchSummary()
+        summary.refiled = self.verify_page_index()
+        version = self.library.index.state()[0] or 0
+        summary.library_version = version
+        mark = self.runs.last()
+        covered_before = started_at - IN_FLIGHT_MARGIN
+
+        todo: dict[str, dict] = {page["_id"]: page for page in self.pages.failed(_PAGE_FIELDS)}
+        summary.failed_pages = len(todo)
+        since = self._oldest_version(mark, version)
+        summary.since_version = since
+        if since < version:
+            changed = self.library.store.changed_since(since)
+            summary.changed_masters = len(changed)
+            candidates = self._candidates(changed, mark, version)
+            summary.candidate_pages = len(candidates)
+            for page in candidates:
+                todo.setdefault(page["_id"], page)
+
+        done = 0
+        for batch in batches(list(todo.values()), BATCH):
+            if stop is not None and stop.is_set():
+                summary.interrupted = True
+                break
+            self._check(batch, summary)
+            done += len(batch)
+            if progress:
+                progress(done, len(todo))
+        summary.seconds = round(time.perf_counter() - clock, 3)
+        self.runs.record(
+            {
+                "started_at": started_at,
+                "finished_at": None if summary.interrupted else datetime.now(UTC),
+                "version": version,
+                "covered_before": covered_before,
+                **summary.to_dict(),
+            }
+        )
+        log.info("rematch: %s", summary.to_dict())
+        return summary
+
+    def _oldest_version(self, mark: RematchMark | None, version: int) -> int:
+        """The oldest library version a page stored now may be matched at."""
+        query: dict[str, Any] = {}
+        if mark is not None:
+            query["stored_at"] = {"$gte": mark.covered_before}
+        oldest = mark.version if mark is not None else version
+        found = self.pages.pages.find(query, {"matched_version": 1, "match_state": 1})
+        if mark is not None:
+            found = found.hint([("stored_at", ASCENDING)])
+        for page in found:
+            oldest = min(oldest, int(page.get("matched_version") or 0))
+        return oldest
+
+    def _candidates(
+        self, changed: list[dict], mark: RematchMark | None, version: int
+    ) -> list[dict]:
+        """Stored pages that may copy one of the ``changed`` masters and were not checked
+        against it."""
+        tokens = [normalize(master["text"]).tokens for master in changed]
+        votes = self.index.candidates(tokens)
+        pages = self.pages.by_ns(votes, _PAGE_FIELDS)
+        urls = self.matches.open_urls(master["_id"] for master in changed)
+        known = {page["_id"] for page in pages}
+        for url in sorted(urls - known):
+            page = self.pages.pages.find_one({"_id": url}, _PAGE_FIELDS)
+            if page is not None:
+                pages.append(page)
+        behind = [
+            page
+            for page in pages
+            if not (mark.covers(page, version) if mark else _matched_at(page) >= version)
+        ]
+        return behind
+
+    def _check(self, batch: list[dict], summary: RematchSummary) -> None:
+        results = self.detector.check_many([page.get("text") or "" for page in batch])
+        version = self.detector.version or 0
+        now = datetime.now(UTC)
+        filed = {page["_id"]: self._file(page) for page in batch if not page.get("n")}
+        summary.refiled += len(filed)
+        for page, matches in zip(batch, results, strict=True):
+            found = [m.to_dict() for m in matches]
+            before = set(page.get("matched_doc_ids") or ())
+            new, closed = self.matches.record(page["_id"], found, now)
+            doc_ids = [m["doc_id"] for m in found]
+            self.pages.set_matched(page["_id"], doc_ids, version, now, n=filed.get(page["_id"]))
+            summary.checked += 1
+            summary.matched_pages += bool(found)
+            summary.new_matches += new
+            summary.closed_matches += closed
+            summary.new_doc_ids += [d for d in doc_ids if d not in before]
+
+    def _file(self, page: dict) -> int:
+        """File a page never filed in the page index (its first filing failed, or it was
+        stored by an older version): a new page number, its anchors."""
+        n = self.pages.allocate_n()
+        self.index.add([(n, normalize(page.get("text") or "").tokens)])
+        return n
+
+    def rebuild_page_index(self, progress: Callable[[int], None] | None = None) -> int:
+        """Recreate the page-anchor index from the stored pages' texts."""
+        self.index.clear()
+        total = 0
+        for batch in batches(self.pages.pages.find({}, {"text": 1, "n": 1}), 500):
+            for page in batch:
+                if not page.get("n"):
+                    page["n"] = self.pages.allocate_n()
+                    self.pages.pages.update_one({"_id": page["_id"]}, {"$set": {"n": page["n"]}})
+            self.index.add((page["n"], normalize(page.get("text") or "").tokens) for page in batch)
+            total += len(batch)
+            if progress:
+                progress(len(batch))
+        self.index.compact()
+        return total
+
+    def verify_page_index(self) -> int:
+        """File again the pages whose anchors the page index lacks (a Redis that lost its
+        last writes, or an index never built); returns how many were filed."""
+        indexed = self.index.max_n()
+        if indexed >= self.pages.max_n():
+            return 0
+        missing = self.pages.with_n_above(indexed, {"text": 1, "n": 1})
+        for batch in batches(missing, 500):
+            self.index.add((page["n"], normalize(page.get("text") or "").tokens) for page in batch)
+        log.warning("filed %d page(s) missing from the page index again", len(missing))
+        return len(missing)
+
+
+def _matched_at(page: dict) -> int:
+    return int(page.get("matched_version") or 0)
