@@ -9,8 +9,13 @@
 * **Faults**: every failed request ends in :meth:`TrackerSpider.on_error`, which logs it and
   counts it as ``tracker/errors/<kind>`` (:func:`error_kind`); bad bodies (binary, undecodable,
   truncated) are counted the same way, and the crawl goes on.
-* **Canonical URLs**: a page whose ``<link rel="canonical">`` names another page of the site is
-  not stored under its own URL; the canonical page is fetched instead (once).
+* **Canonical URLs**: a ``<link rel="canonical">`` naming another page of the site (not its
+  home page) is followed like a link, and the page itself is still stored, matched and
+  followed: one line of markup must not hide a page. When its text turns out to be its
+  canonical's, the ExtractPipeline keeps one copy (:mod:`pipelines.extract`).
+* **Lists**: only obvious link lists (:meth:`TrackerSpider.is_list_page`) are dropped here,
+  before extraction; whether any other page is an article is decided on its extracted main
+  text (:attr:`tracker.extract.Extracted.is_list`).
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
 import scrapy
 from scrapy.crawler import Crawler
@@ -42,6 +47,7 @@ from twisted.web._newclient import ResponseFailed, ResponseNeverReceived
 from w3lib.encoding import html_body_declared_encoding, http_content_type_encoding
 from w3lib.url import canonicalize_url
 
+from tracker.extract import MAX_LINK_TEXT_SHARE, MIN_PROSE_CHARS
 from tracker.items import PageItem
 from tracker.middlewares.redirect import RedirectLoop
 from tracker.middlewares.traps import strip_session_ids
@@ -140,21 +146,33 @@ def looks_truncated(html: str) -> bool:
     return bool(html.strip()) and not _END_OF_HTML.search(html[-4096:])
 
 
-#: A page is a list page (catalogue, chapter list, tag page) when most of its text is links.
-MAX_LINK_TEXT_SHARE = 0.5
-
-
-def link_text_share(response: TextResponse) -> float:
-    """Share of the body's visible text that sits inside links: the "link density" of
-    Kohlschütter, Fankhauser and Nejdl, "Boilerplate Detection using Shallow Text Features",
-    WSDM 2010."""
+def link_text(response: TextResponse) -> tuple[int, int]:
+    """Characters (whitespace aside) of the body's visible text, and of those inside links:
+    their ratio is the "link density" of Kohlschütter, Fankhauser and Nejdl, "Boilerplate
+    Detection using Shallow Text Features", WSDM 2010."""
     body = response.xpath("//body")
     if not body:
-        return 0.0
+        return 0, 0
     text = "".join(body.xpath(".//text()[not(ancestor::script or ancestor::style)]").getall())
     links = "".join(body.xpath(".//a//text()").getall())
-    total = len("".join(text.split()))
-    return len("".join(links.split())) / total if total else 1.0
+    return len("".join(text.split())), len("".join(links.split()))
+
+
+def canonical_of(url: str, href: str | None) -> str | None:
+    """The page a ``<link rel="canonical" href>`` on ``url`` names, when it is another page
+    (session ids aside) of the same host and not the site's home page (a site-wide canonical
+    to the home page is a misconfiguration); else None."""
+    if not href or not href.strip():
+        return None
+    canonical = strip_session_ids(urljoin(url, href.strip()))
+    parts, own = urlsplit(canonical), urlsplit(url)
+    if parts.scheme not in ("http", "https") or parts.path in ("", "/"):
+        return None
+    if (parts.hostname or "").lower() != (own.hostname or "").lower():
+        return None
+    if canonicalize_url(canonical) == canonicalize_url(strip_session_ids(url)):
+        return None
+    return canonical
 
 
 # --------------------------------------------------------------------------------- faults
@@ -239,6 +257,12 @@ class TrackerSpider(scrapy.Spider):
                 "ignoring robots.txt needs a reason on record: "
                 "-a obey_robots=false -a robots_reason='written permission from …'"
             )
+
+    @classmethod
+    def check_arguments(cls, **arguments: Any) -> None:
+        """Raise ValueError, naming the fix, when these spider arguments are wrong (the crawl
+        command asks before it starts anything)."""
+        cls(**arguments)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> TrackerSpider:
@@ -329,16 +353,14 @@ class TrackerSpider(scrapy.Spider):
         return response.replace(cls=HtmlResponse, encoding=page.encoding), truncated
 
     def canonical_request(self, response: TextResponse) -> Request | None:
-        """A request for the page's canonical URL when it names another page of this site."""
-        href = response.xpath("//link[@rel='canonical']/@href").get()
-        if not href:
+        """A request for the page's canonical URL when it names another fetchable page of
+        this site (:func:`canonical_of`, within the crawl's scope)."""
+        canonical = canonical_of(
+            response.url, response.xpath("//link[@rel='canonical']/@href").get()
+        )
+        if canonical is None or not self.on_site(canonical):
             return None
-        canonical = strip_session_ids(response.urljoin(href.strip()))
-        if not self.on_site(canonical) or urlsplit(canonical).path in ("", "/"):
-            return None  # a site-wide canonical to the home page is a misconfiguration
-        if canonicalize_url(canonical) == canonicalize_url(strip_session_ids(response.url)):
-            return None
-        self.crawler.stats.inc_value("tracker/traps/canonical")
+        self.crawler.stats.inc_value("tracker/canonical/followed")
         return self.request(canonical, response.request.callback if response.request else None)
 
     def page_item(self, response: TextResponse, truncated: bool = False) -> PageItem:
@@ -355,21 +377,22 @@ class TrackerSpider(scrapy.Spider):
         )
 
     def parse_page(self, response: Response) -> Iterator[Any]:
-        """What every spider does with a page: decode it, go to its canonical URL instead when
-        it names another page, emit it when :meth:`keeps` it, then follow :meth:`follow`."""
+        """What every spider does with a page: decode it, follow its canonical URL when it
+        names another page of the site, emit it when :meth:`keeps` it, then follow
+        :meth:`follow`."""
         read = self.read_page(response)
         if read is None:
             return
         page, truncated = read
         if canonical := self.canonical_request(page):
             yield canonical
-            return
         if self.keeps(page):
             yield self.page_item(page, truncated)
         yield from self.follow(page)
 
     def keeps(self, page: TextResponse) -> bool:
-        """Whether the page is stored and matched: by default, any page but a list of links."""
+        """Whether the page goes on to the pipelines: by default, any page but an obvious list
+        of links (the ExtractPipeline decides on the others, see :mod:`pipelines.extract`)."""
         return not self.is_list_page(page)
 
     def follow(self, page: TextResponse) -> Iterator[Any]:
@@ -377,8 +400,11 @@ class TrackerSpider(scrapy.Spider):
         return iter(())
 
     def is_list_page(self, response: TextResponse) -> bool:
-        """A catalogue, chapter list or tag page: mostly links (counted when true)."""
-        if link_text_share(response) <= MAX_LINK_TEXT_SHARE:
+        """An obvious catalogue, chapter list or tag page (counted when true): mostly links,
+        and its text outside links too short to hold an article's prose, so extracting it
+        would be wasted."""
+        total, links = link_text(response)
+        if links <= MAX_LINK_TEXT_SHARE * total or total - links >= MIN_PROSE_CHARS:
             return False
         self.crawler.stats.inc_value("tracker/skipped/list_page")
         return True

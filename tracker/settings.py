@@ -11,6 +11,8 @@ import os
 BOT_NAME = "tracker"
 SPIDER_MODULES = ["spiders"]
 NEWSPIDER_MODULE = "spiders"
+# `scrapy crawl` exits 2 on bad spider arguments, 1 when the crawl ended degraded.
+COMMANDS_MODULE = "tracker.commands"
 
 # robots.txt rules are read for tracker's own product token, whatever User-Agent a request sends.
 USER_AGENT = "Mozilla/5.0 (compatible; tracker/0.1; copyright monitoring)"
