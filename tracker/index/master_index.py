@@ -16,11 +16,15 @@ import numpy as np
 
 from tracker.fingerprints.anchors import gram_hashes
 from tracker.fingerprints.document import DocumentFingerprint
-from tracker.index.anchor_index import AnchorIndex
+from tracker.index.anchor_index import DENSE_BELOW_TOKENS, AnchorIndex
 from tracker.index.dna_index import DnaIndex, query_windows
 from tracker.index.postings import Lookup
 from tracker.index.simhash_index import SimHashIndex
 from tracker.index.storage import Storage
+
+METHODS = ("simhash", "shingle", "dna")  # the signals a candidate came from, in this order
+MIN_PER_POOL = 6
+TOKENS_PER_CANDIDATE = 1024
 
 
 @dataclass
@@ -54,21 +58,33 @@ class Candidates:
         return {**self.short_votes, **self.long_votes}
 
     def ranked(
-        self, per_pool: int = 6, relative: float = 0.1, long_page: bool = False
+        self,
+        tokens: int = 0,
+        long_page: bool | None = None,
+        per_pool: int | None = None,
+        relative: float = 0.1,
     ) -> list[int]:
-        """Candidates worth aligning: near-duplicates, then the best of each pool of votes.
+        """Candidates worth aligning for a text of ``tokens`` tokens: near-duplicates, then
+        the best of each pool of votes.
 
         Long and short masters are ranked apart: a page of news-like filler shares formulaic
         phrases with many short news masters, and their votes must not crowd out the anchors
         of one copied chapter passage. Within a pool, masters with under ``relative`` of the
-        best one's votes are stock-phrase noise. One anchor is chance, not evidence, where a
-        copy holds more: a long master needs two sparse anchors (any copied passage of 194
-        tokens shares two, see :mod:`tracker.index.anchor_index`), and on a ``long_page`` (as
-        long as the longest short master) a short one needs two dense anchors (a passage of
+        best one's votes are stock-phrase noise, and at most ``per_pool`` are kept: 6, or one
+        per ``TOKENS_PER_CANDIDATE`` tokens of a longer text, so the cap grows with what the
+        text can hold (long pages are looked up in segments of their own, each ranking its
+        candidates). One anchor is chance, not evidence, where a copy holds more: a long
+        master needs two sparse anchors (any copied passage of 194 tokens shares two, see
+        :mod:`tracker.index.anchor_index`), and on a ``long_page`` (by default: a text as long
+        as the longest short master) a short one needs two dense anchors (a passage of
         ``MIN_EVIDENCE_TOKENS`` = 80 tokens holds 5 on average). Of the 10,789 candidates
         aligned for the benchmark's 2,700 cases at 100k masters with a floor of one sparse
         anchor, the 5,589 with a single one and no other signal gave no match.
         """
+        if long_page is None:
+            long_page = tokens >= DENSE_BELOW_TOKENS
+        if per_pool is None:
+            per_pool = max(MIN_PER_POOL, -(-tokens // TOKENS_PER_CANDIDATE))
         chosen = dict.fromkeys(sorted(self.near_duplicates, key=self.near_duplicates.get))
         short_floor = 2 if long_page else 1
         for votes, least in (
@@ -83,15 +99,8 @@ class Candidates:
         return list(chosen)
 
     def methods(self, doc: int) -> str:
-        found = [
-            name
-            for name, table in (
-                ("simhash", self.near_duplicates),
-                ("shingle", self.anchor_votes),
-                ("dna", self.dna_votes),
-            )
-            if doc in table
-        ]
+        tables = (self.near_duplicates, self.anchor_votes, self.dna_votes)
+        found = [name for name, table in zip(METHODS, tables, strict=True) if doc in table]
         return "+".join(found) or "shingle"
 
 

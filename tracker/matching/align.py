@@ -173,12 +173,45 @@ def align(
         and c[3] - c[2] >= min_tokens
         and c[5] >= min_density * (c[1] - c[0] - gram + 1)
     ]
+    return _alignment(passages, len(master_tokens), len(page_tokens))
+
+
+def merge(
+    passages: list[Passage], master_length: int, page_length: int, max_gap: int = 16
+) -> Alignment:
+    """One alignment of a master from passages found apart (in the overlapping segments of a
+    long page, shifted to page offsets): passages that overlap or come within ``max_gap``
+    tokens on both sides, on diagonals at most ``max_gap`` apart, become one, so a chapter
+    cut by a segment boundary is one passage again and one found twice is counted once."""
+    merged: list[Passage] = []
+    for p in sorted(passages, key=lambda p: (p.page_start, p.master_start)):
+        for k, q in enumerate(merged):
+            if (
+                p.page_start <= q.page_end + max_gap
+                and p.master_start <= q.master_end + max_gap
+                and q.master_start <= p.master_end + max_gap
+                and abs((p.master_start - p.page_start) - (q.master_end - q.page_end)) <= max_gap
+            ):
+                merged[k] = Passage(
+                    q.page_start,
+                    max(q.page_end, p.page_end),
+                    min(q.master_start, p.master_start),
+                    max(q.master_end, p.master_end),
+                    max(q.seeds, p.seeds) if p.page_start < q.page_end else q.seeds + p.seeds,
+                )
+                break
+        else:
+            merged.append(p)
+    return _alignment(merged, master_length, page_length)
+
+
+def _alignment(passages: list[Passage], master_length: int, page_length: int) -> Alignment:
     master_tokens_covered = _union_length([(p.master_start, p.master_end) for p in passages])
     page_tokens_covered = _union_length([(p.page_start, p.page_end) for p in passages])
     return Alignment(
         passages=sorted(passages, key=lambda p: p.page_start),
-        coverage=master_tokens_covered / len(master_tokens) if len(master_tokens) else 0.0,
-        page_share=page_tokens_covered / len(page_tokens) if len(page_tokens) else 0.0,
+        coverage=master_tokens_covered / master_length if master_length else 0.0,
+        page_share=page_tokens_covered / page_length if page_length else 0.0,
         master_tokens=master_tokens_covered,
     )
 

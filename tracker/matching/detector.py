@@ -19,16 +19,18 @@ the share of the master found in the text.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import asdict, astuple, dataclass, field
+
+import numpy as np
 
 from tracker.config import Settings
 from tracker.fingerprints.anchors import gram_hashes
 from tracker.fingerprints.simhash import segment, simhash_segmented
-from tracker.index.anchor_index import DENSE_BELOW_TOKENS
-from tracker.index.master_index import Candidates, MasterIndex
-from tracker.matching.align import Alignment, Shingles, align
+from tracker.index.master_index import METHODS, Candidates, MasterIndex
+from tracker.matching.align import Alignment, Passage, Shingles, align, merge
+from tracker.matching.segments import LONG_PAGE_TOKENS, chapter_starts, segments
 from tracker.stores.masters import MasterStore
 from tracker.text.normalize import NormalizedText, normalize
 
@@ -37,6 +39,9 @@ MIN_LONGEST_FOR_COVERAGE = 60
 MIN_PARTIAL_EVIDENCE_TOKENS = 200
 MOST_OF_THE_MASTER = 0.5
 MAX_SPAN_TEXT = 2000
+SEGMENT_BATCH = 32  # segments of a long page looked up together (one round trip)
+
+Progress = Callable[[int, int], None]  # (characters checked, characters in all)
 
 
 @dataclass
@@ -80,22 +85,29 @@ class MasterCache:
         self._masters = _LRU(size)  # ~65 KB per 3,000-character chapter
 
     def missing(self, docs: Iterable[int]) -> list[int]:
-        """The masters of ``docs`` not cached (to be loaded, e.g. ahead, with ``store.by_ns``)."""
+        """The masters of ``docs`` not cached (to be loaded, e.g. ahead, with :meth:`load`)."""
         return [d for d in docs if d not in self._masters]
 
+    def load(self, docs: Sequence[int]) -> dict[int, CachedMaster]:
+        """The masters ``docs`` that exist, fetched with one query and normalised, not cached
+        (:meth:`get` caches them): thread-safe, so it may run beside the caller's work."""
+        found = {}
+        for doc, master in self.store.by_ns(docs).items():
+            text = normalize(master.pop("text", ""))
+            found[doc] = CachedMaster(master, text, Shingles.of(gram_hashes(text.tokens)))
+        return found
+
     def get(
-        self, docs: Sequence[int], loaded: dict[int, dict] | None = None
+        self, docs: Sequence[int], loaded: dict[int, CachedMaster] | None = None
     ) -> dict[int, CachedMaster]:
-        """The masters ``docs`` that exist: cached, in ``loaded`` (documents of
-        ``store.by_ns``), or else fetched with one query."""
+        """The masters ``docs`` that exist: cached, in ``loaded`` (from :meth:`load`), or else
+        loaded now."""
         found = {d: self._masters[d] for d in docs if d in self._masters}
         loaded = {d: master for d, master in (loaded or {}).items() if d not in found}
         missing = [d for d in docs if d not in found and d not in loaded]
         if missing:
-            loaded.update(self.store.by_ns(missing))
-        for doc, master in loaded.items():
-            text = normalize(master.pop("text", ""))
-            found[doc] = CachedMaster(master, text, Shingles.of(gram_hashes(text.tokens)))
+            loaded.update(self.load(missing))
+        found.update(loaded)
         # Cached afterwards, the ones asked for last: caching a master must not evict another
         # one this call returns.
         for doc, master in found.items():
@@ -122,7 +134,8 @@ class Detector:
 
     def _io(self) -> ThreadPoolExecutor:
         if self._io_pool is None:
-            self._io_pool = ThreadPoolExecutor(1, thread_name_prefix="detector-io")
+            # Two: a long page's next batch is fetched while this one's masters load.
+            self._io_pool = ThreadPoolExecutor(2, thread_name_prefix="detector-io")
         return self._io_pool
 
     def _segmenter(self) -> ThreadPoolExecutor:
@@ -130,88 +143,202 @@ class Detector:
             self._segmenter_pool = ThreadPoolExecutor(1, thread_name_prefix="detector-jieba")
         return self._segmenter_pool
 
-    def check(self, text: str) -> list[Match]:
-        return self.check_many([text])[0]
+    def check(self, text: str, progress: Progress | None = None) -> list[Match]:
+        return self._check([normalize(text)], progress=progress)[0]
 
     def check_many(self, texts: Sequence[str]) -> list[list[Match]]:
         return self._check([normalize(text) for text in texts])
 
-    def check_normalized(self, page: NormalizedText, simhash: int) -> list[Match]:
-        """Check a page already normalised, with its SimHash (as the crawl pipelines have them)."""
-        return self._check([page], [simhash])[0]
+    def check_normalized(
+        self, page: NormalizedText, simhash: int, progress: Progress | None = None
+    ) -> list[Match]:
+        """Check a page already normalised, with its SimHash (as the crawl pipelines have them).
+        A long page is checked in segments (see :meth:`_check_long`), its SimHash unused."""
+        return self._check([page], [simhash], progress)[0]
 
     def _check(
-        self, pages: list[NormalizedText], simhashes: list[int] | None = None
+        self,
+        pages: list[NormalizedText],
+        simhashes: list[int] | None = None,
+        progress: Progress | None = None,
     ) -> list[list[Match]]:
-        """Work overlaps the round trips it does not depend on. The pages are segmented into
+        """Pages up to ``LONG_PAGE_TOKENS`` are checked together in one batch, longer ones one
+        at a time in segments; ``progress`` is told of the long ones."""
+        results: list[list[Match]] = [[] for _ in pages]
+        short = [i for i, page in enumerate(pages) if 0 < len(page) <= LONG_PAGE_TOKENS]
+        if short:
+            texts = [pages[i] for i in short]
+            if simhashes is None:
+                hashes = self._simhashes([page.chars for page in texts])
+            else:
+                hashes = [simhashes[i] for i in short]
+            found = self._align(self._lookup([page.tokens for page in texts], hashes))
+            for i, aligned in zip(short, found, strict=True):
+                results[i] = [
+                    self._match(
+                        a.alignment,
+                        pages[i],
+                        a.master.meta,
+                        len(a.master.text),
+                        a.method,
+                        _master_span(a.master.text),
+                    )
+                    for a in aligned
+                    if self._is_copy(a.alignment, a.near_duplicate)
+                ]
+        for i, page in enumerate(pages):
+            if len(page) > LONG_PAGE_TOKENS:
+                results[i] = self._check_long(page, progress)
+        for matches in results:
+            matches.sort(key=lambda m: (-m.score, -m.coverage, m.doc_id))
+        return results
+
+    def _simhashes(self, folded: list[str]) -> Callable[[], Sequence[int]]:
+        """The SimHash of ``folded`` texts, to be summed when called: their jieba words are cut
+        meanwhile on another core."""
+        words = self._segmenter().submit(segment, folded)
+        return lambda: simhash_segmented(folded, words.result()).tolist()
+
+    def _check_long(self, page: NormalizedText, progress: Progress | None) -> list[Match]:
+        """A long page checked in segments (:mod:`tracker.matching.segments`), a batch of
+        ``SEGMENT_BATCH`` at a time: the passages each master has in the segments are moved to
+        page offsets and merged into one alignment, which decides whether it is copied. Only
+        the batch in hand and the passages found so far are held, so memory does not grow with
+        the page beyond its normalised text."""
+        ranges = segments(len(page), chapter_starts(page))
+        batches = [ranges[at : at + SEGMENT_BATCH] for at in range(0, len(ranges), SEGMENT_BATCH)]
+        found: dict[int, _Evidence] = {}
+
+        def lookup(batch: list[tuple[int, int]], elsewhere: Iterable[int] = ()) -> _Lookup:
+            tokens = [page.tokens[start:end] for start, end in batch]
+            return self._lookup(tokens, [0] * len(batch), True, elsewhere)
+
+        if progress is not None:
+            progress(0, len(page.source))
+        ahead = lookup(batches[0])
+        for k, batch in enumerate(batches):
+            # The next batch is looked up, and its masters loaded in the background, before
+            # this one is aligned.
+            current = ahead
+            if k + 1 < len(batches):
+                ahead = lookup(batches[k + 1], current.loaded)
+            for (start, _), items in zip(batch, self._align(current), strict=True):
+                for a in items:
+                    if not a.alignment.passages:
+                        continue
+                    evidence = found.get(a.doc)
+                    if evidence is None:
+                        evidence = found[a.doc] = _Evidence(a.master.meta, len(a.master.text))
+                    evidence.add(a, start)
+            if progress is not None:
+                last = k + 1 == len(batches)
+                done = len(page.source) if last else int(page.token_end[batch[-1][1] - 1])
+                progress(done, len(page.source))
+        matches = []
+        for evidence in found.values():
+            alignment = merge(evidence.passages, evidence.length, len(page))
+            if self._is_copy(alignment, evidence.near_duplicate):
+                method = "+".join(m for m in METHODS if m in evidence.methods)
+                meta, length = evidence.meta, evidence.length
+                matches.append(
+                    self._match(alignment, page, meta, length, method, evidence.master_span)
+                )
+        return matches
+
+    def _lookup(
+        self,
+        pages: list[np.ndarray],
+        simhashes: Sequence[int] | Callable[[], Sequence[int]],
+        long_page: bool | None = None,
+        loading_elsewhere: Iterable[int] = (),
+    ) -> _Lookup:
+        """Look up each page (token array) in the index and start loading the masters its
+        candidates name, but those in ``loading_elsewhere``: :meth:`_align` aligns them.
+        ``simhashes`` (0: none) may be a callable computing them; ``long_page``: rank the
+        candidates as those of a long page's segments (:meth:`Candidates.ranked`).
+
+        Work overlaps the round trips it does not depend on. The pages are segmented into
         jieba words (the costliest step; rjieba runs without the GIL, so on another core) while
         their lookups are planned; the anchor and DNA buckets are fetched while the pages'
         shingles are sorted and their SimHash summed; the masters the votes name are loaded
-        from MongoDB while the SimHash buckets are fetched."""
-        live = [i for i, page in enumerate(pages) if len(page)]
-        folded = [page.chars for page in pages]
-        words = self._segmenter().submit(segment, folded) if simhashes is None else None
-        queries = [self.index.plan(pages[i].tokens) for i in live]
+        from MongoDB and normalised while the SimHash buckets are fetched."""
+        queries = [self.index.plan(tokens) for tokens in pages]
         io = self._io()
         pending = io.submit(self.index.fetch, queries)
         page_shingles = [Shingles.of(q.grams) for q in queries]
-        if words is not None:
-            simhashes = simhash_segmented(folded, words.result()).tolist()
+        if callable(simhashes):
+            simhashes = simhashes()
         version = pending.result()
         if version != self.version:
             self.masters.clear()
             self.version = version
         candidates = [self.index.candidates(q) for q in queries]
-        long = [len(pages[i]) >= DENSE_BELOW_TOKENS for i in live]
-        voted = {d for c, lp in zip(candidates, long, strict=True) for d in c.ranked(long_page=lp)}
-        missing = self.masters.missing(sorted(voted))
-        loading = io.submit(self.store.by_ns, missing) if missing else None
-        self.index.fetch_simhash(queries, [simhashes[i] for i in live])
+        voted = {
+            d
+            for c, tokens in zip(candidates, pages, strict=True)
+            for d in c.ranked(len(tokens), long_page)
+        }
+        elsewhere = set(loading_elsewhere)
+        missing = [d for d in self.masters.missing(sorted(voted)) if d not in elsewhere]
+        loading = io.submit(self.masters.load, missing) if missing else None
+        self.index.fetch_simhash(queries, list(simhashes))
         ranked = []
-        for query, found, long_page in zip(queries, candidates, long, strict=True):
+        for query, found, tokens in zip(queries, candidates, pages, strict=True):
             found.near_duplicates = self.index.near_duplicates(query)
-            ranked.append(found.ranked(long_page=long_page))
+            ranked.append(found.ranked(len(tokens), long_page))
+        return _Lookup(pages, page_shingles, candidates, ranked, loading, missing)
+
+    def _align(self, lookup: _Lookup) -> list[list[_Aligned]]:
+        """Align each page of ``lookup`` with its candidates."""
         # Near-duplicates the votes did not name (rare) are loaded by ``get`` itself.
         masters = self.masters.get(
-            sorted({d for docs in ranked for d in docs}),
-            loading.result() if loading is not None else None,
+            sorted({d for docs in lookup.ranked for d in docs}),
+            lookup.loading.result() if lookup.loading is not None else None,
         )
-        results: list[list[Match]] = [[] for _ in pages]
-        for k, i in enumerate(live):
-            for doc in ranked[k]:
+        results: list[list[_Aligned]] = [[] for _ in lookup.pages]
+        for k, tokens in enumerate(lookup.pages):
+            candidates = lookup.candidates[k]
+            for doc in lookup.ranked[k]:
                 if doc not in masters:
                     continue  # deleted since it was indexed
                 master = masters[doc]
                 alignment = align(
-                    pages[i].tokens,
+                    tokens,
                     master.text.tokens,
                     min_tokens=self.settings.min_span_chars,
-                    page_shingles=page_shingles[k],
+                    page_shingles=lookup.shingles[k],
                     master_shingles=master.shingles,
                 )
-                if self._is_copy(alignment, doc in candidates[k].near_duplicates):
-                    results[i].append(self._match(alignment, pages[i], master, candidates[k], doc))
-        for matches in results:
-            matches.sort(key=lambda m: (-m.score, -m.coverage, m.doc_id))
+                results[k].append(
+                    _Aligned(
+                        doc,
+                        master,
+                        alignment,
+                        candidates.methods(doc),
+                        doc in candidates.near_duplicates,
+                    )
+                )
         return results
 
+    @staticmethod
     def _match(
-        self,
         alignment: Alignment,
         page: NormalizedText,
-        master: CachedMaster,
-        candidates: Candidates,
-        doc: int,
+        meta: dict,
+        length: int,
+        method: str,
+        master_span: Callable[[int, int], tuple[int, int]] | None,
     ) -> Match:
-        shorter = max(1, min(len(page), len(master.text)))
+        """``meta``: the master's document without its text; ``length``: its tokens."""
+        shorter = max(1, min(len(page), length))
         return Match(
-            doc_id=master.meta["_id"],
-            work=master.meta.get("work", ""),
-            title=master.meta.get("title", ""),
+            doc_id=meta["_id"],
+            work=meta.get("work", ""),
+            title=meta.get("title", ""),
             score=round(min(1.0, alignment.master_tokens / shorter), 4),
             coverage=round(alignment.coverage, 4),
-            method=candidates.methods(doc),
-            spans=self._spans(alignment, page, master.text),
+            method=method,
+            spans=Detector._spans(alignment, page, master_span),
         )
 
     def _is_copy(self, alignment: Alignment, near_duplicate: bool) -> bool:
@@ -233,7 +360,9 @@ class Detector:
 
     @staticmethod
     def _spans(
-        alignment: Alignment, page: NormalizedText, master: NormalizedText | None
+        alignment: Alignment,
+        page: NormalizedText,
+        master_span: Callable[[int, int], tuple[int, int]] | None,
     ) -> list[dict]:
         spans = []
         for p in alignment.passages:
@@ -245,9 +374,68 @@ class Detector:
                 "master_end": None,
                 "text": page.source[page_start:page_end][:MAX_SPAN_TEXT],
             }
-            if master is not None and len(master):
-                span["master_start"], span["master_end"] = master.source_span(
-                    min(p.master_start, len(master) - 1), min(p.master_end, len(master))
-                )
+            if master_span is not None:
+                span["master_start"], span["master_end"] = master_span(p.master_start, p.master_end)
             spans.append(span)
         return spans
+
+
+def _master_span(text: NormalizedText) -> Callable[[int, int], tuple[int, int]] | None:
+    """Source offsets in a master of its tokens ``[start, end)``."""
+    if not len(text):
+        return None
+    return lambda start, end: text.source_span(min(start, len(text) - 1), min(end, len(text)))
+
+
+@dataclass(frozen=True)
+class _Lookup:
+    """A batch of pages looked up in the index, the masters they name loading meanwhile."""
+
+    pages: list[np.ndarray]
+    shingles: list[Shingles]
+    candidates: list[Candidates]
+    ranked: list[list[int]]  # the candidates to align, per page
+    loading: Future[dict[int, CachedMaster]] | None
+    loaded: list[int]  # the masters ``loading`` brings
+
+
+@dataclass(frozen=True)
+class _Aligned:
+    """A candidate master aligned with a page, or with a segment of one."""
+
+    doc: int
+    master: CachedMaster
+    alignment: Alignment
+    method: str
+    near_duplicate: bool
+
+
+@dataclass
+class _Evidence:
+    """What the segments of a long page found of one master: its passages in page offsets,
+    with the master's source offsets of their ends, so the master itself need not be kept."""
+
+    meta: dict
+    length: int  # the master's tokens
+    passages: list[Passage] = field(default_factory=list)
+    starts: dict[int, int] = field(default_factory=dict)  # master token -> source offset
+    ends: dict[int, int] = field(default_factory=dict)
+    methods: set[str] = field(default_factory=set)
+    near_duplicate: bool = False
+
+    def add(self, aligned: _Aligned, offset: int) -> None:
+        """The passages of ``aligned``, found in a segment starting at token ``offset``."""
+        span = _master_span(aligned.master.text)
+        for p in aligned.alignment.passages:
+            self.passages.append(
+                Passage(p.page_start + offset, p.page_end + offset, *astuple(p)[2:])
+            )
+            if span is not None:
+                self.starts[p.master_start], self.ends[p.master_end] = span(
+                    p.master_start, p.master_end
+                )
+        self.methods.update(aligned.method.split("+"))
+        self.near_duplicate |= aligned.near_duplicate
+
+    def master_span(self, start: int, end: int) -> tuple[int, int]:
+        return self.starts[start], self.ends[end]

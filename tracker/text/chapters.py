@@ -46,3 +46,18 @@ def split_chapters(text: str) -> list[Chapter]:
         if body:
             chapters.append(Chapter(len(chapters) + 1, title, body))
     return chapters
+
+
+# Issue 12 (tracker.matching.segments cuts long pages at chapter headings), kept apart from
+# split_chapters on purpose. To whoever teaches split_chapters new heading forms: this reads
+# them from HEADING and MAX_HEADING_CHARS; a form recognised some other way should be added
+# here too, so that a long page is cut where its chapters start.
+def heading_offsets(text: str) -> list[int]:
+    """Offsets in ``text`` of the heading lines :func:`split_chapters` splits on.
+
+    Carriage returns are read as spaces, so the offsets are those of ``text`` itself, CRLF or
+    not."""
+    scanned = text.replace("\r", " ") if "\r" in text else text
+    return [
+        m.start() for m in HEADING.finditer(scanned) if len(m.group(0).strip()) <= MAX_HEADING_CHARS
+    ]

@@ -1,0 +1,107 @@
+"""Whole books and long pages on the real servers: every chapter a page copies is reported,
+with its evidence in the page's own offsets, and small shares are found wherever they sit."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from tracker.fingerprints.document import text_simhash
+from tracker.library import MasterLibrary
+from tracker.matching.segments import LONG_PAGE_TOKENS, SEGMENT_TOKENS, segments
+from tracker.model import MasterDocument
+from tracker.text.normalize import normalize
+
+from . import disguise
+from .texts import prose
+
+BOOK = [prose(seed=1000 + i, chars=3000) for i in range(40)]
+TITLES = [f"第{i + 1}章 风起第{i + 1}" for i in range(len(BOOK))]
+IDS = [f"novel/{i + 1:04d}" for i in range(len(BOOK))]
+
+
+@pytest.fixture()
+def library(runtime) -> MasterLibrary:
+    lib = MasterLibrary.from_runtime(runtime)
+    lib.ingest(
+        MasterDocument(doc_id, "novel", title, text)
+        for doc_id, title, text in zip(IDS, TITLES, BOOK, strict=True)
+    )
+    return lib
+
+
+def whole_book(chapters: list[str]) -> str:
+    return "\n".join(f"{title}\n{text}" for title, text in zip(TITLES, chapters, strict=False))
+
+
+def test_a_whole_book_on_one_page_reports_every_chapter_with_page_offsets(library):
+    page = whole_book(BOOK)
+    assert len(normalize(page)) > LONG_PAGE_TOKENS  # checked in segments
+    seen: list[tuple[int, int]] = []
+    found = library.detector().check(page, progress=lambda done, total: seen.append((done, total)))
+    assert sorted(m.doc_id for m in found) == IDS
+    for match in found:
+        i = IDS.index(match.doc_id)
+        start = page.index(BOOK[i])
+        assert match.coverage > 0.99
+        [span] = match.spans  # the chapter is one passage, whichever segments it fell in
+        assert abs(span["page_start"] - start) <= 5
+        assert abs(span["page_end"] - (start + len(BOOK[i]))) <= 5
+        assert span["text"] == page[span["page_start"] : span["page_end"]][:2000]
+        assert span["master_start"] <= 5 and span["master_end"] >= len(BOOK[i]) - 5
+    # Progress: characters checked so far, from none to the whole page.
+    assert seen[0] == (0, len(page)) and seen[-1] == (len(page), len(page))
+    assert all(a[0] <= b[0] for a, b in itertools.pairwise(seen))
+
+
+def test_a_book_run_together_without_titles_or_breaks(library):
+    page = "".join(text.replace("\n", "") for text in BOOK[10:30])
+    assert sorted(m.doc_id for m in library.detector().check(page)) == IDS[10:30]
+
+
+def test_a_whole_book_in_traditional_with_ads(library):
+    page = disguise.traditional(whole_book([disguise.with_ads(text) for text in BOOK]))
+    found = library.detector().check(page)
+    assert sorted(m.doc_id for m in found) == IDS
+    assert all(m.coverage > 0.9 for m in found)
+
+
+def test_a_chapter_straddling_two_windows_is_aligned_whole(library):
+    filler = prose(seed=2000, chars=SEGMENT_TOKENS - 1500).replace("\n", "")
+    chapter = BOOK[7].replace("\n", "")
+    page = filler + chapter + prose(seed=2001, chars=SEGMENT_TOKENS).replace("\n", "")
+    normalized = normalize(page)
+    first, second = segments(len(normalized))[:2]
+    start = int(normalized.token_start.searchsorted(len(filler)))
+    end = start + len(normalize(chapter))
+    assert start < second[0] < first[1] < end  # neither window holds the chapter whole
+    [match] = library.detector().check(page)
+    assert match.doc_id == IDS[7] and match.coverage > 0.99
+    [span] = match.spans
+    assert abs(span["page_start"] - len(filler)) <= 5
+    assert abs(span["page_end"] - (len(filler) + len(chapter))) <= 5
+
+
+def test_a_passage_near_the_end_of_a_long_page(library):
+    filler = prose(seed=3000, chars=60_000)
+    passage = BOOK[21][1000:1220]
+    page = filler + "\n" + passage + "\n" + prose(seed=3001, chars=300)
+    [match] = library.detector().check(page)
+    assert match.doc_id == IDS[21]
+    [span] = match.spans
+    assert abs(span["page_start"] - page.index(passage)) <= 5
+
+
+def test_a_crawled_long_page_is_checked_in_segments_too(library):
+    page = whole_book(BOOK[:20])
+    normalized = normalize(page)
+    found = library.detector().check_normalized(normalized, text_simhash(normalized))
+    assert sorted(m.doc_id for m in found) == IDS[:20]
+
+
+def test_long_innocent_pages_and_quotes_are_not_flagged(library):
+    quotes = "".join(f"书中写道：“{text[200:240]}”" for text in BOOK[:5])
+    filler = prose(seed=4000, chars=80_000)
+    page = filler[:20_000] + quotes + filler[20_000:]
+    assert library.detector().check(page) == []
