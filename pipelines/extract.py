@@ -1,24 +1,50 @@
-"""Extract the body text of a page (site selector, trafilatura, fallback); drop textless pages."""
+"""Extract the body text of a page (site selector, platform, trafilatura, fallback); drop list
+pages, textless pages and copies of a page's canonical.
+
+* **Lists.** The spider drops only obvious link lists; here a page is a list when its extracted
+  main text is short of prose and mostly link lines (:attr:`tracker.extract.Extracted.is_list`),
+  whatever the rest of the page holds. Counted as ``tracker/skipped/list_page``.
+* **Canonical copies.** A page whose ``<link rel="canonical">`` names another page is stored
+  under its own URL (markup must not hide a page) unless its text is its canonical's: then one
+  copy suffices. The canonical's text is known when it was met earlier in this crawl or is
+  stored; when the page is met before its canonical, the page is kept and the canonical,
+  arriving later with the same text, is the copy dropped. Counted as
+  ``tracker/pages_canonical_copy``.
+"""
 
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
+from typing import TypeVar
 
 from scrapy import Spider
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem
 
+from pipelines import SERVER_ERRORS, count_failure
+from spiders.base import canonical_of
+from tracker.context import tracker_context
 from tracker.extract import ExtractionRules, extract
 from tracker.items import PageItem
+from tracker.model import content_hash
 from tracker.text.normalize import normalize
 
 log = logging.getLogger(__name__)
 
+V = TypeVar("V")
+
+#: Pages whose text digest is remembered for the canonical check (LRU, ~150 bytes each).
+RECENT_PAGES = 100_000
+
 
 class ExtractPipeline:
     def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
         self.stats = crawler.stats
         self.min_chars = crawler.settings.getint("TRACKER_MIN_TEXT_CHARS", 80)
+        self.recent: OrderedDict[str, str] = OrderedDict()  # url -> text digest, this crawl
+        self.variants: OrderedDict[str, set[str]] = OrderedDict()  # canonical -> kept digests
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ExtractPipeline:
@@ -34,11 +60,15 @@ class ExtractPipeline:
             raise DropItem(f"extraction failed: {item['url']}") from exc
         if rules and (rules.css or rules.xpath) and extracted.extractor not in ("css", "xpath"):
             self.stats.inc_value("tracker/extract/selector_missed")
+        if extracted.is_list and not (rules and rules.articles):
+            self.stats.inc_value("tracker/skipped/list_page")
+            raise DropItem(f"list page (main text mostly links): {item['url']}")
         normalized = normalize(extracted.text)
         self.stats.inc_value(f"tracker/extractor/{extracted.extractor}")
         if len(normalized) < self.min_chars:
             self.stats.inc_value("tracker/pages_without_text")
             raise DropItem(f"no body text ({len(normalized)} characters): {item['url']}")
+        self._drop_canonical_copy(item["url"], extracted.text, extracted.metadata.get("canonical"))
         self.stats.inc_value("tracker/pages_extracted")
         item["text"] = extracted.text
         item["title"] = extracted.title
@@ -47,3 +77,40 @@ class ExtractPipeline:
         item["extractor"] = extracted.extractor
         item["normalized"] = normalized
         return item
+
+    def _drop_canonical_copy(self, url: str, text: str, href: str | None) -> None:
+        """Raise DropItem when the page is a copy of its canonical, or the canonical of a page
+        already kept with the same text; remember the page's digest otherwise."""
+        digest = content_hash(text)
+        canonical = canonical_of(url, href)
+        if canonical is not None:
+            if self._known_digest(canonical) == digest:
+                self.stats.inc_value("tracker/pages_canonical_copy")
+                raise DropItem(f"same text as its canonical {canonical}: {url}")
+            _remember(self.variants, canonical, set()).add(digest)
+        elif digest in self.variants.get(url, ()):
+            self.stats.inc_value("tracker/pages_canonical_copy")
+            raise DropItem(f"same text as a page naming it canonical, kept: {url}")
+        _remember(self.recent, url, digest)
+
+    def _known_digest(self, url: str) -> str | None:
+        """The text digest of ``url`` met in this crawl, or stored."""
+        if url in self.recent:
+            return self.recent[url]
+        context = tracker_context(self.crawler)
+        try:
+            return context.call(lambda: context.pages.known_hash(url), "page lookup")
+        except SERVER_ERRORS as exc:  # unknown: the page is kept
+            count_failure(self.stats, exc, url, "page lookup")
+            return None
+
+
+def _remember(table: OrderedDict[str, V], key: str, value: V) -> V:
+    """``table[key]`` (set to ``value`` when absent), most recent last, oldest evicted."""
+    if key in table:
+        table.move_to_end(key)
+        return table[key]
+    table[key] = value
+    if len(table) > RECENT_PAGES:
+        table.popitem(last=False)
+    return value

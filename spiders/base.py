@@ -159,16 +159,14 @@ def link_text(response: TextResponse) -> tuple[int, int]:
 
 
 def canonical_of(url: str, href: str | None) -> str | None:
-    """The page a ``<link rel="canonical" href>`` on ``url`` names, when it is another page
-    (session ids aside) of the same host and not the site's home page (a site-wide canonical
-    to the home page is a misconfiguration); else None."""
+    """The page a ``<link rel="canonical" href>`` on ``url`` names, when it is another http(s)
+    page (session ids aside) and not a home page (a site-wide canonical to the home page is a
+    misconfiguration); else None. Whether it is on the crawl's site is the spider's call."""
     if not href or not href.strip():
         return None
     canonical = strip_session_ids(urljoin(url, href.strip()))
-    parts, own = urlsplit(canonical), urlsplit(url)
+    parts = urlsplit(canonical)
     if parts.scheme not in ("http", "https") or parts.path in ("", "/"):
-        return None
-    if (parts.hostname or "").lower() != (own.hostname or "").lower():
         return None
     if canonicalize_url(canonical) == canonicalize_url(strip_session_ids(url)):
         return None
@@ -360,7 +358,7 @@ class TrackerSpider(scrapy.Spider):
         )
         if canonical is None or not self.on_site(canonical):
             return None
-        self.crawler.stats.inc_value("tracker/canonical/followed")
+        self.crawler.stats.inc_value("tracker/traps/canonical")  # followed, page kept
         return self.request(canonical, response.request.callback if response.request else None)
 
     def page_item(self, response: TextResponse, truncated: bool = False) -> PageItem:

@@ -2,10 +2,15 @@
 front page.
 
 The start URL's kind is read from its body: a sitemap (``<urlset>``, or a ``<sitemapindex>``
-whose sitemaps are followed), a feed (RSS ``<item><link>``, Atom ``<entry><link>``) or an HTML
-front page, whose feed links (``<link rel="alternate">``) and article links are followed.
-Article pages are stored and their article links followed in turn; list and tag pages (by URL,
-or by being mostly links) are skipped and counted as ``tracker/skipped/list_page``.
+whose sitemaps are followed), a feed (RSS 2.0, RDF or Atom) or an HTML front page, whose feed
+links (``<link rel="alternate">``) and article links are followed. Article pages are stored and
+their article links followed in turn; list and tag pages (by URL, or by their main text being
+mostly links) are skipped and counted as ``tracker/skipped/list_page``.
+
+Feeds are pages too (:mod:`tracker.feeds`): an item with its own text (full-text
+``content:encoded`` or Atom ``content``) is stored and matched as a page under its link, or
+under ``FEED_URL#guid`` when it has none or it leads off the site; an item that is only a
+summary has its on-site link fetched instead, so the whole article is matched.
 """
 
 from __future__ import annotations
@@ -14,12 +19,13 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-import lxml.etree
 from scrapy.http import Response, TextResponse
 from scrapy.linkextractors import LinkExtractor
 from scrapy.utils.sitemap import Sitemap
 
 from spiders.base import IGNORED_EXTENSIONS, TrackerSpider
+from tracker.feeds import FeedError, looks_like_feed, parse_feed
+from tracker.items import PageItem
 
 #: Article URLs: a date in the path, a long numeric id, or an article-like directory.
 ARTICLE_URL = re.compile(
@@ -53,7 +59,7 @@ def document_kind(body: bytes) -> str:
     head = body[:2048].lstrip().lower()
     if b"<urlset" in head or b"<sitemapindex" in head:
         return "sitemap"
-    if b"<rss" in head or b"<feed" in head or b"<rdf:rdf" in head:
+    if looks_like_feed(head):
         return "feed"
     return "html"
 
@@ -92,24 +98,34 @@ class NewsSpider(TrackerSpider):
                 yield from self._article_request(url)
 
     def parse_feed(self, response: Response) -> Iterator[Any]:
-        parser = lxml.etree.XMLParser(
-            resolve_entities=False, no_network=True, recover=True, huge_tree=False
-        )
-        root = lxml.etree.fromstring(response.body, parser=parser)
-        if root is None:
-            self.count_error("bad_feed", response.url)
+        """Each item with its own text as a page; the on-site links of summaries fetched."""
+        content_type = response.headers.get(b"Content-Type", b"").decode("latin-1")
+        try:
+            items = parse_feed(response.body, response.url, content_type)
+        except FeedError as exc:
+            self.count_error("bad_feed", response.url, str(exc))
             return
-        links = root.xpath(
-            "//*[local-name()='item']/*[local-name()='link']/text()"
-            " | //*[local-name()='entry']/*[local-name()='link']"
-            "[not(@rel) or @rel='alternate']/@href"
-        )
-        for link in links:
-            url = response.urljoin(str(link).strip())
-            if self.on_site(url):
-                yield from self._article_request(url, require_article_url=False)
-            else:
-                self.crawler.stats.inc_value("tracker/links_offsite")
+        stats = self.crawler.stats
+        for entry in items:
+            on_site = entry.link is not None and self.on_site(entry.link)
+            if entry.link and not on_site:
+                stats.inc_value("tracker/links_offsite")
+            if entry.summary and on_site:
+                yield from self._article_request(entry.link, require_article_url=False)
+                continue
+            if not entry.html:
+                continue
+            stats.inc_value("tracker/feed_items")
+            yield PageItem(
+                url=entry.page_url(response.url, self.on_site),
+                html=entry.page_html(),
+                status=response.status,
+                encoding="utf-8",
+                depth=response.meta.get("depth", 0) + 1,
+                referer=response.url,
+                truncated=False,
+                rules=self.extraction_rules,
+            )
 
     def parse_front(self, response: Response) -> Iterator[Any]:
         read = self.read_page(response)

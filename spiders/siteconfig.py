@@ -65,9 +65,17 @@ class SiteConfig:
 
     @property
     def extraction_rules(self) -> dict[str, Any] | None:
-        if not (self.body_css or self.body_xpath or self.body_remove):
+        """The rules sent with every page (:class:`tracker.extract.ExtractionRules`): the body
+        selectors, and ``articles`` when ``pages.allow`` names the content pages (which are
+        then never taken for lists)."""
+        if not (self.body_css or self.body_xpath or self.body_remove or self.pages_allow):
             return None
-        return {"css": self.body_css, "xpath": self.body_xpath, "remove": self.body_remove}
+        return {
+            "css": self.body_css,
+            "xpath": self.body_xpath,
+            "remove": self.body_remove,
+            "articles": bool(self.pages_allow),
+        }
 
     def is_page(self, url: str) -> bool:
         """Whether a fetched URL is a content page to store (``pages`` patterns)."""

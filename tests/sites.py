@@ -228,7 +228,7 @@ def novel_site(calendar_cap: int = 3) -> SitePlan:
         ("/book/1/", "测试书一"),
         ("/book/2/index.html?sid=0123456789abcdef", "测试书二"),  # session id: stripped
         ("/book/3/", "测试书三"),
-        ("/book/1/1.html?from=home", "最新章节"),  # not canonical: the canonical is fetched
+        ("/book/1/1.html?from=home", "最新章节"),  # names 1.html canonical, same text: 1 copy
         ("/book/1/2.html;jsessionid=ABCDEF0123", "第二章"),  # session id: stripped
         ("/calendar/2024-01.html", "更新日历"),  # calendar trap
         ("/loop/", "专题"),  # relative-link loop trap
@@ -510,6 +510,8 @@ def novel_site(calendar_cap: int = 3) -> SitePlan:
         "connection": 1,
     }
     plan.extra["innocent"] = innocent
+    # Stored under either URL (the one met first): planned under the canonical one.
+    plan.extra["canonical_pair"] = ("/book/1/1.html", "/book/1/1.html?from=home")
     return plan
 
 

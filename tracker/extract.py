@@ -4,15 +4,26 @@ Order of extractors, the first that yields text wins and is recorded on the page
 
 1. ``css`` / ``xpath``: a per-site selector for the body (``sites/*.yaml``), for sites where
    automatic extraction is wrong;
-2. ``trafilatura`` (Barbaresi, "Trafilatura: A Web Scraping Library and Command-Line Tool for
+2. a publishing platform recognised by its markup (``wechat``: WeChat official-account
+   articles keep their body in ``#js_content``, hidden until the page's scripts run, and
+   automatic extraction returns the account's profile blurb instead);
+3. ``trafilatura`` (Barbaresi, "Trafilatura: A Web Scraping Library and Command-Line Tool for
    Text Discovery and Extraction", ACL 2021);
-3. ``fallback``: the block element with the most direct text, paragraphs kept as lines, for
+4. ``fallback``: the block element with the most direct text, paragraphs kept as lines, for
    the ``<br>``-separated chapter pages trafilatura sometimes returns nothing for;
-4. ``none``: no text.
+5. ``none``: no text.
 
 Site boilerplate is removed on the way: navigation, headers, footers, sidebars and ad blocks
 before extraction, then whole lines that are pirate ads or watermarks (the patterns of
 :func:`tracker.text.normalize.boilerplate_mask`: "最快更新…", "本站域名…", bare site URLs).
+
+**Article or list.** Whether a page is an article is decided on its extracted main text, not
+on the whole page: portal articles sit among navigation, hot lists and recommendations that
+often make up most of the page's text (link densities of 51–73% on real portal pages), while
+their body is intact. The text's lines are compared with the page's link texts: a line that is
+mostly link text (a title in a list, "上一章 目录 下一章") is not prose. A page whose main text
+holds ``MIN_PROSE_CHARS`` of prose is an article; one short of it whose text is mostly link
+lines is a list (catalogue, chapter list, tag page); see :attr:`Extracted.is_list`.
 """
 
 from __future__ import annotations
@@ -30,6 +41,16 @@ from tracker.text.normalize import boilerplate_mask
 
 MAX_HTML_CHARS = 3_000_000
 MIN_TEXT_CHARS = 50
+#: Prose in the main text that makes a page an article whatever surrounds it: a short news
+#: item has 200+ characters (the shortest article body of the real-page fixtures has 126).
+MIN_PROSE_CHARS = 150
+#: A prose line has at least this many characters (titles, dates, bylines and menu entries
+#: are shorter) and at most half of it is link text.
+MIN_PROSE_LINE = 16
+#: Short of prose, a main text with more than this share in link lines is a list page.
+MAX_LINK_TEXT_SHARE = 0.5
+_LINK_GRAM = 4  # link text is recognised by its character 4-grams
+_PLATFORM_BODIES = (("wechat", "//div[@id='js_content']"),)
 _BLOCK_TAGS = ("p", "div", "br", "li", "h1", "h2", "h3", "h4", "tr", "section", "article", "dd")
 _BOILERPLATE_XPATH = (
     "//script|//style|//noscript|//nav|//header|//footer|//aside|//form|//iframe"
@@ -50,21 +71,36 @@ class ExtractionRules:
     css: str | None = None
     xpath: str | None = None
     remove: tuple[str, ...] = ()
+    articles: bool = False  # the site file names its content pages: never taken for lists
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None) -> ExtractionRules | None:
         if not data:
             return None
-        return cls(data.get("css"), data.get("xpath"), tuple(data.get("remove") or ()))
+        return cls(
+            data.get("css"),
+            data.get("xpath"),
+            tuple(data.get("remove") or ()),
+            bool(data.get("articles")),
+        )
 
 
 @dataclass(frozen=True)
 class Extracted:
     text: str
     title: str
-    extractor: str  # "css", "xpath", "trafilatura", "fallback" or "none"
+    extractor: str  # "css", "xpath", "wechat", "trafilatura", "fallback" or "none"
     chapter_title: str = ""
     metadata: dict[str, str] = field(default_factory=dict)
+    prose_chars: int = 0  # characters of prose in ``text``, counted up to MIN_PROSE_CHARS
+    link_chars: int = 0  # characters of ``text`` in lines that are mostly link text
+
+    @property
+    def is_list(self) -> bool:
+        """A catalogue, chapter list or tag page: short of prose, its text mostly link lines."""
+        if self.prose_chars >= MIN_PROSE_CHARS:
+            return False
+        return self.link_chars > MAX_LINK_TEXT_SHARE * len("".join(self.text.split()))
 
 
 def extract(html: str, url: str | None = None, rules: ExtractionRules | None = None) -> Extracted:
@@ -75,6 +111,7 @@ def extract(html: str, url: str | None = None, rules: ExtractionRules | None = N
     except (ValueError, lxml.etree.ParserError):
         return Extracted("", "", "none")
     metadata = page_metadata(selector)
+    grams = link_grams(selector)  # before the selector's tree is pruned below
     title = metadata.get("h1") or _first_part(metadata.get("title", ""))
     chapter = next(
         (
@@ -86,7 +123,8 @@ def extract(html: str, url: str | None = None, rules: ExtractionRules | None = N
     )
 
     def done(text: str, extractor: str) -> Extracted:
-        return Extracted(text, title[:200], extractor, chapter[:200], metadata)
+        prose, links = prose_and_link_chars(text, grams)
+        return Extracted(text, title[:200], extractor, chapter[:200], metadata, prose, links)
 
     if rules:
         for expr in rules.remove:
@@ -102,6 +140,12 @@ def extract(html: str, url: str | None = None, rules: ExtractionRules | None = N
                     return done(text, kind)
         if rules.remove:
             html = selector.get()
+    for platform, expr in _PLATFORM_BODIES:
+        found = selector.xpath(expr)
+        if found:
+            text = strip_boilerplate_lines("\n".join(element_text(s.root) for s in found))
+            if len(text) >= MIN_TEXT_CHARS:
+                return done(text, platform)
     try:
         text = (
             trafilatura.extract(
@@ -154,6 +198,45 @@ def page_metadata(selector: Selector) -> dict[str, str]:
         "language": first("/html/@lang"),
     }
     return {k: v for k, v in found.items() if v}
+
+
+def link_grams(selector: Selector) -> set[str]:
+    """Character 4-grams of the page's link texts (whitespace removed); link texts shorter
+    than a 4-gram are kept whole."""
+    grams: set[str] = set()
+    for text in selector.xpath("//a").xpath("string(.)").getall():
+        flat = "".join(text.split())
+        if len(flat) < _LINK_GRAM:
+            if flat:
+                grams.add(flat)
+            continue
+        grams.update(flat[i : i + _LINK_GRAM] for i in range(len(flat) - _LINK_GRAM + 1))
+    return grams
+
+
+def prose_and_link_chars(text: str, grams: set[str]) -> tuple[int, int]:
+    """Characters of ``text`` in prose lines (counted until ``MIN_PROSE_CHARS`` is reached)
+    and in link lines (lines with more than half their characters covered by 4-grams of the
+    page's link texts, or equal to a short link text)."""
+    prose = links = 0
+    for line in text.splitlines():
+        flat = "".join(line.split())
+        if not flat:
+            continue
+        if len(flat) < _LINK_GRAM:
+            links += len(flat) if flat in grams else 0
+            continue
+        covered = bytearray(len(flat))
+        for i in range(len(flat) - _LINK_GRAM + 1):
+            if flat[i : i + _LINK_GRAM] in grams:
+                covered[i : i + _LINK_GRAM] = b"\x01" * _LINK_GRAM
+        if 2 * sum(covered) > len(flat):
+            links += len(flat)
+        elif len(flat) >= MIN_PROSE_LINE:
+            prose += len(flat)
+            if prose >= MIN_PROSE_CHARS:
+                break  # an article: the rest need not be read
+    return prose, links
 
 
 def strip_boilerplate_lines(text: str) -> str:
