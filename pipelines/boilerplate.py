@@ -1,21 +1,19 @@
 """Drop a site's own boilerplate — short lines repeated across many of its pages — from the text
-that is fingerprinted and matched (the stored text and every offset stay as they were)."""
+that is fingerprinted and matched (the stored text and every offset stay as they were). Each
+page counts once, and lines of master text are never dropped (see
+:mod:`tracker.text.site_boilerplate`)."""
 
 from __future__ import annotations
 
-import logging
-
-from redis.exceptions import RedisError
 from scrapy import Spider
 from scrapy.crawler import Crawler
 
+from pipelines import SERVER_ERRORS, count_failure
 from tracker.context import tracker_context
 from tracker.items import PageItem
 from tracker.model import site_of
 from tracker.text.normalize import normalize
-from tracker.text.site_boilerplate import SiteBoilerplate
-
-log = logging.getLogger(__name__)
+from tracker.text.site_boilerplate import MasterText, SiteBoilerplate
 
 
 class SiteBoilerplatePipeline:
@@ -30,16 +28,24 @@ class SiteBoilerplatePipeline:
         return cls(crawler)
 
     def process_item(self, item: PageItem, spider: Spider | None = None) -> PageItem:
+        context = tracker_context(self.crawler)
         if self._boilerplate is None:
-            runtime = tracker_context(self.crawler).runtime
             self._boilerplate = SiteBoilerplate(
-                runtime.redis, runtime.settings.redis_prefix, min_pages=self.min_pages
+                context.runtime.redis, context.runtime.settings.redis_prefix, self.min_pages
             )
+        library = MasterText(
+            find=lambda text: [
+                (span["page_start"], span["page_end"])
+                for match in context.detector.check(text)
+                for span in match.spans
+            ],
+            version=lambda: context.detector.version or 0,
+        )
+        url = item["url"]
         try:
-            mask, dropped = self._boilerplate.mask(site_of(item["url"]), item["text"])
-        except RedisError as exc:  # counts unavailable: match the page as it is
-            log.error("site boilerplate lookup failed for %s: %s", item["url"], exc)
-            self.stats.inc_value("tracker/errors/index")
+            mask, dropped = self._boilerplate.mask(site_of(url), item["text"], url, library)
+        except SERVER_ERRORS as exc:  # counts or library unavailable: match the page as it is
+            count_failure(self.stats, exc, url, "site boilerplate lookup")
             return item
         if dropped:
             item["normalized"] = normalize(item["text"], drop=mask)

@@ -1,4 +1,5 @@
-"""Site-level boilerplate: short lines repeated across many pages of a site are dropped."""
+"""Site-level boilerplate: short lines repeated across many pages of a site are dropped, each page
+counted once, master text never."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ from scrapy.utils.test import get_crawler
 from pipelines.boilerplate import SiteBoilerplatePipeline
 from tracker.context import TrackerContext
 from tracker.items import PageItem
+from tracker.library import MasterLibrary
+from tracker.model import MasterDocument
 from tracker.text.normalize import normalize
-from tracker.text.site_boilerplate import SiteBoilerplate
+from tracker.text.site_boilerplate import MasterText, SiteBoilerplate
 
 from .texts import prose
 
@@ -56,3 +59,81 @@ def test_pipeline_masks_boilerplate_without_touching_the_stored_text(runtime):
         assert normalize(stamp).chars not in item["normalized"].chars
         assert item["normalized"].source == item["text"]  # offsets still refer to the page
     assert crawler.stats.get_value("tracker/boilerplate_lines") == 2
+
+
+def test_a_page_counts_once_however_often_it_is_crawled(runtime):
+    boilerplate = SiteBoilerplate(runtime.redis, runtime.settings.redis_prefix, min_pages=3)
+    own = "本章完，感谢书友们的月票支持"  # the page's own short line, on this page only
+    for visit in range(6):  # re-crawled six times, its text changing a little each time
+        text = f"{prose(seed=40, chars=300)}\n{own}\n更新时间：第{visit}次"
+        assert boilerplate.strip("pirate.test", text, url="http://pirate.test/1.html") == (text, 0)
+    # Five other pages with the same line make it the site's: counted once each.
+    for i in range(2, 4):
+        boilerplate.mask(
+            "pirate.test", f"{prose(seed=i, chars=300)}\n{own}", f"http://pirate.test/{i}"
+        )
+    assert boilerplate.strip("pirate.test", own, url="http://pirate.test/1.html") == ("", 1)
+
+
+class CountingLibrary:
+    """A stand-in master library that knows one text and counts the questions."""
+
+    def __init__(self, master: str) -> None:
+        self.master, self.questions, self.version_now = master, 0, 1
+        self.text = MasterText(self.find, lambda: self.version_now)
+
+    def find(self, text: str) -> list[tuple[int, int]]:
+        self.questions += 1
+        spans, position = [], 0
+        for line in text.split("\n"):
+            if line.strip() and line.strip() in self.master:
+                spans.append((position, position + len(line)))
+            position += len(line) + 1
+        return spans
+
+
+def test_master_lines_are_never_boilerplate_and_each_set_is_checked_once(runtime):
+    boilerplate = SiteBoilerplate(runtime.redis, runtime.settings.redis_prefix, min_pages=3)
+    master = prose(seed=50, chars=800)
+    copied = [line for line in master.splitlines() if len(line) <= 80][:4]
+    stamp = "手机用户访问 m.example-pirate.test 阅读体验更好"
+    library = CountingLibrary(master)
+    results = []
+    for i in range(6):
+        page = "\n".join([stamp, prose(seed=60 + i, chars=300), *copied])
+        results.append(
+            boilerplate.strip("pirate.test", page, f"http://pirate.test/{i}", library.text)
+        )
+    assert [dropped for _, dropped in results] == [0, 0, 1, 1, 1, 1]  # the stamp only
+    for text, _ in results[2:]:
+        assert stamp not in text and all(line in text for line in copied)
+    # Checked twice in six pages: the stamp with the copied lines (found: remembered, never
+    # candidates again), then the stamp alone, each set once.
+    assert library.questions == 2
+    library.version_now = 2  # the library changed: checked again, once
+    for i in range(6, 8):
+        page = "\n".join([stamp, prose(seed=60 + i, chars=300), *copied])
+        assert (
+            boilerplate.strip("pirate.test", page, f"http://pirate.test/{i}", library.text)[1] == 1
+        )
+    assert library.questions == 3
+
+
+def test_pipeline_keeps_a_repeated_master_passage_and_still_matches_it(runtime):
+    master = MasterDocument("书/0001", "书", "第一章", prose(seed=70, chars=1600))
+    MasterLibrary.from_runtime(runtime).ingest([master])
+    crawler = get_crawler(settings_dict={"TRACKER_BOILERPLATE_MIN_PAGES": 3})
+    crawler._tracker_context = context = TrackerContext(runtime)
+    pipeline = SiteBoilerplatePipeline.from_crawler(crawler)
+    copied = "\n".join(line for line in master.text.splitlines()[:10] if len(line) <= 80)
+    assert len(copied) > 300
+    stamp = "本书由某某文学网独家首放欢迎收藏"
+    for i in range(5):  # the same passage of the master repeated on every page of the site
+        text = f"{stamp}\n{prose(seed=80 + i, chars=300)}\n{copied}"
+        item = pipeline.process_item(
+            PageItem(url=f"http://127.0.0.1:9/p/{i}.html", text=text, normalized=normalize(text))
+        )
+    assert normalize(stamp).chars not in item["normalized"].chars  # the stamp is dropped
+    assert normalize(copied).chars in item["normalized"].chars  # the copied passage is not
+    matches = context.detector.check_normalized(item["normalized"], 0)
+    assert [m.doc_id for m in matches] == [master.doc_id]

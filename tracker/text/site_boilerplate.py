@@ -3,19 +3,66 @@
 Pirate sites stamp every chapter page with the same short lines ("本站域名…", "手机阅读请访问…",
 navigation, a watermark) that no fixed phrase list can anticipate. For each site, Redis keeps
 how many pages each short line appeared on (a hash of line-hash → page count); a line seen on at
-least ``min_pages`` pages is dropped from every page of that site. Counting and stripping take
-one round trip per page. Long lines are never counted: they are content, not stamps.
+least ``min_pages`` pages is dropped from every page of that site. Long lines are never counted:
+they are content, not stamps.
+
+Two rules keep the counts from hiding text:
+
+* **A page counts once.** Each URL's lines are counted on its first visit only (a set per site
+  of the URLs counted, bounded), so re-crawling a page, or a page whose text changes a little
+  every day, never makes its own lines look repeated.
+* **Master text is never boilerplate.** A site could mask copied text on purpose by repeating
+  it on many pages. The lines about to be dropped from a page are first checked against the
+  master library (:class:`MasterText`), all together so that a passage cut into short lines
+  is recognised; lines found in a master are remembered per site and never dropped. Each
+  distinct set of lines is checked once per library version (a per-site cache), so on a
+  site whose stamps are always the same lines the check runs once. The check reports what the
+  detector reports: a passage shorter than its evidence threshold (``min_passage_chars``)
+  could still be masked, but it was too short to be evidence of a copy anyway.
+
+Counting, membership and the cache cost one round trip per page (a Lua script), and the cache
+one more when a page has lines to drop.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import redis
 import xxhash
 
 _SPACE = re.compile(r"\s+")
+
+# Counts a page's lines once per URL (KEYS[2] holds the URLs counted) and tells which lines
+# are known master text (KEYS[3]). ARGV: url id ("" = always count), line-table cap,
+# URL-set cap, then the line ids. Returns {counts, master flags}.
+_COUNT = """
+local count = 1
+if ARGV[1] ~= '' then
+  if redis.call('SISMEMBER', KEYS[2], ARGV[1]) == 1 then count = 0
+  elseif redis.call('SCARD', KEYS[2]) < tonumber(ARGV[3]) then redis.call('SADD', KEYS[2], ARGV[1])
+  else count = 0 end
+end
+if count == 1 and redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[2]) then count = 0 end
+local counts, master = {}, {}
+for i = 4, #ARGV do
+  if count == 1 then counts[#counts + 1] = redis.call('HINCRBY', KEYS[1], ARGV[i], 1)
+  else counts[#counts + 1] = tonumber(redis.call('HGET', KEYS[1], ARGV[i]) or '0') end
+  master[#master + 1] = redis.call('SISMEMBER', KEYS[3], ARGV[i])
+end
+return {counts, master}
+"""
+
+
+@dataclass(frozen=True)
+class MasterText:
+    """How the boilerplate check asks the master library about text."""
+
+    find: Callable[[str], Sequence[tuple[int, int]]]  # spans of the text copied from masters
+    version: Callable[[], int]  # the library version the answers hold for
 
 
 class SiteBoilerplate:
@@ -26,25 +73,38 @@ class SiteBoilerplate:
         min_pages: int = 5,
         max_line_chars: int = 80,
         max_lines_per_site: int = 100_000,
+        max_urls_per_site: int = 200_000,
+        max_checked_per_site: int = 10_000,
     ) -> None:
         self.client = client
         self.prefix = prefix
         self.min_pages = min_pages
         self.max_line_chars = max_line_chars
         self.max_lines_per_site = max_lines_per_site
+        self.max_urls_per_site = max_urls_per_site
+        self.max_checked_per_site = max_checked_per_site
+        self._count = client.register_script(_COUNT)
 
-    def _key(self, site: str) -> str:
-        return f"{self.prefix}boilerplate:{site}"
+    def _key(self, site: str, kind: str = "") -> str:
+        return f"{self.prefix}boilerplate{kind}:{site}"
 
     @staticmethod
     def line_id(line: str) -> str:
         return xxhash.xxh64_hexdigest(_SPACE.sub("", line).encode())
 
-    def mask(self, site: str, text: str) -> tuple[np.ndarray, int]:
-        """Count this page's short lines for ``site``; mark the lines that are boilerplate.
+    def mask(
+        self,
+        site: str,
+        text: str,
+        url: str | None = None,
+        library: MasterText | None = None,
+    ) -> tuple[np.ndarray, int]:
+        """Count this page's short lines for ``site`` (once per ``url``; every call when no
+        URL is given); mark the lines that are boilerplate, master text excepted when a
+        ``library`` is given.
 
         Returns a boolean mask over ``text`` (True = boilerplate) and the number of lines it
-        covers. Call once per distinct page: every call counts the page.
+        covers.
         """
         mask = np.zeros(len(text), dtype=bool)
         spans = []  # (start, end, line id) of the page's short lines
@@ -56,26 +116,68 @@ class SiteBoilerplate:
             position += len(line) + 1
         if not spans:
             return mask, 0
-        key = self._key(site)
-        grow = self.client.hlen(key) < self.max_lines_per_site
         ids = sorted({line_id for _, _, line_id in spans})
-        pipe = self.client.pipeline(transaction=False)
-        for line_id in ids:
-            # When the site's table is full, only read: never grow it.
-            pipe.hincrby(key, line_id, 1) if grow else pipe.hget(key, line_id)
-        counts = {
-            line_id: int(count or 0) for line_id, count in zip(ids, pipe.execute(), strict=True)
+        url_id = xxhash.xxh64_hexdigest(url.encode()) if url else ""
+        counts, masters = self._count(
+            keys=[self._key(site), self._key(site, "-urls"), self._key(site, "-masters")],
+            args=[url_id, self.max_lines_per_site, self.max_urls_per_site, *ids],
+        )
+        boilerplate = {
+            line_id
+            for line_id, count, master in zip(ids, counts, masters, strict=True)
+            if int(count) >= self.min_pages and not int(master)
         }
+        if boilerplate and library is not None:
+            boilerplate -= self._master_lines(site, text, spans, boilerplate, library)
         dropped = 0
         for start, end, line_id in spans:
-            if counts[line_id] >= self.min_pages:
+            if line_id in boilerplate:
                 mask[start:end] = True
                 dropped += 1
         return mask, dropped
 
-    def strip(self, site: str, text: str) -> tuple[str, int]:
+    def _master_lines(
+        self,
+        site: str,
+        text: str,
+        spans: list[tuple[int, int, str]],
+        candidates: set[str],
+        library: MasterText,
+    ) -> set[str]:
+        """The candidate lines that are master text (remembered for ``site``), checked
+        together, in page order, unless this set of lines was checked against the library as
+        it stands."""
+        checked = self._key(site, "-checked")
+        set_id = xxhash.xxh64_hexdigest(" ".join(sorted(candidates)).encode())
+        pipe = self.client.pipeline(transaction=False)
+        seen_at, size = pipe.hget(checked, set_id).hlen(checked).execute()
+        if int(seen_at or -1) == library.version():
+            return set()
+        lines = [(start, end, line_id) for start, end, line_id in spans if line_id in candidates]
+        joined, offsets, position = [], [], 0
+        for start, end, line_id in lines:
+            joined.append(text[start:end])
+            offsets.append((position, position + end - start, line_id))
+            position += end - start + 1
+        found = library.find("\n".join(joined))
+        masters = {
+            line_id
+            for start, end, line_id in offsets
+            if any(s < end and start < e for s, e in found)
+        }
+        pipe = self.client.pipeline(transaction=False)
+        if masters:
+            pipe.sadd(self._key(site, "-masters"), *masters)
+        if size < self.max_checked_per_site:
+            pipe.hset(checked, set_id, library.version())
+        pipe.execute()
+        return masters
+
+    def strip(
+        self, site: str, text: str, url: str | None = None, library: MasterText | None = None
+    ) -> tuple[str, int]:
         """:meth:`mask`, applied: the text without its boilerplate lines."""
-        mask, dropped = self.mask(site, text)
+        mask, dropped = self.mask(site, text, url, library)
         if not dropped:
             return text, 0
         lines, position, kept = text.split("\n"), 0, []
