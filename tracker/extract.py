@@ -51,6 +51,9 @@ MIN_PROSE_LINE = 16
 MAX_LINK_TEXT_SHARE = 0.5
 _LINK_GRAM = 4  # link text is recognised by its character 4-grams
 _PLATFORM_BODIES = (("wechat", "//div[@id='js_content']"),)
+# Browsers put whatever follows a stray </body> or </html> (pages stitched from included
+# fragments) into the body; lxml would leave it outside, unseen by the extractors.
+_CLOSING_TAGS = re.compile(r"</(?:body|html)\s*>", re.I)
 _BLOCK_TAGS = ("p", "div", "br", "li", "h1", "h2", "h3", "h4", "tr", "section", "article", "dd")
 _BOILERPLATE_XPATH = (
     "//script|//style|//noscript|//nav|//header|//footer|//aside|//form|//iframe"
@@ -105,7 +108,7 @@ class Extracted:
 
 def extract(html: str, url: str | None = None, rules: ExtractionRules | None = None) -> Extracted:
     """Extract the body text, title, chapter title and page metadata of ``html``."""
-    html = html[:MAX_HTML_CHARS]
+    html = _CLOSING_TAGS.sub("", html[:MAX_HTML_CHARS])
     try:
         selector = Selector(text=html or "<html></html>", type="html")
     except (ValueError, lxml.etree.ParserError):

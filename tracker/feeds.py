@@ -48,13 +48,14 @@ class FeedItem:
     guid: str  # guid / id / rdf:about; else a digest of the item
     title: str
     html: str  # the item's text as HTML (content, else summary), unescaped
-    full: bool  # html is the item's content, not a summary
+    full: bool  # html comes from a content element (content:encoded, Atom content)
     published: str = ""
 
     @property
     def summary(self) -> bool:
-        """Only a summary: no content element, or content too short to be an article."""
-        return not self.full or visible_chars(self.html) < SUMMARY_CHARS
+        """Only a summary: too short to be the article (many feeds carry the whole text in
+        ``description``, some only a lead in ``content``)."""
+        return visible_chars(self.html) < SUMMARY_CHARS
 
     def page_url(self, feed_url: str, on_site: Callable[[str], bool] | None = None) -> str:
         """The URL the item's text is stored under: its link when it is on the feed's site
