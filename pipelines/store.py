@@ -52,14 +52,17 @@ class StorePipeline:
         new_matches = 0
         stored = item.get("stored") or {}
         if stored.get("content_hash") != item.get("content_hash") or not stored.get("n"):
-            # A new text (or one never filed): a new page number, its anchors filed.
-            try:
-                record.n = context.call(context.pages.allocate_n, "page number")
-                tokens = item["normalized"].tokens
-                context.call(lambda: context.page_index.add([(record.n, tokens)]), "page index")
-            except SERVER_ERRORS as exc:  # not in the page index: let rematch redo it all
-                count_failure(self.stats, exc, url, "filing the page's anchors", "unmatched")
-                record.n, record.matched = None, None
+            # A new text (or one never filed): a new page number, its anchors filed; not for
+            # a page that could not be matched (0: rematch files it when it matches it).
+            record.n = 0
+            if record.matched is not None:
+                try:
+                    record.n = context.call(context.pages.allocate_n, "page number")
+                    tokens = item["normalized"].tokens
+                    context.call(lambda: context.page_index.add([(record.n, tokens)]), "page index")
+                except SERVER_ERRORS as exc:  # not in the page index: let rematch redo it all
+                    count_failure(self.stats, exc, url, "filing the page's anchors", "unmatched")
+                    record.n, record.matched = 0, None
         try:
             if record.matched is not None:
                 new_matches, closed = context.call(

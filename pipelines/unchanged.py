@@ -57,10 +57,17 @@ class UnchangedPagePipeline:
             refreshed = context.call(lambda: context.matches.touch(url, now), "touch")
         except SERVER_ERRORS as exc:
             count_failure(self.stats, exc, url, "refreshing the stored page", "unstored")
-            refreshed = 0
+            refreshed = None
+        if unchanged and refreshed is not None and sorted(refreshed) != sorted(
+            stored.get("matched_doc_ids") or []
+        ):
+            # The page's matches disagree with what it was found to carry (a write lost by a
+            # server without a journal): match it again rather than trust either.
+            self.stats.inc_value("tracker/pages_repaired")
+            return item
         if unchanged:
             self.stats.inc_value("tracker/pages_unchanged")
-            self.stats.inc_value("tracker/matches_refreshed", refreshed)
+            self.stats.inc_value("tracker/matches_refreshed", len(refreshed or ()))
             raise DropItem(f"unchanged since last crawl: {url}")
         self.stats.inc_value("tracker/pages_truncated_kept")
         raise DropItem(f"truncated copy of a stored page, stored copy kept: {url}")

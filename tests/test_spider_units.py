@@ -31,6 +31,7 @@ from tracker.middlewares.traps import (
     strip_session_ids,
 )
 from tracker.middlewares.useragent import RotatingUserAgentMiddleware
+from tracker.stores.masters import MasterStore
 from tracker.stores.pages import MatchStore, PageRecord, PageStore
 
 CHAPTER = "第一章 风雪\n" + prose(11, 400)
@@ -317,8 +318,10 @@ def test_unchanged_page_is_not_reprocessed_but_seen_again(runtime):
     from datetime import UTC, datetime, timedelta
 
     yesterday = datetime.now(UTC) - timedelta(days=1)
-    PageStore(runtime.db).save(PageRecord(url=url, text=CHAPTER), now=yesterday)
     MatchStore(runtime.db).record(url, [{"doc_id": "书/0001", "score": 1.0}], now=yesterday)
+    PageStore(runtime.db).save(
+        PageRecord(url=url, text=CHAPTER, matched=["书/0001"]), now=yesterday
+    )
 
     with pytest.raises(DropItem, match="unchanged"):
         pipeline.process_item(PageItem(url=url, text=CHAPTER, status=200))
@@ -340,3 +343,29 @@ def test_unchanged_page_is_not_reprocessed_but_seen_again(runtime):
     assert stats["tracker/pages_unchanged"] == 1
     assert stats["tracker/matches_refreshed"] == 1
     assert stats["tracker/pages_truncated_kept"] == 1
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    ("state", "why"),
+    [
+        ({"matched": None}, "its matching failed"),
+        ({"matched": ["书/0001"], "library_version": 1}, "the library changed since"),
+        ({"matched": ["书/0001", "书/0002"], "library_version": 2}, "its matches disagree"),
+    ],
+)
+def test_an_unchanged_page_is_matched_again_when_its_record_is_not_good(runtime, state, why):
+    crawler = get_crawler()
+    crawler.stats.open_spider()
+    crawler._tracker_context = TrackerContext(runtime)
+    masters = MasterStore(runtime.db)  # the library at version 2 (no masters needed here)
+    masters.next_version(), masters.next_version()
+    index = runtime.settings.redis_prefix + "ix:"
+    runtime.redis.mset({index + "version": 2, index + "count": 0})
+    pipeline = UnchangedPagePipeline.from_crawler(crawler)
+    url = "http://x/1.html"
+    MatchStore(runtime.db).record(url, [{"doc_id": "书/0001", "score": 1.0}])
+    PageStore(runtime.db).save(PageRecord(url=url, text=CHAPTER, **state))
+    item = PageItem(url=url, text=CHAPTER, status=200)
+    assert pipeline.process_item(item) is item, why  # goes on to be matched again
+    assert item["stored"]["content_hash"] == item["content_hash"]

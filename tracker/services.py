@@ -12,10 +12,10 @@ the scheduler all share them. Their state (pid, port) lives in
   local user can neither read the library nor feed the processes crafted data. valkey reads it
   from its own 0600 configuration file (never from the command line, which ``ps`` shows);
   SecantusDB runs with ``--auth`` and a SCRAM user made once, on its first start.
-* **Durable.** valkey keeps an append-only file (``appendfsync everysec``): a crash costs at
-  most the last second of index writes, which ``tracker index verify`` (run by every command
-  that opens the library) notices and repairs. SecantusDB has written every acknowledged write
-  to its log before answering.
+* **Durable.** SecantusDB syncs its log at every commit (``--sync-on-commit``), so an
+  acknowledged write survives a crash. valkey keeps an append-only file (``appendfsync
+  everysec``): a crash costs at most the last second of index writes, which ``tracker index
+  verify`` (run by every command that opens the library) notices and repairs.
 * **Restartable.** A server found dead is started again on its previous port when that port is
   free, so clients holding its address reconnect to it by themselves
   (:meth:`tracker.runtime.Runtime.recover`).
@@ -94,7 +94,10 @@ def _secantus_command(port: int, home: Path, auth: bool = True) -> list[str]:
             "secantusd-py not found: install the SecantusDB package or set MONGO_URL"
         )
     command = [found, "--host", "127.0.0.1", "--port", str(port)]
-    command += ["--storage-path", str(home / "db"), "--log-level", "WARNING"]
+    # --sync-on-commit: without it an acknowledged write can be lost when the server is
+    # killed (3 of 2,370 concurrent upserts, the last of each connection, were); with it a
+    # single upsert costs ~2.9 ms instead of ~2.3 ms here, a bulk write of 200 the same.
+    command += ["--storage-path", str(home / "db"), "--log-level", "WARNING", "--sync-on-commit"]
     return [*command, "--auth"] if auth else command
 
 

@@ -235,15 +235,15 @@ class MatchStore:
             self._carried(url, site, carried, now)
         return new, closed
 
-    def touch(self, url: str, now: datetime | None = None) -> int:
-        """Mark the open matches of an unchanged page as seen again; returns how many."""
+    def touch(self, url: str, now: datetime | None = None) -> list[str]:
+        """Mark the open matches of an unchanged page as seen again; returns their doc ids."""
         now = now or datetime.now(UTC)
         open_matches = {"url": url, "active": {"$ne": False}}
-        carried = [doc["doc_id"] for doc in self.matches.find(open_matches, {"doc_id": 1})]
+        carried = [str(doc["doc_id"]) for doc in self.matches.find(open_matches, {"doc_id": 1})]
         if carried:
             self.matches.update_many(open_matches, {"$set": {"last_seen": now}})
             self._carried(url, site_of(url), carried, now)
-        return len(carried)
+        return carried
 
     def close_doc(self, doc_id: str, now: datetime | None = None) -> int:
         """Close every open match of master ``doc_id`` (deleted from the library)."""
