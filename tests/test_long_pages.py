@@ -83,14 +83,46 @@ def test_a_chapter_straddling_two_windows_is_aligned_whole(library):
     assert abs(span["page_end"] - (len(filler) + len(chapter))) <= 5
 
 
-def test_a_passage_near_the_end_of_a_long_page(library):
-    filler = prose(seed=3000, chars=60_000)
-    passage = BOOK[21][1000:1220]
-    page = filler + "\n" + passage + "\n" + prose(seed=3001, chars=300)
-    [match] = library.detector().check(page)
-    assert match.doc_id == IDS[21]
-    [span] = match.spans
-    assert abs(span["page_start"] - page.index(passage)) <= 5
+def han(text: str, start: int, count: int) -> str:
+    """The shortest slice of ``text`` from ``start`` holding ``count`` Han characters (after
+    normalisation, ``count`` tokens: what ``min_passage_chars`` counts)."""
+    end, seen = start, 0
+    while seen < count:
+        seen += "\u4e00" <= text[end] <= "\u9fff"
+        end += 1
+    return text[start:end]
+
+
+@pytest.mark.parametrize("where", [0.0, 0.5, 0.97])
+def test_any_passage_of_100_characters_is_found_wherever_it_sits(runtime, where):
+    library = MasterLibrary.from_runtime(runtime)
+    news, chapter = prose(seed=5000, chars=800), prose(seed=5001, chars=6000)
+    library.ingest(
+        [
+            MasterDocument("news/1", "news", "短讯", news),  # a short master: dense anchors
+            MasterDocument("book/1", "book", "第1章", chapter),  # a long one: sparse anchors
+        ]
+    )
+    filler = prose(seed=5002, chars=60_000)
+    at = int(len(filler) * where)
+    for doc_id, text in (("news/1", news), ("book/1", chapter)):
+        for start in (0, 211, 400):
+            passage = han(text, start, 100)
+            page = filler[:at] + "\n" + passage + "\n" + filler[at:]
+            [match] = library.detector().check(page)
+            assert match.doc_id == doc_id
+            [span] = match.spans
+            assert abs(span["page_start"] - page.index(passage)) <= 3
+
+
+def test_a_long_share_of_a_long_article_inside_other_news(runtime):
+    library = MasterLibrary.from_runtime(runtime)
+    article = prose(seed=6000, chars=6300)
+    library.ingest([MasterDocument("news/long", "news", "长文", article)])
+    passage = article[2000:3600]
+    filler = prose(seed=6001, chars=4700)
+    [match] = library.detector().check(filler[:2000] + passage + filler[2000:])
+    assert match.doc_id == "news/long" and 0.2 < match.coverage < 0.3
 
 
 def test_a_crawled_long_page_is_checked_in_segments_too(library):

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from tracker.fingerprints.batches import owners, split
+
 GRAM = 5
 _PRIME = np.uint64(0x100000001B3)
 
@@ -51,18 +53,56 @@ def mod_sample(hashes: np.ndarray, modulus: int) -> np.ndarray:
 
 def winnow(hashes: np.ndarray, window: int) -> np.ndarray:
     """Distinct minima of every ``window`` consecutive hashes (a text shorter than one window
-    gives its minimum). Van Herk / Gil-Werman: prefix and suffix minima within blocks of
-    ``window`` give each sliding minimum in O(1), so the whole pass is a few vector operations.
-    """
+    gives its minimum)."""
     n = len(hashes)
     if n == 0:
         return hashes[:0]
     if n <= window:
         return hashes[np.argmin(hashes) :][:1]
+    minima = window_minima(hashes, window)
+    # A minimum stays the minimum of many consecutive windows: sort one of each run.
+    return np.unique(minima[np.r_[True, minima[1:] != minima[:-1]]])
+
+
+def winnow_many(hashes: np.ndarray, sizes: np.ndarray, window: int) -> list[np.ndarray]:
+    """:func:`winnow` of consecutive pieces of ``hashes`` (``sizes`` long), all in one pass:
+    the windows that straddle two pieces are left out."""
+    sizes = np.asarray(sizes, dtype=np.int64)
+    owner = owners(sizes)
+    values, of = hashes[:0], owner[:0]
+    if len(hashes) >= window:
+        minima = window_minima(hashes, window)
+        starts = np.arange(len(minima))
+        first, last = owner[starts], owner[starts + window - 1]
+        inside = first == last
+        # A minimum stays the minimum of many consecutive windows: a run of them counts once.
+        kept = inside.copy()
+        kept[1:] &= ~(inside[:-1] & (minima[1:] == minima[:-1]) & (first[1:] == first[:-1]))
+        values, of = minima[kept], first[kept]
+    short = np.flatnonzero((sizes > 0) & (sizes < window))  # no whole window: their minimum
+    if len(short):
+        firsts = np.cumsum(sizes) - sizes
+        nonempty = np.flatnonzero(sizes > 0)
+        minima = np.minimum.reduceat(hashes, firsts[nonempty])
+        picked = np.isin(nonempty, short)
+        values = np.concatenate([values, minima[picked]])
+        of = np.concatenate([of, nonempty[picked]])
+    order = np.lexsort((values, of))
+    values, of = values[order], of[order]
+    first = np.ones(len(values), dtype=bool)
+    first[1:] = (values[1:] != values[:-1]) | (of[1:] != of[:-1])
+    return split(values[first], np.bincount(of[first], minlength=len(sizes)))
+
+
+def window_minima(hashes: np.ndarray, window: int) -> np.ndarray:
+    """The minimum of each ``window`` consecutive hashes (``len(hashes) ≥ window``). Van Herk /
+    Gil-Werman: prefix and suffix minima within blocks of ``window`` give each sliding minimum
+    in O(1), so the whole pass is a few vector operations."""
+    n = len(hashes)
     pad = (-n) % window
     padded = np.concatenate([hashes, np.full(pad, np.iinfo(np.uint64).max, dtype=np.uint64)])
     blocks = padded.reshape(-1, window)
     prefix = np.minimum.accumulate(blocks, axis=1).ravel()
     suffix = np.minimum.accumulate(blocks[:, ::-1], axis=1)[:, ::-1].ravel()
     starts = np.arange(n - window + 1)
-    return np.unique(np.minimum(suffix[starts], prefix[starts + window - 1]))
+    return np.minimum(suffix[starts], prefix[starts + window - 1])

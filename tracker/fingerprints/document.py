@@ -15,8 +15,9 @@ from tracker.text.normalize import NormalizedText, normalize
 
 # Raised whenever a change makes stored fingerprints incomparable with new ones (2: SimHash
 # word hashes computed in bulk; 3: words segmented without jieba's HMM, anchors winnowed with
-# a window of 95); ``tracker index rebuild`` recomputes older ones from the text.
-VERSION = 3
+# a window of 95; 4: every anchor winnowed, windows of 31 and 48, so that any passage of 100
+# tokens shares two); ``tracker index rebuild`` recomputes older ones from the text.
+VERSION = 4
 
 
 @dataclass(frozen=True)

@@ -1,13 +1,16 @@
 """Inverted index of shingle anchors (see :mod:`tracker.fingerprints.anchors`).
 
-Anchor hash → masters containing that shingle. A short master (news) keeps a dense sample (hash
-mod ``DENSE_MODULUS``) and a long one (a chapter) a sparse, winnowed sample (window
-``SPARSE_WINDOW``: ~1 anchor per 48 tokens; any copied passage of ≥ 2 × ``SPARSE_WINDOW`` + 4 =
-194 tokens is guaranteed to share two, as it holds two disjoint windows whose minima both
-texts select), in separate postings, so that a short text still carries
-enough anchors while a long one stays within the memory budget. A page is looked up with both
-samples of its own. Anchors found in more than ``stop_after`` masters (stock phrases such as
-且听下回分解) carry no evidence and are ignored.
+Anchor hash → masters containing that shingle. Anchors are winnowed shingles (Schleimer,
+Wilkerson and Aiken, 2003), whose guarantee is what makes a short share findable: a passage
+holding k disjoint windows of W shingles, k·W + 4 tokens, shares at least k anchors with its
+source, wherever it sits. A short master (news) keeps a dense sample (``DENSE_WINDOW`` = 31: ~1
+anchor per 16 tokens, two guaranteed in any passage of 66 tokens) and a long one (a chapter) a
+sparse sample (``SPARSE_WINDOW`` = 48: ~1 per 24.5 tokens, two guaranteed in 2 × 48 + 4 = 100
+tokens, the length of a reportable passage), in separate postings, so that a short text still
+carries enough anchors while a long one stays within the memory budget. A page is looked up
+with both samples of its own, its dense anchors with where they sit (for
+:func:`tracker.index.master_index.local_votes`). Anchors found in more than ``stop_after``
+masters (stock phrases such as 且听下回分解) carry no evidence and are ignored.
 """
 
 from __future__ import annotations
@@ -16,13 +19,12 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from tracker.fingerprints.anchors import GRAM, gram_hashes, mix, mod_sample, winnow
-from tracker.fingerprints.batches import owners, split
+from tracker.fingerprints.anchors import GRAM, gram_hashes, mix, winnow, winnow_many
 from tracker.index.postings import HashPostings, Lookup
 from tracker.index.storage import Storage
 
-DENSE_MODULUS = 16
-SPARSE_WINDOW = 95
+DENSE_WINDOW = 31
+SPARSE_WINDOW = 48
 DENSE_BELOW_TOKENS = 2000
 
 
@@ -50,37 +52,36 @@ class AnchorIndex:
 
     @staticmethod
     def _anchors(tokens: np.ndarray) -> np.ndarray:
-        if len(tokens) < DENSE_BELOW_TOKENS:
-            return np.unique(mod_sample(gram_hashes(tokens), DENSE_MODULUS))
-        return winnow(gram_hashes(tokens), SPARSE_WINDOW)
+        window = DENSE_WINDOW if len(tokens) < DENSE_BELOW_TOKENS else SPARSE_WINDOW
+        return winnow(gram_hashes(tokens), window)
 
     @staticmethod
     def master_anchors_many(texts: Sequence[np.ndarray]) -> list[np.ndarray]:
         """:meth:`master_anchors` of several token arrays: the shingles of all of them hashed
-        in one pass (those straddling two texts left out), the dense samples deduplicated with
-        one sort; only the winnowing of long texts goes text by text."""
+        in one pass (those straddling two texts left out), then winnowed in one pass per
+        sample (:func:`tracker.fingerprints.anchors.winnow_many`)."""
         if len(texts) == 1:
             return [AnchorIndex._anchors(texts[0])]
         if not texts:
             return []
         sizes = np.fromiter(map(len, texts), np.int64, len(texts))
-        hashes = gram_hashes(np.concatenate(texts) if len(texts) != 1 else texts[0])
+        hashes = gram_hashes(np.concatenate(texts))
         starts = np.cumsum(sizes) - sizes
         grams = np.maximum(sizes - GRAM + 1, 0)  # text t's shingles: hashes[starts[t]:][:grams[t]]
-        dense = sizes < DENSE_BELOW_TOKENS
-        owner = owners(np.where(dense, grams, 0))
-        pieces = [hashes[s : s + g] for s, g in zip(starts[dense], grams[dense], strict=True)]
-        sampled = np.concatenate(pieces) if pieces else hashes[:0]
-        keep = sampled % np.uint64(DENSE_MODULUS) == 0
-        sampled, owner = sampled[keep], owner[keep]
-        order = np.lexsort((sampled, owner))
-        sampled, owner = sampled[order], owner[order]
-        first = np.ones(len(sampled), dtype=bool)
-        first[1:] = (sampled[1:] != sampled[:-1]) | (owner[1:] != owner[:-1])
-        sampled, owner = sampled[first], owner[first]
-        anchors = split(sampled, np.bincount(owner, minlength=len(texts)))
-        for t in np.flatnonzero(~dense).tolist():
-            anchors[t] = winnow(hashes[starts[t] : starts[t] + grams[t]], SPARSE_WINDOW)
+        anchors: list[np.ndarray] = [hashes[:0]] * len(texts)
+        for chosen, window in (
+            (np.flatnonzero(sizes < DENSE_BELOW_TOKENS), DENSE_WINDOW),
+            (np.flatnonzero(sizes >= DENSE_BELOW_TOKENS), SPARSE_WINDOW),
+        ):
+            if not len(chosen):
+                continue
+            pieces = [hashes[starts[t] : starts[t] + grams[t]] for t in chosen.tolist()]
+            for t, found in zip(
+                chosen.tolist(),
+                winnow_many(np.concatenate(pieces), grams[chosen], window),
+                strict=True,
+            ):
+                anchors[t] = found
         return anchors
 
     def records(self, items: Iterable[tuple[int, int, np.ndarray]]) -> dict[bytes, bytes]:
@@ -95,8 +96,16 @@ class AnchorIndex:
         self.postings_for(length).remove(doc, spread(anchors))
 
     def plan(self, page_hashes: np.ndarray) -> tuple[Lookup, Lookup]:
-        """Lookups of the page's dense anchors (short masters) and sparse ones (long masters)."""
+        """Lookups of the page's dense anchors (short masters), with their positions, and of
+        its sparse ones (long masters)."""
         return (
-            self.dense.lookup(spread(mod_sample(page_hashes, DENSE_MODULUS))),
+            self.dense.lookup(*_with_positions(page_hashes, winnow(page_hashes, DENSE_WINDOW))),
             self.sparse.lookup(spread(winnow(page_hashes, SPARSE_WINDOW))),
         )
+
+
+def _with_positions(hashes: np.ndarray, anchors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every occurrence in ``hashes`` of the ``anchors`` (values winnowed from them): their
+    spread values and positions."""
+    at = np.flatnonzero(np.isin(hashes, anchors))
+    return spread(hashes[at]), at

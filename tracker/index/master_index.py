@@ -18,13 +18,28 @@ from tracker.fingerprints.anchors import gram_hashes
 from tracker.fingerprints.document import DocumentFingerprint
 from tracker.index.anchor_index import DENSE_BELOW_TOKENS, AnchorIndex
 from tracker.index.dna_index import DnaIndex, query_windows
-from tracker.index.postings import Lookup
+from tracker.index.postings import Lookup, tally
 from tracker.index.simhash_index import SimHashIndex
 from tracker.index.storage import Storage
 
 METHODS = ("simhash", "shingle", "dna")  # the signals a candidate came from, in this order
 MIN_PER_POOL = 6
 TOKENS_PER_CANDIDATE = 1024
+LOCAL_TOKENS = 256
+
+
+def local_votes(docs: np.ndarray, positions: np.ndarray, window: int) -> dict[int, int]:
+    """For each document, the most of its hits within ``window`` tokens of one another on the
+    page (``positions``: where each hit's anchor sits). A copied passage's anchors sit
+    together; a text sharing stock phrases with a master has its hits spread over the page."""
+    if not len(docs):
+        return {}
+    keys = np.sort((docs.astype(np.int64) << 32) | positions.astype(np.int64))
+    reach = np.searchsorted(keys, keys + window, side="right") - np.arange(len(keys))
+    doc = keys >> 32
+    starts = np.flatnonzero(np.r_[True, doc[1:] != doc[:-1]])
+    best = np.maximum.reduceat(reach, starts)
+    return dict(zip(doc[starts].tolist(), best.tolist(), strict=True))
 
 
 @dataclass
@@ -52,6 +67,8 @@ class Candidates:
     short_votes: dict[int, int]  # shared dense anchors (short masters: news)
     dna_votes: dict[int, int]
     near_duplicates: dict[int, int] = field(default_factory=dict)  # doc -> Hamming distance
+    # Per short master, the most of its dense anchors within LOCAL_TOKENS of one another.
+    short_local: dict[int, int] | None = None
 
     @property
     def anchor_votes(self) -> dict[int, int]:
@@ -69,17 +86,19 @@ class Candidates:
 
         Long and short masters are ranked apart: a page of news-like filler shares formulaic
         phrases with many short news masters, and their votes must not crowd out the anchors
-        of one copied chapter passage. Within a pool, masters with under ``relative`` of the
-        best one's votes are stock-phrase noise, and at most ``per_pool`` are kept: 6, or one
-        per ``TOKENS_PER_CANDIDATE`` tokens of a longer text, so the cap grows with what the
-        text can hold (long pages are looked up in segments of their own, each ranking its
-        candidates). One anchor is chance, not evidence, where a copy holds more: a long
-        master needs two sparse anchors (any copied passage of 194 tokens shares two, see
-        :mod:`tracker.index.anchor_index`), and on a ``long_page`` (by default: a text as long
-        as the longest short master) a short one needs two dense anchors (a passage of
-        ``MIN_EVIDENCE_TOKENS`` = 80 tokens holds 5 on average). Of the 10,789 candidates
-        aligned for the benchmark's 2,700 cases at 100k masters with a floor of one sparse
-        anchor, the 5,589 with a single one and no other signal gave no match.
+        of one copied chapter passage. One anchor is chance, not evidence, where a copy holds
+        more: a long master needs two sparse anchors (any copied passage of 100 tokens shares
+        two, see :mod:`tracker.index.anchor_index`), and on a ``long_page`` (by default: a
+        text as long as the longest short master) a short one needs two dense anchors. Of the
+        10,789 candidates aligned for the benchmark's 2,700 cases at 100k masters with a floor
+        of one sparse anchor, the 5,589 with a single one and no other signal gave no match.
+
+        Within a pool, masters are ranked by their votes, short ones by their *local* votes
+        (:func:`local_votes`): a news page shares a few anchors with each of a hundred news
+        masters, as many as a reposted 150-character lead shares with its source, but the
+        lead's sit together. Masters with under ``relative`` of the best one's are noise, and
+        at most ``per_pool`` are kept: 6, or one per ``TOKENS_PER_CANDIDATE`` tokens of a
+        longer text (long pages are looked up in segments, each ranking its own candidates).
         """
         if long_page is None:
             long_page = tokens >= DENSE_BELOW_TOKENS
@@ -87,15 +106,17 @@ class Candidates:
             per_pool = max(MIN_PER_POOL, -(-tokens // TOKENS_PER_CANDIDATE))
         chosen = dict.fromkeys(sorted(self.near_duplicates, key=self.near_duplicates.get))
         short_floor = 2 if long_page else 1
-        for votes, least in (
-            (self.long_votes, 2),
-            (self.short_votes, short_floor),
-            (self.dna_votes, 1),
+        local = self.short_local
+        for votes, rank, least in (
+            (self.long_votes, self.long_votes, 2),
+            (self.short_votes, self.short_votes if local is None else local, short_floor),
+            (self.dna_votes, self.dna_votes, 1),
         ):
-            ordered = sorted(votes, key=lambda d: (-votes[d], d))[:per_pool]
+            eligible = [d for d in votes if votes[d] >= least]
+            ordered = sorted(eligible, key=lambda d: (-rank[d], -votes[d], d))[:per_pool]
             if ordered:
-                floor = max(least, relative * votes[ordered[0]])
-                chosen.update(dict.fromkeys(d for d in ordered if votes[d] >= floor))
+                floor = relative * rank[ordered[0]]
+                chosen.update(dict.fromkeys(d for d in ordered if rank[d] >= floor))
         return list(chosen)
 
     def methods(self, doc: int) -> str:
@@ -176,11 +197,13 @@ class MasterIndex:
         fetched too (see :meth:`near_duplicates`)."""
         dense, sparse = len(query.dense.keys), len(query.sparse.keys)
         found, stop_after = query.found, self.anchors.stop_after
+        docs, at = self.anchors.dense.hits(query.dense, found[:dense], stop_after)
         return Candidates(
             long_votes=self.anchors.sparse.votes(
                 query.sparse, found[dense : dense + sparse], stop_after
             ),
-            short_votes=self.anchors.dense.votes(query.dense, found[:dense], stop_after),
+            short_votes=tally(docs),
+            short_local=local_votes(docs, query.dense.positions[at], LOCAL_TOKENS),
             dna_votes=self.dna.votes(query.dna, found[dense + sparse :]),
             near_duplicates=self.near_duplicates(query),
         )

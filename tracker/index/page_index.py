@@ -3,10 +3,10 @@
 Pirates publish first and rights holders register the book later, so ``tracker rematch`` must
 find, among every page ever stored, the few that copy a master new to the library, in time that
 grows with the change rather than with the page store. Each stored page files its winnowed
-shingle anchors here (Schleimer, Wilkerson and Aiken's winnowing with the long masters' window
-``SPARSE_WINDOW``, see :mod:`tracker.index.anchor_index`); a changed master is looked up with
-its own anchors selected the same way, whatever its length. A passage of at least
-``SPARSE_WINDOW + GRAM - 1`` = 99 tokens shared by a page and a master holds a whole winnowing
+shingle anchors here (Schleimer, Wilkerson and Aiken's winnowing with a window of
+``PAGE_WINDOW`` shingles, see :mod:`tracker.index.anchor_index`); a changed master is looked up
+with its own anchors selected the same way, whatever its length. A passage of at least
+``PAGE_WINDOW + GRAM - 1`` = 99 tokens shared by a page and a master holds a whole winnowing
 window, whose minimum both texts select: it shares an anchor, so every page with a copied
 passage of 100+ characters is a candidate (passages cut shorter by edits usually still share
 one). Candidates are then checked in full.
@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from tracker.fingerprints.anchors import gram_hashes, winnow
-from tracker.index.anchor_index import SPARSE_WINDOW, spread
+from tracker.index.anchor_index import spread
 from tracker.index.postings import WIDE_RECORD, HashPostings
 from tracker.index.storage import RedisStorage, Storage
 
@@ -35,9 +35,14 @@ if TYPE_CHECKING:
     from tracker.runtime import Runtime
 
 
+# One anchor in 48 tokens: half as dense as the long masters' (anchor_index.SPARSE_WINDOW),
+# as pages are many and one shared anchor makes a candidate here.
+PAGE_WINDOW = 95
+
+
 def page_anchors(tokens: np.ndarray) -> np.ndarray:
     """The anchors filed for a text of these tokens (a page, or a master looked up)."""
-    return spread(winnow(gram_hashes(tokens), SPARSE_WINDOW))
+    return spread(winnow(gram_hashes(tokens), PAGE_WINDOW))
 
 
 class PageIndex:

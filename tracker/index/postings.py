@@ -88,14 +88,22 @@ class HashPostings:
         """Storage keys of the buckets holding ``values`` (distinct, in bucket order)."""
         return self.lookup(values).keys
 
-    def lookup(self, values: np.ndarray) -> Lookup:
-        """Plan a query: the distinct values as bucket+check keys, and the buckets to fetch."""
-        buckets, checks = self._split(np.unique(np.asarray(values, dtype=np.uint64)))
+    def lookup(self, values: np.ndarray, positions: np.ndarray | None = None) -> Lookup:
+        """Plan a query: the distinct values as bucket+check keys, and the buckets to fetch;
+        with ``positions`` (where each value occurs in the text), where each first occurs."""
+        values = np.asarray(values, dtype=np.uint64)
+        if positions is None:
+            distinct, first = np.unique(values), None
+        else:
+            distinct, at = np.unique(values, return_index=True)
+            first = np.asarray(positions)[at]
+        buckets, checks = self._split(distinct)
         fetched = np.unique(buckets)
         return Lookup(
             wanted=(buckets << 16) | checks.astype(np.int64),
             buckets=fetched,
             keys=self._keys(fetched),
+            positions=first,
         )
 
     def remove(self, doc: int, values: np.ndarray) -> None:
@@ -109,9 +117,16 @@ class HashPostings:
         ``found`` are the buckets at ``lookup.keys``, in order. Values found in more than
         ``stop_after`` documents are stock phrases and are not counted.
         """
+        return tally(self.hits(lookup, found, stop_after)[0])
+
+    def hits(
+        self, lookup: Lookup, found: Sequence[bytes], stop_after: int | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Every (document, query value) pair the postings hold, as two arrays: the documents
+        and the values' indexes in ``lookup.wanted`` (see :meth:`votes`)."""
         sizes = np.fromiter(map(len, found), np.int64, len(found))
         if not sizes.any():
-            return {}
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
         # One buffer, one view: concatenating many small structured arrays is slow.
         records = np.frombuffer(b"".join(found), dtype=self.record)
         owner = np.repeat(lookup.buckets.astype(np.int64), sizes // self.record.itemsize)
@@ -119,12 +134,18 @@ class HashPostings:
         # ``wanted`` is sorted (np.unique): a binary search beats np.isin, which sorts both.
         at = np.minimum(np.searchsorted(lookup.wanted, keys), len(lookup.wanted) - 1)
         hit = lookup.wanted[at] == keys
-        keys, docs = keys[hit], doc_ids(records[hit])
+        keys, at, docs = keys[hit], at[hit], doc_ids(records[hit])
         if stop_after is not None and len(keys):
             common, counts = np.unique(keys, return_counts=True)
-            docs = docs[~np.isin(keys, common[counts > stop_after])]
-        ids, counts = np.unique(docs, return_counts=True)
-        return dict(zip(ids.tolist(), counts.tolist(), strict=True))
+            kept = ~np.isin(keys, common[counts > stop_after])
+            docs, at = docs[kept], at[kept]
+        return docs, at
+
+
+def tally(docs: np.ndarray) -> dict[int, int]:
+    """``{document: occurrences}`` of an array of document ids."""
+    ids, counts = np.unique(docs, return_counts=True)
+    return dict(zip(ids.tolist(), counts.tolist(), strict=True))
 
 
 @dataclass(frozen=True)
@@ -132,3 +153,4 @@ class Lookup:
     wanted: np.ndarray  # bucket << 16 | check of each distinct query value
     buckets: np.ndarray  # distinct buckets to fetch
     keys: list[bytes]  # their storage keys
+    positions: np.ndarray | None = None  # where each wanted value first occurs in the text
