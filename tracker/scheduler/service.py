@@ -153,16 +153,20 @@ class SchedulerService:
         self.scheduler_class = scheduler_class
         self.executor = executor
         self.id = uuid.uuid4().hex
-        self.leader = HeldLock(
-            self.runtime.redis,
-            lock_name(settings),
-            settings.scheduler_lock_s,
-            on_lost=self._lock_lost,
-        )
-        self.context = jobs.JobContext(settings, self.runtime, clock=clock, leader=self.leader)
+        self._connect(clock)
         self.scheduler: BaseScheduler | None = None
         self.store: RunTimeJobStore  # made with the scheduler, when it starts acting
         self.acting = threading.Event()  # set while this scheduler holds the lock and runs jobs
+
+    def _connect(self, clock: Callable[[], datetime] | None) -> None:
+        """The lock and the jobs' context, on the runtime's current connections."""
+        self.leader = HeldLock(
+            self.runtime.redis,
+            lock_name(self.settings),
+            self.settings.scheduler_lock_s,
+            on_lost=self._lock_lost,
+        )
+        self.context = jobs.JobContext(self.settings, self.runtime, clock=clock, leader=self.leader)
 
     @property
     def clock(self) -> Callable[[], datetime]:
@@ -213,6 +217,9 @@ class SchedulerService:
                 except (PyMongoError, RedisError) as exc:  # a server away: retry, unattended
                     log.error("scheduler stopped acting (%s); retrying in %.0fs", exc, period)
                     self.halt(wait=True)
+                    if self.runtime.recover(pause=0):  # an embedded server came back elsewhere
+                        self._connect(self.context.clock)
+                        self.context.stop = stop
                     stop.wait(period)
                     continue
                 if self.leader.lost.is_set():
