@@ -343,6 +343,7 @@ def simhash_weighted(hashes: np.ndarray, weights: np.ndarray) -> int:
     return int(simhash_weighted_groups(hashes, np.asarray(weights), groups, 1)[0])
 
 
+ONE_PRODUCT_WORDS = 1 << 16  # up to this many words, one text's votes are one matrix product
 # _BYTE_BITS[v, j]: bit j of the byte value v.
 _BYTE_BITS = ((np.arange(256)[:, None] >> np.arange(8)) & 1).astype(np.float64)
 
@@ -362,8 +363,10 @@ def simhash_weighted_groups(
     weights = np.asarray(weights, dtype=np.float64)
     half = np.bincount(groups, weights=weights, minlength=n_groups) / 2
     octets = hashes.astype("<u8").view(np.uint8).reshape(-1, 8)
-    if n_groups == 1:  # one text (a page being checked): one n x 64 product is faster,
-        # in float32 while that stays exact (sums of sixteenths below 2^20)
+    if n_groups == 1 and len(hashes) <= ONE_PRODUCT_WORDS:
+        # One text (a page being checked): one n x 64 product is faster, in float32 while
+        # that stays exact (sums of sixteenths below 2^20). Not for a whole book on one page,
+        # whose n x 64 matrix would take gigabytes: the byte-wise counts below take O(n).
         exact = np.float32 if half[0] < 1 << 19 else np.float64
         bits = np.unpackbits(octets, axis=1, bitorder="little").astype(exact)
         votes = weights.astype(exact) @ bits
