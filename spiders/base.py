@@ -23,7 +23,6 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
@@ -44,14 +43,14 @@ from twisted.internet import error as net_error
 from twisted.internet.defer import CancelledError
 from twisted.python.failure import Failure
 from twisted.web._newclient import ResponseFailed, ResponseNeverReceived
-from w3lib.encoding import html_body_declared_encoding, http_content_type_encoding
 from w3lib.url import canonicalize_url
 
+from tracker.config import parse_bool
 from tracker.extract import MAX_LINK_TEXT_SHARE, MIN_PROSE_CHARS
 from tracker.items import PageItem
 from tracker.middlewares.redirect import RedirectLoop
 from tracker.middlewares.traps import strip_session_ids
-from tracker.text.encoding import DecodeError, decode_bytes, normalise_encoding_name
+from tracker.text.encoding import DecodeError, decode_page  # decode_page: re-exported
 
 IGNORED_EXTENSIONS = [
     *("zip", "rar", "7z", "gz", "exe", "apk", "dmg", "iso", "torrent"),
@@ -60,8 +59,21 @@ IGNORED_EXTENSIONS = [
 ]
 
 
-def flag(value: Any) -> bool:
-    return str(value).strip().lower() not in ("0", "false", "no", "off", "")
+def argument(name: str, value: Any, parse: Callable[[Any], Any]) -> Any:
+    """A spider argument ``-a name=value`` read with ``parse`` (None when not given); a bad
+    value raises ValueError naming the argument."""
+    if value in (None, ""):
+        return None
+    try:
+        return parse(value)
+    except ValueError:
+        raise ValueError(f"-a {name}={value!r}: expected {_EXPECTED[parse]}") from None
+
+
+_EXPECTED: dict[Callable[[Any], Any], str] = {
+    int: "a whole number",
+    parse_bool: "true or false",
+}
 
 
 def split_list(value: str | list[str] | None) -> list[str]:
@@ -73,69 +85,7 @@ def split_list(value: str | list[str] | None) -> list[str]:
 
 
 # ------------------------------------------------------------------------------- decoding
-
-
-@dataclass(frozen=True)
-class DecodedPage:
-    html: str
-    encoding: str
-    wrong_charset: bool  # the declared charset (header first, as a browser reads it) was wrong
-
-
-def decode_page(body: bytes, content_type: str | None = None) -> DecodedPage:
-    """Decode an HTML body whose charset may be declared in the header, in ``<meta>``, wrongly,
-    or not at all. Raises :class:`DecodeError` for binary or undecodable bodies.
-
-    Valid UTF-8 with non-ASCII bytes is UTF-8 whatever is declared (GBK or Big5 text is
-    practically never valid UTF-8, while UTF-8 text often "decodes" as GB18030 mojibake); else
-    the declared charsets are tried strictly, header first; else the charset is detected.
-    """
-    declared = [
-        name
-        for name in (
-            http_content_type_encoding(content_type or ""),
-            html_body_declared_encoding(body[:8192]),
-        )
-        if name
-    ]
-    if not body:
-        return DecodedPage("", "utf-8", False)
-    text, encoding = None, None
-    if not body.startswith((b"\xff\xfe", b"\xfe\xff")) and b"\x00" not in body[:8192]:
-        try:
-            text, encoding = _decode_strict(body, "utf-8"), "utf-8"
-        except UnicodeDecodeError:
-            for name in declared:
-                try:
-                    codec = normalise_encoding_name(name)
-                    if codec in ("latin_1", "iso8859_1", "ascii", "cp1252"):
-                        continue  # a server default, never the charset of a Chinese page
-                    text, encoding = _decode_strict(body, codec), codec
-                    break
-                except (LookupError, UnicodeDecodeError):
-                    continue
-    if text is None:
-        text, encoding = decode_bytes(body)
-        encoding = normalise_encoding_name(encoding)
-    wrong = False
-    if declared and not body.isascii():
-        try:
-            wrong = normalise_encoding_name(declared[0]) != normalise_encoding_name(encoding)
-        except LookupError:
-            wrong = True
-    if encoding == "utf-8" and body.startswith(b"\xef\xbb\xbf"):
-        text = text.removeprefix("\ufeff")
-    return DecodedPage(text, encoding, wrong)
-
-
-def _decode_strict(body: bytes, codec: str) -> str:
-    """Strict decoding that forgives a last character cut in half (a truncated transfer)."""
-    try:
-        return body.decode(codec)
-    except UnicodeDecodeError as exc:
-        if exc.start < len(body) - 3:
-            raise
-        return body[: exc.start].decode(codec)
+# decode_page lives with the project's one decoder, tracker.text.encoding.
 
 
 _END_OF_HTML = re.compile(r"</(html|body)\s*>", re.I)
@@ -246,9 +196,9 @@ class TrackerSpider(scrapy.Spider):
         self.allowed_domains = split_list(allowed_domains) or list(dict.fromkeys(hosts))
         # A start URL with an explicit port confines the crawl to the start URLs' ports.
         self.allowed_ports = ports if ports != {None} else None
-        self.max_pages = int(max_pages) if max_pages not in (None, "") else None
-        self.max_depth = int(max_depth) if max_depth not in (None, "") else None
-        self.obey_robots = flag(obey_robots) if obey_robots not in (None, "") else None
+        self.max_pages = argument("max_pages", max_pages, int)
+        self.max_depth = argument("max_depth", max_depth, int)
+        self.obey_robots = argument("obey_robots", obey_robots, parse_bool)
         self.robots_reason = robots_reason or ""
         if self.obey_robots is False and not self.robots_reason.strip():
             raise ValueError(

@@ -120,8 +120,36 @@ def test_inline_bracketed_ads_are_dropped():
 def test_text_cut_mid_character_still_decodes():
     data = ("第一章 开始\n" + "正文内容，" * 200).encode("utf-8")[:-2]  # a cut final character
     text, encoding = decode_bytes(data)
-    assert encoding == "utf-8" and text.startswith("第一章 开始") and text.count("\ufffd") == 1
+    assert encoding == "utf-8" and text.startswith("第一章 开始") and "\ufffd" not in text
+    assert text.endswith("正文内容")  # the half character is dropped
     gbk = ("正文内容，" * 200).encode("gb18030") + b"\xff"
     assert decode_bytes(gbk)[0].startswith("正文内容")
+    stray = ("正文内容，" * 200).encode("utf-8")
+    stray = stray[:300] + b"\xff" + stray[300:]  # one bad byte inside: replaced, not fatal
+    text, encoding = decode_bytes(stray)
+    assert encoding == "utf-8" and text.count("\ufffd") == 1
     with pytest.raises(DecodeError, match="undecodable"):
         decode_bytes(bytes(range(128, 256)) * 20)
+
+
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be"])
+def test_utf16_without_a_byte_order_mark_is_text_not_binary(encoding):
+    text = "第一章 开始\n正文内容，ABC 123。\n" * 50
+    assert decode_bytes(text.encode(encoding)) == (text, encoding)
+
+
+def test_valid_utf8_wins_over_a_declared_charset_and_declarations_go_in_order():
+    text = "简体中文：风雪夜归人" * 10
+    assert decode_bytes(text.encode("utf-8"), declared="gbk") == (text, "utf-8")
+    big5 = "正體中文：風雪夜歸人" * 10
+    # A Latin-1 declaration (a server default) is passed over for the next one.
+    assert decode_bytes(big5.encode("big5"), declared=["iso-8859-1", "big5"]) == (big5, "big5")
+
+
+def test_executables_are_binary_even_with_nul_bytes_on_one_side():
+    import sys
+
+    with open(sys.executable, "rb") as fh:
+        data = fh.read(65536)
+    with pytest.raises(DecodeError, match="binary"):
+        decode_bytes(data)

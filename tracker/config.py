@@ -50,6 +50,9 @@ class Settings:
     scheduler_lock_s: int = 30  # expiry of the Redis lock held by the acting scheduler
     sites: tuple = ()  # [[sites]] tables: name, spider, cron, arguments, settings, timeout_s
 
+    # Input of ``tracker check`` and ``ingest``: a larger file, page or text is refused.
+    max_input_mb: int = 32
+
     @classmethod
     def load(cls, path: str | os.PathLike | None = None, **overrides: Any) -> Settings:
         values: dict[str, Any] = {}
@@ -100,7 +103,7 @@ def _coerce(settings: Settings, values: dict[str, Any]) -> Settings:
             if isinstance(current, Path) or name == "data_dir":
                 converted[name] = Path(raw).expanduser()
             elif isinstance(current, bool):
-                converted[name] = str(raw).lower() in ("1", "true", "yes", "on")
+                converted[name] = parse_bool(raw)
             elif isinstance(current, int):
                 converted[name] = int(raw)
             elif isinstance(current, float):
@@ -111,9 +114,48 @@ def _coerce(settings: Settings, values: dict[str, Any]) -> Settings:
                 converted[name] = str(raw) if raw is not None else None
         except (TypeError, ValueError):
             raise ConfigError(
-                f"setting {name}={raw!r} is not a valid {type(current).__name__}"
+                f"setting {_named(name)}={raw!r} is not a valid {type(current).__name__}"
             ) from None
+    for name, schemes in _URL_SCHEMES.items():
+        url = converted.get(name)
+        if url and not url.startswith(tuple(f"{scheme}://" for scheme in schemes)):
+            from tracker.services import mask_password
+
+            raise ConfigError(
+                f"setting {_named(name)}={mask_password(url)!r} is not a "
+                f"{' or '.join(f'{scheme}://' for scheme in schemes)} URL; "
+                f"fix it, or unset it to use the embedded server"
+            )
     return replace(settings, **converted)
+
+
+#: The URL schemes pymongo and redis-py accept.
+_URL_SCHEMES = {
+    "mongo_url": ("mongodb", "mongodb+srv"),
+    "redis_url": ("redis", "rediss", "unix"),
+}
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off", ""})
+
+
+def parse_bool(value: object) -> bool:
+    """The project's one reading of a yes/no setting or argument (environment variables,
+    TOML, spider arguments): 1/true/yes/on or 0/false/no/off (any case; empty is false).
+    Anything else raises ValueError: a typo must not silently mean "no"."""
+    if isinstance(value, bool):
+        return value
+    word = str(value).strip().lower()
+    if word in _TRUE:
+        return True
+    if word in _FALSE:
+        return False
+    raise ValueError(f"{value!r} is not a yes/no value (use true/false, 1/0, yes/no, on/off)")
+
+
+def _named(name: str) -> str:
+    """A setting with the environment variable that sets it, for messages."""
+    env = name.upper() if name in ("mongo_url", "redis_url") else f"TRACKER_{name.upper()}"
+    return f"{name} ({env})"
 
 
 class ConfigError(ValueError):

@@ -8,6 +8,8 @@ Tracker's own settings (MongoDB, Redis, thresholds) come from the environment / 
 
 import os
 
+from tracker.config import parse_bool
+
 BOT_NAME = "tracker"
 SPIDER_MODULES = ["spiders"]
 NEWSPIDER_MODULE = "spiders"
@@ -97,11 +99,11 @@ EXTENSIONS = {
 ADDONS = {"tracker.distributed.DistributedAddon": 0}
 
 # Distributed crawling (tracker.distributed): one request queue and duplicate filter in Redis.
-TRACKER_DISTRIBUTED = os.environ.get("TRACKER_DISTRIBUTED", "").lower() in ("1", "true", "yes")
+TRACKER_DISTRIBUTED = parse_bool(os.environ.get("TRACKER_DISTRIBUTED", ""))
 MAX_IDLE_TIME_BEFORE_CLOSE = 30
 
 # HTTP cache for development: TRACKER_HTTPCACHE=1 or -s HTTPCACHE_ENABLED=1.
-HTTPCACHE_ENABLED = os.environ.get("TRACKER_HTTPCACHE", "").lower() in ("1", "true", "yes")
+HTTPCACHE_ENABLED = parse_bool(os.environ.get("TRACKER_HTTPCACHE", ""))
 HTTPCACHE_DIR = "httpcache"
 HTTPCACHE_EXPIRATION_SECS = 0
 HTTPCACHE_IGNORE_HTTP_CODES = [500, 502, 503, 504, 408, 429]
