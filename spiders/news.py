@@ -7,10 +7,11 @@ links (``<link rel="alternate">``) and article links are followed. Article pages
 their article links followed in turn; list and tag pages (by URL, or by their main text being
 mostly links) are skipped and counted as ``tracker/skipped/list_page``.
 
-Feeds are pages too (:mod:`tracker.feeds`): an item with its own text (full-text
-``content:encoded`` or Atom ``content``) is stored and matched as a page under its link, or
-under ``FEED_URL#guid`` when it has none or it leads off the site; an item that is only a
-summary has its on-site link fetched instead, so the whole article is matched.
+Feeds are pages too (:mod:`tracker.feeds`): an item with its own text (``content:encoded``,
+Atom ``content``, or a ``description`` long enough to be the article) is stored and matched as
+a page under its link, or under ``FEED_URL#guid`` when it has none or it leads off the site; an
+item that is only a summary has its on-site link fetched instead, so the whole article is
+matched (the item itself is not stored: the article holds it).
 """
 
 from __future__ import annotations
