@@ -13,8 +13,9 @@ from scrapy.spidermiddlewares.httperror import HttpError
 from scrapy.utils.test import get_crawler
 from twisted.python.failure import Failure
 
+from pipelines.extract import ExtractPipeline
 from pipelines.unchanged import UnchangedPagePipeline
-from spiders.base import decode_page, error_kind, link_text, looks_truncated
+from spiders.base import canonical_of, decode_page, error_kind, link_text, looks_truncated
 from spiders.news import document_kind, is_article_url, is_list_url
 from spiders.siteconfig import SiteConfigError, load_site_config, parse_site_config
 from tests.texts import prose
@@ -276,6 +277,80 @@ def test_extraction_removes_boilerplate_lines_and_records_the_extractor():
     assert strip_boilerplate_lines(f"正文一行。\n{ad}\nwww.biquge-test.com\n正文二行。") == (
         "正文一行。\n正文二行。"
     )
+
+
+def portal_page(main: str, n_links: int = 80) -> str:
+    """A portal page: ``main`` among navigation and hot lists of long linked titles."""
+    hot = "".join(
+        f'<li><a href="/2024/05/{i:02d}/{i}.html">热点新闻标题第{i}条：某地发生一件大事</a></li>'
+        for i in range(n_links)
+    )
+    nav = "".join(f'<a href="/c{i}/">频道{i}</a> ' for i in range(30))
+    return (
+        f"<html><head><title>标题_门户网</title></head><body><div class='nav'>{nav}</div>"
+        f"{main}<div class='hot'><h3>热点</h3><ul>{hot}</ul></div></body></html>"
+    )
+
+
+def test_article_or_list_is_decided_on_the_extracted_main_text():
+    body = "".join(f"<p>{line}</p>" for line in prose(12, 600).splitlines())
+    article = portal_page(f"<article><h1>某地新闻</h1>{body}</article>")
+    response = HtmlResponse("http://x/2024/05/01/1.html", body=article, encoding="utf-8")
+    total, links = link_text(response)
+    assert links > 0.6 * total  # the old whole-page rule dropped such pages as lists
+    extracted = extract(article, response.url)
+    assert not extracted.is_list and extracted.prose_chars >= 150
+    intro = "<h1>某书</h1><p>简介：一本书。</p>"
+    chapters = "".join(f'<li><a href="/b/{i}.html">第{i}章 风雪夜归人</a></li>' for i in range(80))
+    catalogue = extract(f"<html><body>{intro}<ul>{chapters}</ul></body></html>", "http://x/b/")
+    assert catalogue.is_list and catalogue.prose_chars < 150
+    # WeChat: the body is hidden until scripts run; the profile blurb must not win.
+    wechat = (
+        "<html><body><div id='js_profile_qrcode'><p>微信号 abc 功能介绍 关注我们的公众号</p></div>"
+        f"<div class='rich_media_content' id='js_content' style='visibility: hidden;'>{body}"
+        "</div></body></html>"
+    )
+    extracted = extract(wechat, "https://mp.weixin.qq.com/s/x")
+    assert extracted.extractor == "wechat" and prose(12, 600).splitlines()[-1] in extracted.text
+    assert "微信号" not in extracted.text
+
+
+def test_canonical_targets():
+    page = "http://x/a/1.html"
+    assert canonical_of(page + "?from=home", "/a/1.html") == page
+    assert canonical_of(page, "/a/1.html") is None  # itself
+    assert canonical_of(page + ";jsessionid=ABCDEF0123", page) is None  # itself, session aside
+    assert canonical_of(page, "/") is None and canonical_of(page, "http://x") is None  # home
+    assert canonical_of(page, "javascript:void(0)") is None and canonical_of(page, " ") is None
+    assert canonical_of(page, "https://other.test/b.html") == "https://other.test/b.html"
+
+
+@pytest.mark.integration
+def test_a_copy_of_its_canonical_is_stored_once_in_either_order(runtime):
+    crawler = get_crawler()
+    crawler.stats.open_spider()
+    crawler._tracker_context = TrackerContext(runtime)
+    pipeline = ExtractPipeline.from_crawler(crawler)
+
+    def page(url: str, text: str, canonical: str | None = None) -> PageItem:
+        head = f'<link rel="canonical" href="{canonical}">' if canonical else ""
+        body = "".join(f"<p>{line}</p>" for line in text.splitlines())
+        return PageItem(url=url, html=f"<html><head>{head}</head><body>{body}</body></html>")
+
+    text, other = prose(14, 500), prose(15, 500)
+    # The variant first: kept; its canonical, with the same text, is then the copy dropped.
+    assert pipeline.process_item(page("http://x/1.html?from=a", text, "/1.html"))
+    with pytest.raises(DropItem, match="canonical"):
+        pipeline.process_item(page("http://x/1.html", text))
+    # The canonical first (here: stored by an earlier crawl): the variant is the copy.
+    PageStore(runtime.db).save(PageRecord(url="http://x/2.html", text=text))
+    with pytest.raises(DropItem, match="canonical"):
+        pipeline.process_item(page("http://x/2.html?from=b", text, "/2.html"))
+    # Another text than its canonical's: kept (markup does not hide a page), and so is the
+    # canonical.
+    assert pipeline.process_item(page("http://x/pirate/3.html", other, "/about.html"))
+    assert pipeline.process_item(page("http://x/about.html", text))
+    assert crawler.stats.get_value("tracker/pages_canonical_copy") == 2
 
 
 # ------------------------------------------------------------------------------------ news
