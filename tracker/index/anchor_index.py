@@ -107,5 +107,7 @@ class AnchorIndex:
 def _with_positions(hashes: np.ndarray, anchors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Every occurrence in ``hashes`` of the ``anchors`` (values winnowed from them): their
     spread values and positions."""
-    at = np.flatnonzero(np.isin(hashes, anchors))
+    # ``anchors`` are sorted and few: a binary search of each hash beats np.isin's sort.
+    found = np.minimum(np.searchsorted(anchors, hashes), max(len(anchors) - 1, 0))
+    at = np.flatnonzero(anchors[found] == hashes) if len(anchors) else found[:0]
     return spread(hashes[at]), at

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import asdict, astuple, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
@@ -428,7 +428,7 @@ class _Evidence:
         span = _master_span(aligned.master.text)
         for p in aligned.alignment.passages:
             self.passages.append(
-                Passage(p.page_start + offset, p.page_end + offset, *astuple(p)[2:])
+                replace(p, page_start=p.page_start + offset, page_end=p.page_end + offset)
             )
             if span is not None:
                 self.starts[p.master_start], self.ends[p.master_end] = span(
