@@ -37,6 +37,7 @@ import lxml.html
 import trafilatura
 from parsel import Selector
 
+from tracker.text.chapters import CHAPTER_NUMBER
 from tracker.text.normalize import boilerplate_mask
 
 MAX_HTML_CHARS = 3_000_000
@@ -62,9 +63,6 @@ _BOILERPLATE_XPATH = (
     r"|comments?|ads?|advert|banner|copyright)([\s_-]|$)', 'i')]"
 )
 _NS = {"re": "http://exslt.org/regular-expressions"}
-CHAPTER_TITLE = re.compile(
-    r"第\s*[0-9０-９零〇一二两三四五六七八九十百千万壹贰叁肆伍陆柒捌玖拾佰仟]+\s*[章回节節卷集部篇]"
-)
 
 
 @dataclass(frozen=True)
@@ -120,7 +118,7 @@ def extract(html: str, url: str | None = None, rules: ExtractionRules | None = N
         (
             t
             for t in (metadata.get("h1", ""), _first_part(metadata.get("title", "")))
-            if CHAPTER_TITLE.search(t)
+            if CHAPTER_NUMBER.search(t)
         ),
         "",
     )
