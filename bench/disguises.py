@@ -280,6 +280,18 @@ def excerpt(text: str, start: int, length: int) -> str:
     return text[begin:end].strip()
 
 
+def han_excerpt(text: str, start: int, count: int) -> str:
+    """The shortest slice of ``text`` from ``start`` holding ``count`` Han characters (after
+    normalisation ``count`` tokens or more, what ``min_passage_chars`` counts); the whole rest
+    of the text if it holds fewer."""
+    seen = 0
+    for end in range(start, len(text)):
+        seen += is_han(text[end])
+        if seen == count:
+            return text[start : end + 1]
+    return text[start:]
+
+
 def embed(inner: str, filler: str, rng: random.Random) -> str:
     """Put ``inner`` at a random paragraph boundary of ``filler``."""
     paras = split_paragraphs(filler)

@@ -27,6 +27,9 @@ TARGET_FINGERPRINT_CPS = 2_000_000
 TARGET_CHECK_MS = 5.0
 TARGET_INGEST_RATE = 500
 TARGET_REDIS_BYTES = 1024
+TARGET_BOOK_RECALL = 0.98
+TARGET_BOOK_CPS = 1_000_000
+TARGET_PEAK_MB = {"text_2mb": 300, "text_20mb": 1024}  # tracker check on a 2 MB / 20 MB text
 
 
 @dataclass
@@ -302,3 +305,47 @@ def _workers(cli: dict) -> str:
         alone = "; one process: lost in start-up noise"
 
     return f"{cli['workers']} worker processes{alone}"
+
+
+def books_table(books: list[dict], chapter_cps: float | None) -> str:
+    """Whole books on one page (:mod:`bench.books`): chapter recall, speed in process (its
+    ratio to chapter-sized pages checked one per call in the same run), and the peak memory
+    and wall time of ``tracker check FILE --json``."""
+    head = [
+        "case",
+        "chapters",
+        "MB",
+        "chapter recall",
+        "other ids",
+        "check, s",
+        "characters/s",
+        "vs chapter pages",
+        "`tracker check`, s",
+        "peak RSS, MB",
+    ]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for b in books:
+        recall = b["found"] / b["expected"] if b["expected"] else float("nan")
+        cps = b["chars"] / b["seconds"] if b["seconds"] else float("nan")
+        cells = [
+            f"{b['name']} ({b['description']})",
+            str(b["expected"]),
+            f"{b['megabytes']:.2f}",
+            _f(recall) + ("" if recall >= TARGET_BOOK_RECALL else " ✗"),
+            str(len(b["false_ids"])) + ("" if not b["false_ids"] else " ✗"),
+            f"{b['seconds']:.2f}",
+            _num(cps) + ("" if cps >= TARGET_BOOK_CPS else " ✗"),
+            f"{cps / chapter_cps:.2f}×" if chapter_cps else "—",
+            "—" if b.get("cli_seconds") is None else f"{b['cli_seconds']:.1f}",
+            _peak(b),
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _peak(book: dict) -> str:
+    peak = book.get("peak_rss_mb")
+    if peak is None:
+        return "—"
+    limit = TARGET_PEAK_MB.get(book["name"])
+    return f"{peak:.0f}" + ("" if limit is None or peak <= limit else " ✗")

@@ -34,6 +34,7 @@ if str(ROOT) not in sys.path:
 
 from bench import report  # noqa: E402
 from bench.baselines import BASELINES, Baseline, NaiveContainment  # noqa: E402
+from bench.books import book_cases, check_books  # noqa: E402
 from bench.corpus import Corpus, default_corpus_dir, load  # noqa: E402
 from bench.engine import Engine  # noqa: E402
 from bench.report import CHAPTER_CHARS, METHODS, Outcome  # noqa: E402
@@ -76,7 +77,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--show-misses", type=int, default=0, metavar="N", help="print N misses per case type"
     )
-    p.add_argument("--no-cli", action="store_true", help="skip timing `tracker check --jsonl`")
+    p.add_argument("--no-cli", action="store_true", help="skip the runs of `tracker check`")
+    p.add_argument("--no-books", action="store_true", help="skip the whole books (as --kinds does)")
     p.add_argument("--scale", type=int, default=0, metavar="MASTERS", help="e.g. 100000")
     p.add_argument("--scale-chars", type=int, default=3000, help="characters per synthetic master")
     p.add_argument("--scale-cases", type=int, default=200, help="cases re-checked at scale")
@@ -100,6 +102,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if args.kinds and set(args.kinds) - set(CASE_TYPE):
         p.error(f"--kinds: unknown {sorted(set(args.kinds) - set(CASE_TYPE))}")
     args.partial = bool(args.kinds) or len(args.methods) < len(METHODS)
+    args.books = not (args.no_books or args.kinds)
     args.out = args.out or RESULTS / ("partial.md" if args.partial else "latest.md")
     return args
 
@@ -286,6 +289,13 @@ def render(args, meta: dict, summary: dict, perf: dict, scale: dict | None) -> s
         "",
         report.performance_table(perf, summary, args.methods),
     ]
+    if perf.get("books"):
+        parts += [
+            "",
+            "### Whole books on one page",
+            "",
+            report.books_table(perf["books"], perf.get("chapter_cps")),
+        ]
     if scale:
         parts += ["", f"### Scale: {scale['masters']:,} masters", "", report.scale_table(scale)]
     return "\n".join(parts) + "\n"
@@ -345,7 +355,8 @@ def main(argv: list[str] | None = None) -> int:
     naive.add(corpus.masters)
     corpus.exclude_derived(naive.longest_shared)
     related = naive.related(corpus.masters, RELATED_CHARS)
-    cases = list(Simulator(corpus).generate(args.n, args.n_innocent, args.seed, args.kinds))
+    simulator = Simulator(corpus)
+    cases = list(simulator.generate(args.n, args.n_innocent, args.seed, args.kinds))
     log(f"{len(corpus.masters)} masters, {len(cases)} cases")
 
     from tracker.fingerprints.document import fingerprint, fingerprint_many
@@ -386,6 +397,14 @@ def main(argv: list[str] | None = None) -> int:
             texts = [c.text for c in chapter_sized(cases)][: args.cli_lines]
             log(f"timing `tracker check --jsonl` on {len(texts)} chapter-sized texts")
             perf["cli"] = engine.cli_jsonl(texts)
+        chapters = [o for o in outcomes if CHAPTER_CHARS[0] <= o.chars <= CHAPTER_CHARS[1]]
+        perf["chapter_cps"] = sum(o.chars for o in chapters) / max(
+            sum(o.seconds.get("tracker", 0.0) for o in chapters), 1e-9
+        )
+        if args.books:
+            books = book_cases(corpus, simulator.alphabet, args.seed, large=args.mode == "full")
+            log(f"whole books: {len(books)} cases")
+            perf["books"] = [b.to_dict() for b in check_books(books, engine, cli=not args.no_cli)]
         summary = report.summarize(outcomes, args.methods)
         if args.show_misses:
             show_misses(outcomes, engine, {c.case_id: c.text for c in cases}, args.show_misses)

@@ -11,7 +11,10 @@ Rates (see :mod:`bench.disguises` for what each disguise does):
 * homophones 5 % of Han characters; heavy homophones 10–15 %; OCR typos 15 % of characters;
   pinyin letters for 10 % of words; typos + homophones: 15 % + 5 %.
 * partial copy: a contiguous 30 % of a novel chapter inside unrelated text 1–2× its length.
-* passage: 200–500 characters of a master inside an unrelated page of 3,000–8,000 characters.
+* passage: 200–500 characters of a master inside an unrelated page of 3,000–8,000 characters;
+  a short passage: 100–150 Han characters inside 5,000–50,000 characters; a long article's
+  share: 1,600 characters of a master of 6,000+ characters inside 4,700 characters of other
+  news (issue 12).
 * all at once: paragraphs reordered, homophones 5 %, pinyin 10 %, typos 15 %, Traditional,
   ads, punctuation/width/zero-width noise — on one whole chapter or article.
 * quoting commentary: an innocent text of 600–2,000 characters quoting one or two sentences of
@@ -71,6 +74,9 @@ class Simulator:
             if i.kind in ("news", "nahan")
             for p in d.split_paragraphs(i.text)
         ]
+        self.news_paragraphs = [
+            p for i in corpus.innocents if i.kind == "news" for p in d.split_paragraphs(i.text)
+        ]
         self.short_news = [m for m in corpus.news_masters if 250 <= len(m.text) <= 450]
         self._kind = ""
         self._count = 0
@@ -84,12 +90,14 @@ class Simulator:
         pool = self.corpus.novel_chapters if rng.random() < 0.5 else self.corpus.news_masters
         return rng.choice(pool)
 
-    def filler(self, rng: random.Random, chars: int) -> str:
-        """Unrelated text (innocent news and 呐喊 paragraphs) of at least ``chars`` characters."""
+    def filler(self, rng: random.Random, chars: int, news_only: bool = False) -> str:
+        """Unrelated text (innocent news and 呐喊 paragraphs, or news only) of at least
+        ``chars`` characters."""
+        pool = self.news_paragraphs if news_only else self.filler_paragraphs
         out, length = [], 0
-        start = rng.randrange(len(self.filler_paragraphs))
+        start = rng.randrange(len(pool))
         while length < chars:
-            p = self.filler_paragraphs[(start + len(out)) % len(self.filler_paragraphs)]
+            p = pool[(start + len(out)) % len(pool)]
             out.append(p)
             length += len(p)
         return "\n".join(out)
@@ -222,6 +230,21 @@ def _passage(sim: Simulator, rng: random.Random) -> list[Case]:
     return sim.one(text, m, f"{len(copied)} chars of {len(m.text)}, page {len(text)}")
 
 
+def _short_passage(sim: Simulator, rng: random.Random) -> list[Case]:
+    m = sim.chapter_or_article(rng)
+    size = rng.randint(100, 150)
+    copied = d.han_excerpt(m.text, rng.randrange(max(1, len(m.text) - 2 * size)), size)
+    text = d.embed(copied, sim.filler(rng, rng.randint(5000, 50000)), rng)
+    return sim.one(text, m, f"{len(copied)} chars of {len(m.text)}, page {len(text)}")
+
+
+def _article_share(sim: Simulator, rng: random.Random) -> list[Case]:
+    m = rng.choice([c for c in sim.corpus.novel_chapters if len(c.text) >= 6000])
+    copied = d.excerpt(m.text, rng.randrange(len(m.text) - 1600), 1600)
+    text = d.embed(copied, sim.filler(rng, 4700, news_only=True), rng)
+    return sim.one(text, m, f"{len(copied)} chars of {len(m.text)}, page {len(text)}")
+
+
 def _interleaved(sim: Simulator, rng: random.Random) -> list[Case]:
     a, b = rng.sample(sim.corpus.novel_chapters, 2)
     text = d.interleave(a.text, b.text)
@@ -318,6 +341,8 @@ CASE_TYPES: tuple[CaseType, ...] = (
     _C("pinyin_words", HEAVY, "10% of words in pinyin letters (电zi书)", _pinyin),
     _C("typos_homophones", HEAVY, "homophones 5% + typos 15%", _typos_homophones),
     _C("passage_in_long_page", HEAVY, "200–500 chars in a 3–8k-char page", _passage),
+    _C("short_passage_long_page", HEAVY, "100–150 Han chars in a 5–50k-char page", _short_passage),
+    _C("share_1600_in_news", HEAVY, "1,600 chars of a 6k+ master in 4.7k of news", _article_share),
     _C("interleaved", HEAVY, "paragraphs of two chapters interleaved", _interleaved),
     _C("sentences_shuffled", HEAVY, "sentences shuffled inside paragraphs", _sentences),
     _C("news_head_150", HEAVY, "first 150 chars of an article in other text", _news_head),
