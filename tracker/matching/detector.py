@@ -12,6 +12,12 @@
    that copies a few hundred characters is reported, while commentary quoting a sentence or
    two, or a news item sharing a few formulaic sentences with a short master, is not.
 
+A page longer than ``LONG_PAGE_TOKENS`` (a whole book on one page) goes through steps 2–3 in
+segments, a batch at a time (:mod:`tracker.matching.segments`): each segment ranks its own
+candidates, so there is no cap on how many masters one page may be found to copy, and memory
+does not grow with the page beyond its normalised text. Step 4 then decides on each master's
+passages from all segments, merged in page offsets (:func:`tracker.matching.align.merge`).
+
 ``score`` is the copied share of the shorter of the two texts (1.0 for a whole copy); ``coverage``
 the share of the master found in the text.
 """
