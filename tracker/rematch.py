@@ -35,7 +35,7 @@ from pymongo import ASCENDING
 from tracker.index.page_index import PageIndex
 from tracker.library import MasterLibrary, batches
 from tracker.runtime import Runtime
-from tracker.stores.pages import MatchStore, PageStore
+from tracker.stores.pages import FAILED, MatchStore, PageStore
 from tracker.stores.rematch import RematchMark, RematchStore
 from tracker.text.normalize import normalize
 
@@ -105,6 +105,7 @@ class Rematcher:
         summary.failed_pages = len(todo)
         since = self._oldest_version(mark, version)
         summary.since_version = since
+        changed: list[dict] = []
         if since < version:
             changed = self.library.store.changed_since(since)
             summary.changed_masters = len(changed)
@@ -118,7 +119,7 @@ class Rematcher:
             if stop is not None and stop.is_set():
                 summary.interrupted = True
                 break
-            self._check(batch, summary)
+            self._check(batch, {master["_id"] for master in changed}, summary)
             done += len(batch)
             if progress:
                 progress(done, len(todo))
@@ -169,23 +170,41 @@ class Rematcher:
         ]
         return behind
 
-    def _check(self, batch: list[dict], summary: RematchSummary) -> None:
+    def _check(self, batch: list[dict], changed: set[str], summary: RematchSummary) -> None:
+        """Check pages in full and record what changed (a batch in a few bulk writes): a page
+        that carries the same masters as before, none of them changed, is left as it is (the
+        mark covers it)."""
         results = self.detector.check_many([page.get("text") or "" for page in batch])
         version = self.detector.version or 0
         now = datetime.now(UTC)
         filed = {page["_id"]: self._file(page) for page in batch if not page.get("n")}
         summary.refiled += len(filed)
+        changes: dict[str, list[dict]] = {}
         for page, matches in zip(batch, results, strict=True):
             found = [m.to_dict() for m in matches]
             before = set(page.get("matched_doc_ids") or ())
-            new, closed = self.matches.record(page["_id"], found, now)
-            doc_ids = [m["doc_id"] for m in found]
-            self.pages.set_matched(page["_id"], doc_ids, version, now, n=filed.get(page["_id"]))
             summary.checked += 1
             summary.matched_pages += bool(found)
+            if (
+                {m["doc_id"] for m in found} != before
+                or before & changed
+                or page.get("match_state") == FAILED
+                or page["_id"] in filed
+            ):
+                changes[page["_id"]] = found
+                summary.new_doc_ids += [m["doc_id"] for m in found if m["doc_id"] not in before]
+        if changes:
+            new, closed = self.matches.record_many(changes, now)
             summary.new_matches += new
             summary.closed_matches += closed
-            summary.new_doc_ids += [d for d in doc_ids if d not in before]
+            self.pages.set_matched(
+                [
+                    (url, [m["doc_id"] for m in found], filed.get(url))
+                    for url, found in changes.items()
+                ],
+                version,
+                now,
+            )
 
     def _file(self, page: dict) -> int:
         """File a page never filed in the page index (its first filing failed, or it was

@@ -6,10 +6,12 @@ grows with the change rather than with the page store. Each stored page files it
 shingle anchors here (Schleimer, Wilkerson and Aiken's winnowing with a window of
 ``PAGE_WINDOW`` shingles, see :mod:`tracker.index.anchor_index`); a changed master is looked up
 with its own anchors selected the same way, whatever its length. A passage of at least
-``PAGE_WINDOW + GRAM - 1`` = 99 tokens shared by a page and a master holds a whole winnowing
-window, whose minimum both texts select: it shares an anchor, so every page with a copied
-passage of 100+ characters is a candidate (passages cut shorter by edits usually still share
-one). Candidates are then checked in full.
+``2 × PAGE_WINDOW + GRAM`` = 101 tokens shared by a page and a master holds two disjoint
+winnowing windows, whose minima both texts select: it shares two anchors. So a page is a
+candidate for a master when it shares two anchors *with that master* (votes are counted per
+master, not summed over the change): every page with a copied passage of 100+ characters is
+one, while a page sharing one stock phrase with each of a hundred new chapters is not.
+Candidates are then checked in full.
 
 A page is filed under a page number ``n`` allocated each time its text is stored anew (by
 :class:`tracker.stores.pages.PageStore`); the numbers of its older texts are never removed: they
@@ -35,9 +37,9 @@ if TYPE_CHECKING:
     from tracker.runtime import Runtime
 
 
-# One anchor in 48 tokens: half as dense as the long masters' (anchor_index.SPARSE_WINDOW),
-# as pages are many and one shared anchor makes a candidate here.
-PAGE_WINDOW = 95
+# The long masters' window (anchor_index.SPARSE_WINDOW): ~1 anchor per 24.5 tokens.
+PAGE_WINDOW = 48
+MIN_SHARED = 2
 
 
 def page_anchors(tokens: np.ndarray) -> np.ndarray:
@@ -72,13 +74,18 @@ class PageIndex:
         return int(value or 0)
 
     def candidates(self, texts: Sequence[np.ndarray]) -> dict[int, int]:
-        """Pages sharing anchors with any of these token arrays (masters), with how many."""
-        anchors = [page_anchors(tokens) for tokens in texts]
-        if not anchors:
-            return {}
-        lookup = self.postings.lookup(np.concatenate(anchors))
-        votes = self.postings.votes(lookup, self.storage.get(lookup.keys))
-        return votes
+        """Pages sharing ``MIN_SHARED`` anchors with one of these token arrays (masters), with
+        the most any one of them shares. The buckets of all are fetched in one round trip."""
+        lookups = [self.postings.lookup(page_anchors(tokens)) for tokens in texts]
+        keys = sorted({key for lookup in lookups for key in lookup.keys})
+        fetched = dict(zip(keys, self.storage.get(keys), strict=True))
+        found: dict[int, int] = {}
+        for lookup in lookups:
+            votes = self.postings.votes(lookup, [fetched[key] for key in lookup.keys])
+            for page, count in votes.items():
+                if count >= MIN_SHARED and count > found.get(page, 0):
+                    found[page] = count
+        return found
 
     def clear(self) -> None:
         self.storage.clear()

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any
 
-from pymongo import ASCENDING, DESCENDING, ReturnDocument, UpdateOne
+from pymongo import ASCENDING, DESCENDING, ReturnDocument, UpdateMany, UpdateOne
 from pymongo.database import Database
 
 from tracker.model import content_hash, site_of
@@ -116,24 +116,23 @@ class PageStore:
         return changed
 
     def set_matched(
-        self,
-        url: str,
-        doc_ids: list[str],
-        version: int,
-        now: datetime | None = None,
-        n: int | None = None,
+        self, pages: list[tuple[str, list[str], int | None]], version: int, now: datetime
     ) -> None:
-        """Record a successful (re)match of the stored page ``url`` (and its new page number,
-        if it was filed now)."""
-        fields: dict[str, Any] = {
-            "match_state": OK,
-            "matched_version": version,
-            "matched_doc_ids": doc_ids,
-            "stored_at": now or datetime.now(UTC),
-        }
-        if n is not None:
-            fields["n"] = n
-        self.pages.update_one({"_id": url}, {"$set": fields})
+        """Record successful (re)matches of stored pages: ``(url, doc ids, new page number or
+        None)`` each, in one bulk write."""
+        ops = []
+        for url, doc_ids, n in pages:
+            fields: dict[str, Any] = {
+                "match_state": OK,
+                "matched_version": version,
+                "matched_doc_ids": doc_ids,
+                "stored_at": now,
+            }
+            if n is not None:
+                fields["n"] = n
+            ops.append(UpdateOne({"_id": url}, {"$set": fields}))
+        if ops:
+            self.pages.bulk_write(ops, ordered=False)
 
     def touch(self, url: str, now: datetime | None = None, status: int | None = None) -> bool:
         """Record that ``url`` was seen again, unchanged; returns False when it is not stored."""
@@ -204,35 +203,53 @@ class MatchStore:
         """What a check of page ``url`` found now: its matches are upserted (reopened if they
         had been closed), the page's other open matches closed, and the day's record of the
         page set to these. Returns (new matches, closed matches)."""
+        return self.record_many({url: matches}, now)
+
+    def record_many(
+        self, found: dict[str, list[dict[str, Any]]], now: datetime | None = None
+    ) -> tuple[int, int]:
+        """:meth:`record` for several pages, in three bulk writes; returns the totals."""
         now = now or datetime.now(UTC)
-        site = site_of(url)
-        carried = [str(m["doc_id"]) for m in matches]
-        ops = [
-            UpdateOne(
-                {"_id": f"{url}\x00{match['doc_id']}"},
-                {
-                    "$set": {
-                        **{k: v for k, v in match.items() if k != "doc_id"},
-                        "url": url,
-                        "site": site,
-                        "doc_id": str(match["doc_id"]),
-                        "last_seen": now,
-                        "active": True,
+        upserts, closes = [], []
+        carried = {url: [str(m["doc_id"]) for m in matches] for url, matches in found.items()}
+        for url, matches in found.items():
+            site = site_of(url)
+            upserts += [
+                UpdateOne(
+                    {"_id": f"{url}\x00{match['doc_id']}"},
+                    {
+                        "$set": {
+                            **{k: v for k, v in match.items() if k != "doc_id"},
+                            "url": url,
+                            "site": site,
+                            "doc_id": str(match["doc_id"]),
+                            "last_seen": now,
+                            "active": True,
+                        },
+                        "$unset": {"closed_at": ""},
+                        "$setOnInsert": {"first_seen": now},
                     },
-                    "$unset": {"closed_at": ""},
-                    "$setOnInsert": {"first_seen": now},
-                },
-                upsert=True,
+                    upsert=True,
+                )
+                for match in matches
+            ]
+            closes.append(
+                UpdateMany(
+                    {"url": url, "active": {"$ne": False}, "doc_id": {"$nin": carried[url]}},
+                    {"$set": {"active": False, "closed_at": now}},
+                )
             )
-            for match in matches
+        new = self.matches.bulk_write(upserts, ordered=False).upserted_count if upserts else 0
+        closed = self.matches.bulk_write(closes, ordered=False).modified_count if closes else 0
+        # The day's record of every page that carries a match now, and (when matches were
+        # closed) of those that lost them all; not of pages that carried nothing and still do.
+        days = [
+            self._carried(url, doc_ids, now)
+            for url, doc_ids in carried.items()
+            if doc_ids or closed
         ]
-        new = self.matches.bulk_write(ops, ordered=False).upserted_count if ops else 0
-        closed = self.matches.update_many(
-            {"url": url, "active": {"$ne": False}, "doc_id": {"$nin": carried}},
-            {"$set": {"active": False, "closed_at": now}},
-        ).modified_count
-        if carried or closed:
-            self._carried(url, site, carried, now)
+        if days:
+            self.page_days.bulk_write(days, ordered=False)
         return new, closed
 
     def touch(self, url: str, now: datetime | None = None) -> list[str]:
@@ -242,7 +259,7 @@ class MatchStore:
         carried = [str(doc["doc_id"]) for doc in self.matches.find(open_matches, {"doc_id": 1})]
         if carried:
             self.matches.update_many(open_matches, {"$set": {"last_seen": now}})
-            self._carried(url, site_of(url), carried, now)
+            self.page_days.bulk_write([self._carried(url, carried, now)])
         return carried
 
     def close_doc(self, doc_id: str, now: datetime | None = None) -> int:
@@ -262,13 +279,12 @@ class MatchStore:
             urls.update(doc["url"] for doc in self.matches.find(query, {"url": 1}))
         return urls
 
-    def _carried(self, url: str, site: str, doc_ids: list[str], now: datetime) -> None:
+    @staticmethod
+    def _carried(url: str, doc_ids: list[str], now: datetime) -> UpdateOne:
+        """The write setting the day's record of page ``url`` to ``doc_ids``."""
         day = day_of(now)
-        self.page_days.update_one(
-            {"_id": f"{day} {url}"},
-            {"$set": {"day": day, "url": url, "site": site, "doc_ids": doc_ids, "at": now}},
-            upsert=True,
-        )
+        fields = {"day": day, "url": url, "site": site_of(url), "doc_ids": doc_ids, "at": now}
+        return UpdateOne({"_id": f"{day} {url}"}, {"$set": fields}, upsert=True)
 
     def carried_on(self, day: date) -> list[dict]:
         """The day's record of every page that carried a match on ``day``: ``url``, ``site``,
