@@ -14,7 +14,7 @@ from tracker.fingerprints.document import VERSION
 from tracker.library import MasterLibrary
 from tracker.matching.detector import MasterCache
 from tracker.model import MasterDocument
-from tracker.readers import InputError, iter_files, read_documents
+from tracker.readers import InputError, read_documents, read_masters
 
 from . import disguise
 from .texts import prose
@@ -157,7 +157,7 @@ def test_rebuild_recomputes_fingerprints_of_an_older_version(library, runtime):
     assert matched(library, CHAPTERS["book/0005"]) == ["book/0005"]
 
 
-def test_readers_split_books_and_reject_malformed_files(tmp_path: Path):
+def test_readers_split_books_and_report_every_malformed_file_and_line(tmp_path: Path):
     book = tmp_path / "小说.txt"
     book.write_bytes("第一章 起\n甲乙丙丁。\n第二章 承\n戊己庚辛。\n".encode("gb18030"))
     docs = list(read_documents(book))
@@ -166,24 +166,32 @@ def test_readers_split_books_and_reject_malformed_files(tmp_path: Path):
         ("小说/0002", "小说", "第二章 承"),
     ]
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"id": "a", "text": "正文"}\n{"id": "b"\n', encoding="utf-8")
+    bad.write_text('{"id": "a", "text": "正文"}\n{"id": "b"\n{"id": "c", "text": "好"}\n')
     with pytest.raises(InputError, match=r"bad.jsonl:2: invalid JSON"):
         list(read_documents(bad))
     missing = tmp_path / "missing.jsonl"
-    missing.write_text('{"id": "a", "text": ""}\n', encoding="utf-8")
-    with pytest.raises(InputError, match=r"missing or empty field\(s\): text"):
-        list(read_documents(missing))
+    missing.write_text('{"id": "a2", "text": ""}\n', encoding="utf-8")
     binary = tmp_path / "binary.txt"
     binary.write_bytes(b"\x00\x01\x02PK\x03\x04" * 100)
-    with pytest.raises(InputError, match="binary"):
-        list(read_documents(binary))
     empty = tmp_path / "empty.txt"
     empty.write_bytes(b"")
+    (tmp_path / "notes.md").write_text("# not a master file")
+    (tmp_path / ".hidden.txt").write_text("第一章 隐\n不读。")
+    reading = read_masters([tmp_path])
+    # Every problem at once, with its file and line; the good documents kept.
+    assert sorted(reading.problems) == sorted(
+        [
+            f"{bad}:2: invalid JSON (Expecting ',' delimiter)",
+            f"{missing}:1: missing or empty field(s): text",
+            f"{binary}: binary data (NUL or control bytes), not text",
+            f"{empty}: empty text",
+        ]
+    ), reading.problems
+    assert sorted(d.doc_id for d in reading.documents) == ["a", "c", "小说/0001", "小说/0002"]
+    assert [p.name for p in reading.files] == ["bad.jsonl", "小说.txt"]
+    assert [p.name for p in reading.skipped] == ["notes.md"]
     with pytest.raises(InputError, match="empty text"):
         list(read_documents(empty))
-    assert [p.name for p in iter_files([tmp_path])] == sorted(
-        ["小说.txt", "bad.jsonl", "missing.jsonl", "binary.txt", "empty.txt"]
-    )
 
 
 @pytest.fixture()
@@ -251,7 +259,7 @@ def test_console_script_check_prints_everything_before_its_quick_exit(library, c
         text=True,
         check=False,
     )
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 1, done.stderr  # 1: a copy was found
     [match] = json.loads(done.stdout)["matches"]
     assert match["doc_id"] == "book/0002" and match["spans"]
     missing = subprocess.run(

@@ -32,9 +32,19 @@ def command_modules() -> list[ModuleType]:
     return [module for module in modules if hasattr(module, "register")]
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse, with its errors in the one-line form of every tracker error."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"tracker: error: {message} (see `{self.prog} --help`)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="tracker", description="Find pirated copies of a master library of Chinese texts."
+    parser = Parser(
+        prog="tracker",
+        description="Find pirated copies of a master library of Chinese texts.",
+        epilog="Exit status: 0 success (check: no copy found), 1 check found copies (other "
+        "commands: done, but not everything: see their --help), 2 error.",
     )
     parser.add_argument(
         "--config", help="TOML settings file (default: $TRACKER_CONFIG or ./tracker.toml)"
@@ -65,20 +75,57 @@ def entry() -> NoReturn:
 
 
 def _run(argv: list[str] | None = None) -> tuple[int, argparse.Namespace]:
+    # numpy's OpenBLAS starts a thread per core when loaded (0.05-0.1 s); nothing here uses it.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",
     )
+    settings = None
     try:
         settings = Settings.load(args.config, data_dir=args.data_dir)
         return int(args.func(args, settings) or 0), args
     except (ConfigError, InputError, DecodeError, ServiceError) as exc:
-        print(f"tracker: error: {exc}", file=sys.stderr)
-        return 2, args
+        return fail(str(exc)), args
     except KeyboardInterrupt:
         return 130, args
+    except BrokenPipeError:  # the reader went away (`| head`): nothing more to say
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0, args
+    except OSError as exc:
+        if exc.filename is None:
+            raise
+        return fail(f"{exc.filename}: {exc.strerror or exc}"), args
+    except Exception as exc:
+        from tracker.cli._servers import describe
+
+        message = describe(exc, settings) if settings is not None else None
+        if message is None:
+            raise
+        return fail(message), args
+
+
+def add_size_limit(parser: argparse.ArgumentParser, what: str) -> None:
+    """The ``--max-mb N`` option of commands that read texts: ``what`` it limits."""
+    parser.add_argument(
+        "--max-mb",
+        type=int,
+        metavar="N",
+        help=f"refuse {what} larger than N MiB (default: the max_input_mb setting, 32)",
+    )
+
+
+def size_limit(args: argparse.Namespace, settings: Settings) -> int:
+    """The input size limit in bytes: ``--max-mb``, else the ``max_input_mb`` setting."""
+    return (getattr(args, "max_mb", None) or settings.max_input_mb) << 20
+
+
+def fail(message: str) -> int:
+    """Say what went wrong in one line, ``tracker: error: …``; the exit status of errors."""
+    print(f"tracker: error: {message}", file=sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":

@@ -1,56 +1,60 @@
 """``tracker check [FILE | URL | -]`` and ``tracker check --jsonl FILE``.
 
+Exit status, as a scanner's: a single text exits **1** when it copies master documents, **0**
+when it copies none, **2** on an error (one line ``tracker: error: …``). ``--jsonl`` exits 0
+unless it failed: its answers say the rest, malformed lines included.
+
 Output shapes are a public interface: one text prints its matches (``--json`` for JSON);
 ``--jsonl`` prints one ``{"id", "matches": [...]}`` object per input line, matches best first,
-each ``{"doc_id", "work", "title", "score", "coverage", "method", "spans"}``.
+each ``{"doc_id", "work", "title", "score", "coverage", "method", "spans"}``; a line that cannot
+be checked is answered ``{"id", "line", "error"}``, with its id whenever it could be read.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
 import os
 import sys
-import urllib.request
 from collections import deque
 from collections.abc import Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future
 from dataclasses import replace
 from itertools import chain, islice
-from pathlib import Path
+from typing import IO, TYPE_CHECKING
 
 import orjson
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
+from tracker.cli import add_size_limit, size_limit
+from tracker.cli._output import plain, print_table
+from tracker.cli._servers import connect
 from tracker.config import Settings
-from tracker.extract import extract
-from tracker.fingerprints.simhash import simhash_text
-from tracker.library import MasterLibrary
-from tracker.matching.detector import Detector, Match
-from tracker.readers import InputError
-from tracker.runtime import Runtime
-from tracker.text.encoding import decode_bytes
-from tracker.text.normalize import normalize
+from tracker.readers import InputError, json_loads, read_text
 
-MAX_FETCH_BYTES = 10 * 1024 * 1024
+if TYPE_CHECKING:
+    from tracker.runtime import Runtime
+
 DEFAULT_WORKERS = min(4, os.cpu_count() or 1)  # check --jsonl: one process per CPU, at most 4
+FOUND = 1  # exit status of a single text that copies master documents
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser("check", help="print the master documents a text copies")
+    parser = commands.add_parser(
+        "check",
+        help="print the master documents a text copies (exit 1: copies found, 0: none, 2: error)",
+        description="Print the master documents a text copies. Exit status: 1 when it copies "
+        "some, 0 when it copies none, 2 on an error; with --jsonl, 0 unless the command failed.",
+    )
     parser.add_argument(
         "source",
         nargs="?",
         default="-",
-        help="a text file, an http(s) URL, or - for standard input",
+        help="a text or HTML file, an http(s) URL, or - for standard input (the default)",
     )
     parser.add_argument(
         "--jsonl",
         metavar="FILE",
-        help='check every {"id", "text"} line of FILE (- for standard input)',
+        help='check every {"id", "text"} line of FILE (UTF-8; - for standard input)',
     )
     parser.add_argument(
         "--workers",
@@ -60,45 +64,58 @@ def register(commands: argparse._SubParsersAction) -> None:
         help="with --jsonl: check batches in N processes (default: the CPUs, at most 4)",
     )
     parser.add_argument("--json", action="store_true", help="print JSON for a single text")
+    parser.add_argument(
+        "--wide", action="store_true", help="print the table at full width, whatever the terminal"
+    )
+    add_size_limit(parser, "a text, file or page (with --jsonl, a line)")
     parser.set_defaults(func=run, quick_exit=True)
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
+    max_bytes = size_limit(args, settings)
     if args.jsonl:
-        return _run_jsonl(args.jsonl, settings, args.workers)
-    text = _read_source(args.source)
-    runtime = Runtime(settings)
+        return _run_jsonl(args.jsonl, settings, args.workers, max_bytes)
+    text = read_text(args.source, max_bytes)  # a bad input fails before any server is started
+    runtime = connect(settings, redis=True)
     try:
         matches = _detector(runtime, settings).check(text)
     finally:
         runtime.close()
     if args.json:
         print(_dumps({"matches": matches}))
-        return 0
-    if not matches:
+    elif matches:
+        _print_table(matches, args.wide)
+    else:
         print("no match in the master library")
-        return 0
-    table = Table("doc_id", "work", "title", "score", "coverage", "method", "passages")
-    for m in matches:
-        table.add_row(
-            escape(m.doc_id),
-            escape(m.work),
-            escape(m.title),
-            f"{m.score:.3f}",
-            f"{m.coverage:.1%}",
-            m.method,
-            str(len(m.spans)),
-        )
-    console = Console()
-    console.print(table)
+    return FOUND if matches else 0
+
+
+def _print_table(matches: list, wide: bool) -> None:
+    """The matches, best first, then the first passages of the best three."""
+    print_table(
+        ("doc_id", "work", "title", "score", "coverage", "method", "passages"),
+        (
+            (
+                m.doc_id,
+                m.work,
+                m.title,
+                f"{m.score:.3f}",
+                f"{m.coverage:.1%}",
+                m.method,
+                len(m.spans),
+            )
+            for m in matches
+        ),
+        wide=wide,
+        numeric=("score", "coverage", "passages"),
+    )
     for m in matches[:3]:
         for span in m.spans[:3]:
-            console.print(
-                f"[bold]{escape(m.doc_id)}[/] page {span['page_start']}-{span['page_end']}"
+            print(
+                f"{plain(m.doc_id)} page {span['page_start']}-{span['page_end']}"
                 f" ↔ master {span['master_start']}-{span['master_end']}: "
-                f"{escape(span['text'][:80])}…"
+                f"{plain(span['text'][:80])}…"
             )
-    return 0
 
 
 JSONL_BATCH = 16  # texts checked together: one index round trip, one master fetch per batch;
@@ -107,35 +124,73 @@ JSONL_BATCH = 16  # texts checked together: one index round trip, one master fet
 Line = tuple[int, object, str | None, str | None]  # line number, id, text, error
 
 
-def _detector(runtime: Runtime, settings: Settings) -> Detector:
+def _detector(runtime: Runtime, settings: Settings):
+    from tracker.library import MasterLibrary
+
     return MasterLibrary.from_runtime(runtime).detector(settings)
 
 
-def _run_jsonl(path: str, settings: Settings, workers: int) -> int:
+def _open_jsonl(path: str) -> IO[bytes]:
+    if path == "-":
+        return sys.stdin.buffer
+    try:
+        return open(path, "rb")
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+
+
+def parse_line(raw: bytes, lineno: int, max_bytes: int) -> Line:
+    """One ``--jsonl`` line as (line number, id, text, error): invalid UTF-8 and JSON, a
+    missing text and an oversized line are errors, and the id is kept whenever it can be
+    read."""
+    if len(raw) > max_bytes:
+        return lineno, None, None, f"line larger than the input limit of {max_bytes >> 20} MiB"
+    try:
+        line = raw.decode("utf-8")
+        error = None
+    except UnicodeDecodeError as exc:
+        line = raw.decode("utf-8", errors="replace")
+        error = f"invalid UTF-8 at byte {exc.start} (--jsonl input is UTF-8)"
+    try:
+        record = json_loads(line)
+    except ValueError as exc:
+        return lineno, None, None, error or f"invalid JSON ({getattr(exc, 'msg', exc)})"
+    record_id = record.get("id") if isinstance(record, dict) else None
+    if isinstance(record_id, str) and "\ufffd" in record_id and error:
+        record_id = None  # the id itself holds the bad bytes
+    if error is None:
+        if not isinstance(record, dict):
+            error = "expected a JSON object"
+        elif not isinstance(record.get("text"), str):
+            error = "expected a string 'text'"
+        elif not record["text"].strip():
+            error = "empty text"
+    if error is not None:
+        return lineno, record_id, None, error
+    return lineno, record_id, record["text"], None
+
+
+def _run_jsonl(path: str, settings: Settings, workers: int, max_bytes: int) -> int:
     """One output line per input line, in order; malformed lines get an ``error`` object.
 
     Batches are checked in ``workers`` processes (jieba segmentation holds the GIL, so
     threads would not help) when the input holds more than one batch; each process keeps
     its own connections and master cache, and results are printed in input order."""
-    stream = sys.stdin if path == "-" else open(path, encoding="utf-8", errors="replace")  # noqa: SIM115
+    stream = _open_jsonl(path)
     errors = 0
 
     def batches() -> Iterator[list[Line]]:
         nonlocal errors
         batch: list[Line] = []
         with stream:
-            for lineno, line in enumerate(stream, start=1):
-                if not line.strip():
+            for lineno, raw in enumerate(stream, start=1):
+                if not raw.strip():
                     continue
-                try:
-                    record = _loads(line)
-                    if not isinstance(record, dict) or not isinstance(record.get("text"), str):
-                        raise ValueError("expected an object with a string 'text'")
-                except ValueError as exc:
-                    errors += 1
-                    batch.append((lineno, None, None, str(exc)))
-                else:
-                    batch.append((lineno, record.get("id"), record["text"], None))
+                line = parse_line(raw, lineno, max_bytes)
+                errors += line[3] is not None
+                batch.append(line)
                 if len(batch) >= JSONL_BATCH:
                     yield batch
                     batch = []
@@ -144,8 +199,8 @@ def _run_jsonl(path: str, settings: Settings, workers: int) -> int:
 
     pending = batches()
     head = list(islice(pending, 2))
+    runtime = connect(settings)  # starts the embedded servers once, for all the workers
     if workers <= 1 or len(head) < 2:
-        runtime = Runtime(settings)
         try:
             detector = _detector(runtime, settings)
             for batch in chain(head, pending):
@@ -153,10 +208,16 @@ def _run_jsonl(path: str, settings: Settings, workers: int) -> int:
         finally:
             runtime.close()  # an open MongoClient makes the interpreter's exit wait 0.3-0.7 s
     else:
-        runtime = Runtime(settings)  # starts the embedded servers once, for all the workers
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        from tracker.fingerprints.simhash import simhash_text
+        from tracker.text.normalize import normalize
+
         resolved = replace(settings, mongo_url=runtime.mongo_url, redis_url=runtime.redis_url)
-        # Forked workers start at once with the tables and dictionaries loaded here; nothing
-        # in this process has opened a connection or a thread yet, so nothing is shared.
+        runtime.close()
+        # Forked workers start at once with the tables and dictionaries loaded here; the
+        # connections of this process are closed, so nothing is shared.
         simhash_text(normalize("预热词典").chars)
         methods = multiprocessing.get_all_start_methods()
         context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
@@ -172,7 +233,7 @@ def _run_jsonl(path: str, settings: Settings, workers: int) -> int:
             for done, future in in_flight:
                 _print_batch(done, future.result())
     if errors:
-        print(f"tracker check: skipped {errors} malformed line(s)", file=sys.stderr)
+        print(f"tracker check: {errors} line(s) not checked, see their errors", file=sys.stderr)
     return 0
 
 
@@ -180,15 +241,17 @@ def _texts(batch: list[Line]) -> list[str]:
     return [text for _, _, text, _ in batch if text is not None]
 
 
-_WORKER_DETECTOR: Detector | None = None
+_WORKER_DETECTOR = None
 
 
 def _start_worker(settings: Settings) -> None:
+    from tracker.runtime import Runtime
+
     global _WORKER_DETECTOR
     _WORKER_DETECTOR = _detector(Runtime(settings), settings)
 
 
-def _check_texts(texts: list[str], detector: Detector | None = None) -> list[str]:
+def _check_texts(texts: list[str], detector=None) -> list[str]:
     """The JSON of each text's matches (serialised where they are found: a worker sends
     back strings, not objects)."""
     detector = detector or _WORKER_DETECTOR
@@ -207,15 +270,6 @@ def _print_batch(batch: list[Line], results: list[str]) -> None:
     sys.stdout.flush()
 
 
-def _loads(line: str) -> object:
-    """orjson (a chapter-sized line in 0.1 ms, json's C decoder takes 1.3 ms); json for what
-    orjson refuses but json reads, such as escaped lone surrogates."""
-    try:
-        return orjson.loads(line)
-    except orjson.JSONDecodeError:
-        return json.loads(line)
-
-
 def _dumps(value: object) -> str:
     try:
         return orjson.dumps(value).decode()  # Match dataclasses natively, no asdict copy
@@ -224,25 +278,7 @@ def _dumps(value: object) -> str:
 
 
 def _as_dict(value: object) -> dict:
-    if isinstance(value, Match):
-        return value.to_dict()
+    to_dict = getattr(value, "to_dict", None)
+    if to_dict is not None:
+        return to_dict()
     raise TypeError(f"{type(value).__name__} is not JSON serialisable")
-
-
-def _read_source(source: str) -> str:
-    if source == "-":
-        return sys.stdin.read()
-    if source.startswith(("http://", "https://")):
-        request = urllib.request.Request(source, headers={"User-Agent": "tracker-check/0.1"})
-        with urllib.request.urlopen(request, timeout=30) as response:
-            body = response.read(MAX_FETCH_BYTES)
-            charset = response.headers.get_content_charset()
-        html, _ = decode_bytes(body, charset)
-        return extract(html, source).text
-    path = Path(source)
-    if not path.is_file():
-        raise InputError(f"{source}: no such file")
-    text, _ = decode_bytes(path.read_bytes())
-    if path.suffix.lower() in (".html", ".htm"):
-        return extract(text, None).text
-    return text

@@ -1,27 +1,34 @@
-"""``tracker index stats|verify|rebuild`` and ``tracker index delete DOC_ID…``."""
+"""``tracker index stats|verify|rebuild``, ``tracker index list [--work W]`` and
+``tracker index delete DOC_ID…``."""
 
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
+from tracker.cli._output import count, print_table, when
+from tracker.cli._servers import connect
 from tracker.config import Settings
-from tracker.library import MasterLibrary
-from tracker.runtime import Runtime
+
+if TYPE_CHECKING:
+    from tracker.runtime import Runtime
 
 
 def register(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
         "index",
-        help="compare the Redis index with MongoDB (stats), repair it (verify), rebuild it, "
-        "or delete master documents",
+        help="list the master library's works (list), compare the Redis index with MongoDB "
+        "(stats), repair it (verify), rebuild it, or delete master documents",
     )
-    parser.add_argument("action", choices=("stats", "verify", "rebuild", "delete"))
-    parser.add_argument("doc_ids", nargs="*", metavar="DOC_ID", help="for delete")
+    parser.add_argument("action", choices=("list", "stats", "verify", "rebuild", "delete"))
+    parser.add_argument("doc_ids", nargs="*", default=[], metavar="DOC_ID", help="for delete")
+    parser.add_argument("--work", metavar="W", help="for list: the documents of work W")
+    parser.add_argument("--wide", action="store_true", help="for list: one line per row")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    runtime = Runtime(settings)
+    runtime = connect(settings, redis=args.action != "list")
     try:
         return ACTIONS[args.action](args, runtime)
     finally:
@@ -30,6 +37,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
 def stats(args: argparse.Namespace, runtime: Runtime) -> int:
     """Both sides, read only: MongoDB's library version and masters, the index's."""
+    from tracker.library import MasterLibrary
+
     library = MasterLibrary.from_runtime(runtime, verify=False)
     found = library.verify(repair=False)
     memory = runtime.redis.info("memory")["used_memory"]
@@ -48,6 +57,7 @@ def stats(args: argparse.Namespace, runtime: Runtime) -> int:
 
 def verify(args: argparse.Namespace, runtime: Runtime) -> int:
     """Compare, and repair: finish pending changes or rebuild the index; the page index too."""
+    from tracker.library import MasterLibrary
     from tracker.rematch import Rematcher
 
     library = MasterLibrary.from_runtime(runtime, verify=False)
@@ -68,6 +78,7 @@ def verify(args: argparse.Namespace, runtime: Runtime) -> int:
 
 
 def rebuild(args: argparse.Namespace, runtime: Runtime) -> int:
+    from tracker.library import MasterLibrary
     from tracker.rematch import Rematcher
 
     library = MasterLibrary.from_runtime(runtime, verify=False)
@@ -81,6 +92,8 @@ def delete(args: argparse.Namespace, runtime: Runtime) -> int:
     if not args.doc_ids:
         print("tracker index delete: give one or more DOC_IDs")
         return 2
+    from tracker.library import MasterLibrary
+
     library = MasterLibrary.from_runtime(runtime)
     missing = [doc_id for doc_id in args.doc_ids if not library.delete(doc_id)]
     print(
@@ -90,8 +103,59 @@ def delete(args: argparse.Namespace, runtime: Runtime) -> int:
     return 1 if missing else 0
 
 
+def list_works(args: argparse.Namespace, runtime: Runtime) -> int:
+    """The works of the library (documents, size, when ingested), or with ``--work`` the
+    documents of one; read only, from MongoDB."""
+    masters = runtime.db["masters"]
+    fields = {"work": 1, "title": 1, "length": 1, "added_at": 1, "updated_at": 1}
+    alive = {"deleted": {"$ne": True}}
+    if args.work:
+        rows = [
+            (d["_id"], d.get("title", ""), count(d.get("length", 0)), when(d.get("updated_at")))
+            for d in masters.find({**alive, "work": args.work}, fields).sort("n", 1)
+        ]
+        if not rows:
+            print(f"no work named {args.work!r}: `tracker index list` shows the works")
+            return 1
+        print_table(("doc_id", "title", "size", "ingested"), rows, args.wide, ("size",))
+        return 0
+    works: dict[str, list] = {}
+    for d in masters.find(alive, fields):
+        entry = works.setdefault(d.get("work", ""), [0, 0, None, None])
+        entry[0] += 1
+        entry[1] += int(d.get("length", 0) or 0)
+        for i, key, pick in ((2, "added_at", min), (3, "updated_at", max)):
+            if d.get(key) is not None:
+                entry[i] = d[key] if entry[i] is None else pick(entry[i], d[key])
+    if not works:
+        print(f"the master library in database {runtime.settings.mongo_db!r} is empty")
+        return 0
+    rows = [
+        (work, count(n), count(size), when(first), when(last))
+        for work, (n, size, first, last) in sorted(works.items())
+    ]
+    print_table(
+        ("work", "documents", "size", "first ingested", "last ingested"),
+        rows,
+        args.wide,
+        ("documents", "size"),
+    )
+    total = sum(entry[0] for entry in works.values())
+    print(
+        f"{count(len(works))} work(s), {count(total)} document(s); size in characters "
+        "after normalisation"
+    )
+    return 0
+
+
 def _or_none(value: int | None) -> str:
     return "no" if value is None else str(value)
 
 
-ACTIONS = {"stats": stats, "verify": verify, "rebuild": rebuild, "delete": delete}
+ACTIONS = {
+    "list": list_works,
+    "stats": stats,
+    "verify": verify,
+    "rebuild": rebuild,
+    "delete": delete,
+}

@@ -7,11 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
 from tracker.config import Settings
-from tracker.runtime import Runtime
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -25,7 +21,11 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     from tracker.rematch import Rematcher
+    from tracker.runtime import Runtime
 
     console = Console(stderr=True)
     runtime = Runtime(settings)

@@ -18,13 +18,8 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 
 from tracker.config import Settings
-from tracker.reports import summary_line, to_csv, to_html, to_json
-from tracker.reports.build import build_report
-from tracker.reports.daily import write_notices
-from tracker.runtime import Runtime
 
-RENDERERS = {"json": to_json, "csv": to_csv, "html": to_html}
-FORMATS = (*RENDERERS, "notices")
+FORMATS = ("json", "csv", "html", "notices")
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -58,6 +53,12 @@ def parse_day(value: str) -> date:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
+    from tracker.reports import summary_line, to_csv, to_html, to_json
+    from tracker.reports.build import build_report
+    from tracker.reports.daily import write_notices
+    from tracker.runtime import Runtime
+
+    renderers = {"json": to_json, "csv": to_csv, "html": to_html}
     day = args.date or datetime.now(UTC).date()
     runtime = Runtime(settings)
     try:
@@ -71,7 +72,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             print(path)
         print(summary_line(report), file=sys.stderr)
         return 0
-    text = RENDERERS[args.format](report)
+    text = renderers[args.format](report)
     out = args.out
     if out is None and args.format == "html":
         out = settings.data_dir / "reports" / f"report-{report['date']}.html"

@@ -12,9 +12,6 @@ import json
 import logging
 
 from tracker.config import Settings
-from tracker.runtime import Runtime
-from tracker.scheduler.jobs import JobContext
-from tracker.scheduler.runs import OK
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -26,6 +23,10 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
+    from tracker.runtime import Runtime
+    from tracker.scheduler.jobs import JobContext
+    from tracker.scheduler.runs import OK
+
     if not args.verbose:
         logging.getLogger("tracker").setLevel(logging.INFO)
     runtime = Runtime(settings)

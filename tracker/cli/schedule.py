@@ -15,13 +15,14 @@ import logging
 import os
 import signal
 import threading
-from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from tracker.cli._output import when
 from tracker.config import Settings
-from tracker.locks import HeldLock
-from tracker.runtime import Runtime
-from tracker.scheduler.service import SchedulerService, list_jobs, lock_name
+from tracker.services import mask_password
+
+if TYPE_CHECKING:
+    from tracker.runtime import Runtime
 
 log = logging.getLogger("tracker.scheduler")
 
@@ -39,6 +40,8 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
+    from tracker.runtime import Runtime
+
     runtime = Runtime(settings)
     try:
         if args.list:
@@ -57,6 +60,8 @@ def _serve(settings: Settings, runtime: Runtime, verbose: bool) -> int:
     if not verbose:
         for name in ("tracker", "apscheduler"):
             logging.getLogger(name).setLevel(logging.INFO)
+    from tracker.scheduler.service import SchedulerService
+
     service = SchedulerService(settings, runtime)
     stop = threading.Event()
 
@@ -67,7 +72,11 @@ def _serve(settings: Settings, runtime: Runtime, verbose: bool) -> int:
         stop.set()
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
-    log.info("scheduler starting (mongo %s, redis %s)", runtime.mongo_url, runtime.redis_url)
+    log.info(
+        "scheduler starting (mongo %s, redis %s)",
+        mask_password(runtime.mongo_url),
+        mask_password(runtime.redis_url),
+    )
     try:
         service.serve(stop)
     except KeyboardInterrupt:
@@ -82,20 +91,19 @@ def _serve(settings: Settings, runtime: Runtime, verbose: bool) -> int:
     return 0
 
 
-def _when(moment: datetime | None) -> str:
-    return moment.isoformat(sep=" ", timespec="seconds") if moment else "-"
-
-
 def _last_run(run: dict[str, Any] | None) -> str:
     if not run:
         return "never"
-    text = f"{run['status']} {_when(run.get('started_at'))}"
+    text = f"{run['status']} {when(run.get('started_at'))}"
     if run.get("error"):
         text += f": {str(run['error'])[:80]}"
     return text
 
 
 def _print_jobs(settings: Settings, runtime: Runtime, as_json: bool) -> int:
+    from tracker.locks import HeldLock
+    from tracker.scheduler.service import list_jobs, lock_name
+
     rows = list_jobs(settings, runtime)
     holder = HeldLock.holder(runtime.redis, lock_name(settings))
     if as_json:
@@ -104,7 +112,7 @@ def _print_jobs(settings: Settings, runtime: Runtime, as_json: bool) -> int:
     print(f"acting scheduler: {holder}" if holder else "no scheduler is acting")
     table = [("JOB", "SCHEDULE", "NEXT RUN", "LAST RUN")]
     for row in rows:
-        next_run = _when(row["next_run"]) + ("" if row["scheduled"] else " (not yet scheduled)")
+        next_run = when(row["next_run"]) + ("" if row["scheduled"] else " (not yet scheduled)")
         table.append((row["job"], row["schedule"], next_run, _last_run(row["last_run"])))
     widths = [max(len(line[i]) for line in table) for i in range(3)]
     for line in table:

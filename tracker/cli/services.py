@@ -7,7 +7,6 @@ import json
 
 from tracker import services
 from tracker.config import Settings
-from tracker.runtime import Runtime
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -19,6 +18,8 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     if args.action == "start":
+        from tracker.runtime import Runtime
+
         runtime = Runtime(settings)
         print(f"mongo: {runtime.mongo_url}\nredis: {runtime.redis_url}")
         return 0

@@ -1,0 +1,104 @@
+"""The servers of a command: reached within :data:`SERVER_TIMEOUT_S`, or one line naming the
+server (its URL, password masked) and the fix.
+
+Commands that write check both servers before their first write (:func:`connect`), so that an
+unreachable Redis does not leave a master stored in MongoDB and missing from the index.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from typing import TYPE_CHECKING
+
+from tracker.config import Settings
+from tracker.services import ServiceError, mask_password
+
+if TYPE_CHECKING:
+    from tracker.runtime import Runtime
+
+#: How long a command waits for a server that does not answer (pymongo's own default
+#: server selection timeout is 30 s, the runtime's 10 s).
+SERVER_TIMEOUT_S = 4.0
+
+
+class ServerError(ServiceError):
+    """A configured or embedded server cannot be reached or refused the command."""
+
+
+def connect(settings: Settings, redis: bool = True) -> Runtime:
+    """A :class:`Runtime` whose MongoDB (and Redis, unless ``redis`` is False) answered a ping
+    within :data:`SERVER_TIMEOUT_S` each; raises :class:`ServerError` otherwise."""
+    _without_pyopenssl(settings.mongo_url)
+    import pymongo
+    import redis as redis_py
+
+    from tracker.runtime import Runtime
+
+    runtime = Runtime(settings)
+    try:
+        with pymongo.timeout(SERVER_TIMEOUT_S):
+            runtime.mongo.admin.command("ping")
+        if redis:
+            probe = redis_py.Redis.from_url(
+                runtime.redis_url,
+                socket_connect_timeout=SERVER_TIMEOUT_S,
+                socket_timeout=SERVER_TIMEOUT_S,
+            )
+            try:
+                probe.ping()
+            finally:
+                probe.close()
+    except Exception as exc:
+        runtime.close()
+        message = describe(exc, settings)
+        if message is None:
+            raise
+        raise ServerError(message) from None
+    return runtime
+
+
+def _without_pyopenssl(url: str | None) -> None:
+    """Spare a command the 0.3 s of loading PyOpenSSL (cryptography, requests…), which
+    pymongo loads whenever it is installed (Scrapy's dependency) for OCSP checks of TLS
+    certificates, when the MongoDB URL does not ask for TLS: pymongo then falls back to the
+    standard ``ssl`` module."""
+    if "pymongo" in sys.modules:
+        return
+    url = (url or "").lower()
+    if url.startswith("mongodb+srv://") or re.search(r"[?&](tls|ssl)=true", url):
+        return
+    sys.modules.setdefault("pymongo.pyopenssl_context", None)  # type: ignore[arg-type]
+
+
+def describe(exc: BaseException, settings: Settings) -> str | None:
+    """One line for a MongoDB or Redis error: which server, what happened, the fix; None for
+    any other error."""
+    module = type(exc).__module__
+    if module.startswith(("pymongo", "bson")):
+        name, url, env = "MongoDB", settings.mongo_url, "MONGO_URL"
+    elif module.startswith("redis"):
+        name, url, env = "Redis", settings.redis_url, "REDIS_URL"
+    else:
+        return None
+    where = mask_password(url) if url else "the embedded server"
+    reason = _reason(exc)
+    if "auth" in reason.lower() or type(exc).__name__ == "AuthenticationError":
+        fix = f"check the user and password in {env}" if url else "run `tracker services stop`"
+    elif url:
+        fix = f"start it, or set {env} to a server that runs"
+    else:
+        fix = "see `tracker services status`"
+    return f"{name} at {where}: {reason}; {fix}"
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc).split("\n", 1)[0]
+    # pymongo: "127.0.0.1:1: [Errno 111] Connection refused (configured timeouts: …), Timeout:
+    # 4s, Topology Description: …"
+    text = re.split(r" \(configured timeouts|, Timeout: |, full error: ", text, maxsplit=1)[0]
+    text = re.sub(r"^\S+:\d+: ", "", text)  # the host is in the URL already
+    text = re.sub(r"^\[Errno \d+\] |^Error \d+ connecting to \S+ ", "", text).rstrip(". ")
+    if type(exc).__name__ == "ServerSelectionTimeoutError":
+        text += f" (no answer within {SERVER_TIMEOUT_S:g} s)"
+    return mask_password(text) or type(exc).__name__
