@@ -476,3 +476,16 @@ def test_queued_requests_and_scheduler_jobs_are_not_pickled():
     )
     with pytest.raises(TypeError):
         request_codec.dumps({"url": "http://x/", "meta": {"object": object()}})
+
+
+def test_servers_left_running_by_an_older_version_are_restarted_with_a_password(own):
+    settings, _runtime = own
+    old = services.read_state(settings, "redis")
+    path = services.services_dir(settings) / "redis" / "state.json"
+    legacy = json.loads(path.read_text())
+    del legacy["secured"]  # as tracker < 0.4 wrote it
+    path.write_text(json.dumps(legacy))
+    url = services.ensure_service(settings, "redis")
+    new = services.read_state(settings, "redis")
+    assert new.secured and new.pid != old.pid and not services._pid_alive(old.pid)
+    assert redis.Redis.from_url(url).ping()

@@ -56,6 +56,7 @@ class ServiceState:
     pid: int
     port: int
     url: str  # without the password (state.json is not the place for it)
+    secured: bool = False  # started with its password (servers of tracker < 0.4 were not)
 
     def alive(self) -> bool:
         return _pid_alive(self.pid) and _port_open(self.port)
@@ -161,6 +162,8 @@ def ensure_service(settings: Settings, name: str) -> str:
     with _locked(settings):
         state = read_state(settings, name)
         password = secret(settings)
+        if state and state.alive() and not state.secured:  # left running by an older version
+            _terminate(state.pid)
         if not (state and state.alive()):
             state = _start(settings, name, password, state.port if state else None)
         _wait_ready(state, time.monotonic() + START_TIMEOUT_S, password)
@@ -205,7 +208,9 @@ def _start(settings: Settings, name: str, password: str, port: int | None) -> Se
     )
     proc = _spawn(command, home)
     _wait_listening(proc, port, name, home)
-    state = ServiceState(name=name, pid=proc.pid, port=port, url=_url(name, port, None))
+    state = ServiceState(
+        name=name, pid=proc.pid, port=port, url=_url(name, port, None), secured=True
+    )
     (home / "state.json").write_text(json.dumps(asdict(state)))
     return state
 
