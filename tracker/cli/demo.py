@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from tracker.config import Settings
+from tracker.services import mask_password
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -41,7 +42,14 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     # The demo has a database and key prefix of its own, so it never mixes with real data.
     settings = replace(settings, mongo_db="tracker_demo", redis_prefix="tracker-demo:")
     runtime = Runtime(settings)
-    print(f"servers: MongoDB {runtime.mongo_url}  Redis {runtime.redis_url}")
+    print(
+        f"servers: MongoDB {mask_password(runtime.mongo_url)}  "
+        f"Redis {mask_password(runtime.redis_url)}"
+    )
+    print(
+        f"the demo uses database {settings.mongo_db} and Redis keys {settings.redis_prefix}*, "
+        "apart from your own library"
+    )
     if not args.keep_db:
         runtime.mongo.drop_database(settings.mongo_db)
     library = MasterLibrary.from_runtime(runtime)
@@ -52,6 +60,11 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     print(
         f"master library: {summary.added + summary.replaced} documents from "
         f"{len(summary.works)} works"
+    )
+    look = f"TRACKER_MONGO_DB={settings.mongo_db} TRACKER_REDIS_PREFIX={settings.redis_prefix}"
+    look_at = (
+        f"to look at the demo's data: {look} tracker index list  (or report, check…); "
+        "without them, tracker commands use your own library"
     )
 
     with tempfile.TemporaryDirectory(prefix="tracker-demo-site-") as tmp:
@@ -65,6 +78,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             )
             if code != 0:
                 print(f"the crawl failed (exit code {code}); see {log_file}")
+                print(look_at)
                 return 1
             found = {
                 doc["_id"]: sorted(doc.get("matched_doc_ids", []))
@@ -88,6 +102,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         if ok
         else "demo: FAILED, see above"
     )
+    print(look_at)
     return 0 if ok else 1
 
 

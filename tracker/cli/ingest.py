@@ -44,14 +44,14 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     reading = read_masters(args.paths, args.work, size_limit(args, settings))
+    if not reading.documents and not reading.problems:
+        found = ", ".join(str(p) for p in reading.skipped[:MAX_LISTED])
+        return fail(
+            f"no {' or '.join(SUPPORTED)} files in {', '.join(args.paths)}"
+            + (f" (found only {found})" if found else "")
+        )
     _report_reading(reading)
     if not reading.documents:
-        if not reading.problems:
-            found = ", ".join(str(p) for p in reading.skipped[:MAX_LISTED])
-            return fail(
-                f"no {' or '.join(SUPPORTED)} files in {', '.join(args.paths)}"
-                + (f" (found only {found})" if found else "")
-            )
         return 2
     if reading.problems and args.strict:
         return fail(f"nothing stored (--strict): {len(reading.problems)} problem(s) above")

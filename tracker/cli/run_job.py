@@ -1,7 +1,8 @@
 """``tracker run-job NAME``: run one scheduler job now (``pull``, ``report``, ``crawl:SITE``).
 
 The run is recorded in the job ledger like a scheduled one and takes the job's own lock, so it
-never overlaps the same job started by the scheduler. Prints the run's record as JSON; exits 1
+never overlaps the same job started by the scheduler. Prints the run's record as JSON, and only
+that (warnings and errors go to standard error; ``-v`` shows the job's progress too); exits 1
 when the job failed or was skipped.
 """
 
@@ -9,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 
 from tracker.config import Settings
 
@@ -27,8 +27,6 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     from tracker.scheduler.jobs import JobContext
     from tracker.scheduler.runs import OK
 
-    if not args.verbose:
-        logging.getLogger("tracker").setLevel(logging.INFO)
     runtime = Runtime(settings)
     try:
         record = JobContext(settings, runtime).run(args.name)

@@ -7,38 +7,84 @@
   :mod:`pipelines`). They are recorded as such, and the next crawl or ``tracker rematch``
   finishes them; the status says the day's record is not whole yet.
 * **0** otherwise.
+
+When the crawl is over, a few lines on standard error sum it up below Scrapy's log: pages
+fetched, stored and matched, new matches, errors by kind, the status, and where to read the
+report.
 """
 
 from __future__ import annotations
 
 import argparse
-import logging
+import sys
+from datetime import UTC, datetime
+from typing import Any, NoReturn
 
 from scrapy.commands.crawl import Command as ScrapyCrawl
 from scrapy.exceptions import UsageError
-
-log = logging.getLogger("tracker.crawl")
 
 DEGRADED = "tracker/degraded"
 
 
 class Command(ScrapyCrawl):
-    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+    def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
+        """Check the spider and its arguments before Scrapy starts (and logs its start-up):
+        a mistake is one line and exit status 2."""
+        super().process_options(args, opts)
         if len(args) != 1:
             raise UsageError("give one spider: scrapy crawl SPIDER [-a NAME=VALUE …]")
-        assert self.crawler_process is not None
-        spidercls = self.crawler_process.spider_loader.load(args[0])
+        from scrapy.spiderloader import get_spider_loader
+
+        assert self.settings is not None
+        try:
+            spidercls = get_spider_loader(self.settings).load(args[0])
+        except KeyError:
+            _refuse(f"no spider named {args[0]!r}; `scrapy list` shows them")
         check = getattr(spidercls, "check_arguments", None)
         if check is not None:
             try:
                 check(**opts.spargs)
             except ValueError as exc:
-                log.error("scrapy crawl %s: %s", args[0], exc)
-                self.exitcode = 2
-                return
+                _refuse(f"{args[0]}: {exc}")
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        assert self.crawler_process is not None
         crawler = self._create_crawler(args[0])
         self.crawler_process.crawl(crawler, **opts.spargs)
         self.crawler_process.start()
-        degraded = int(crawler.stats.get_value(DEGRADED, 0) or 0) if crawler.stats else 0
+        stats = crawler.stats.get_stats() if crawler.stats else {}
+        degraded = int(stats.get(DEGRADED, 0) or 0)
+        if stats:
+            sys.stderr.write(summary(args[0], stats))
         if self.crawler_process.bootstrap_failed or degraded:
             self.exitcode = 1
+
+
+def _refuse(message: str) -> NoReturn:
+    sys.stderr.write(f"scrapy crawl: error: {message}\n")
+    raise SystemExit(2)
+
+
+def summary(spider: str, stats: dict[str, Any]) -> str:
+    """The crawl in a few lines, for the operator who ran it."""
+    from tracker.extensions import run_summary
+
+    figures = run_summary(stats)
+    pages, matches = figures["pages"], figures["matches"]
+    errors = ", ".join(f"{kind} {n:,}" for kind, n in figures["errors"].items()) or "none"
+    degraded = int(stats.get(DEGRADED, 0) or 0)
+    day = datetime.now(UTC).date().isoformat()
+    lines = [
+        f"crawl {spider}: {stats.get('finish_reason', 'ended')}; {pages['fetched']:,} pages "
+        f"fetched, {pages['stored']:,} stored, {pages['unchanged']:,} unchanged, "
+        f"{pages['matched']:,} matched ({matches['new']:,} new matches)",
+        f"errors: {errors}",
+        (
+            f"status: degraded, {degraded:,} page(s) not matched or not stored (a server "
+            "failed); `tracker rematch` finishes them"
+            if degraded
+            else "status: ok"
+        ),
+        f"report: tracker report --date {day} --format html  (run recorded in crawl_runs)",
+    ]
+    return "".join(f"{line}\n" for line in lines)

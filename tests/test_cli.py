@@ -1,0 +1,397 @@
+"""The command line as a newcomer meets it (issue 13): every mistake ends in one line
+``tracker: error: …`` with exit status 2 and nothing stored; ``check`` exits like a scanner;
+``ingest`` reports every problem at once. Each runs the real CLI in its own process, on the
+session's servers."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from tracker.cli import main
+from tracker.cli._servers import SERVER_TIMEOUT_S
+from tracker.commands.crawl import summary
+from tracker.library import MasterLibrary
+from tracker.model import MasterDocument
+from tracker.readers import Input, input_text
+
+from .texts import prose
+
+PROJECT = Path(__file__).resolve().parents[1]
+CHAPTER = prose(seed=31, chars=2400)
+LONG_ID = "a-work-with-a-rather-long-name/0001"
+
+
+def tracker(
+    env: dict[str, str], *args: str, stdin: bytes | None = None
+) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "tracker.cli", *args],
+        env=env,
+        input=stdin,
+        capture_output=True,
+        timeout=120,
+        check=False,
+        cwd=env["HOME"],
+    )
+
+
+def one_error(done: subprocess.CompletedProcess, *words: str) -> str:
+    """The process failed with exit status 2 and said so in one line naming ``words``."""
+    err = done.stderr.decode()
+    assert done.returncode == 2, (done.returncode, err, done.stdout.decode()[-500:])
+    assert "Traceback" not in err
+    [line] = err.strip().splitlines()
+    assert line.startswith("tracker: error: ")
+    for word in words:
+        assert word in line, line
+    return line
+
+
+@pytest.fixture()
+def env(settings, tmp_path) -> dict[str, str]:
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("TRACKER_")}
+    environment.update(
+        MONGO_URL=settings.mongo_url,
+        REDIS_URL=settings.redis_url,
+        TRACKER_MONGO_DB=settings.mongo_db,
+        TRACKER_REDIS_PREFIX=settings.redis_prefix,
+        TRACKER_DATA_DIR=str(settings.data_dir),
+        HOME=str(tmp_path),  # no ./tracker.toml, no user cache surprises
+        COLUMNS="80",
+    )
+    return environment
+
+
+@pytest.fixture()
+def library(runtime) -> MasterLibrary:
+    library = MasterLibrary.from_runtime(runtime)
+    library.ingest([MasterDocument(LONG_ID, "a-work-with-a-rather-long-name", "第一章", CHAPTER)])
+    return library
+
+
+def stored(runtime) -> tuple[int, int]:
+    """Masters in MongoDB, and index keys in Redis, of the test's database and prefix."""
+    keys = sum(1 for _ in runtime.redis.scan_iter(match=runtime.settings.redis_prefix + "*"))
+    return runtime.db["masters"].count_documents({}), keys
+
+
+# ------------------------------------------------------------------------ a local web server
+
+
+PAGES: dict[str, tuple[int, str, bytes]] = {
+    "/missing": (404, "text/html", b"<h1>Not Found</h1>"),
+    "/chapter.txt": (200, "text/plain; charset=gbk", CHAPTER.encode("gbk")),
+    "/chapter.html": (
+        200,
+        "text/html; charset=utf-8",
+        f"<html><body><article><h1>第一章</h1><p>{CHAPTER}</p></article></body></html>".encode(),
+    ),
+    "/big.txt": (200, "text/plain; charset=utf-8", "正文".encode() * 400_000),  # 2.4 MB
+    "/image.png": (200, "image/png", b"\x89PNG\r\n\x1a\n" + bytes(2000)),
+    "/feed.xml": (
+        200,
+        "application/rss+xml",
+        b'<?xml version="1.0"?><rss version="2.0"><channel><title>t</title></channel></rss>',
+    ),
+    "/to-file": (302, "file:///etc/passwd", b""),
+}
+
+
+class Handler(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        status, kind, body = PAGES[self.path]
+        self.send_response(status)
+        if status == 302:
+            self.send_header("Location", kind)
+        else:
+            self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def web() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_port}"
+    server.shutdown()
+
+
+# ------------------------------------------------------------------------------------- check
+
+
+def test_check_exits_1_on_a_copy_0_on_none_and_prints_whole_ids(env, library, tmp_path):
+    copy = tmp_path / "copy.txt"
+    copy.write_text("转载：\n" + CHAPTER[200:2200], encoding="utf-8")
+    found = tracker(env, "check", str(copy))
+    assert found.returncode == 1, found.stderr.decode()
+    table = found.stdout.decode()
+    assert LONG_ID in table  # an 80-column table wraps other cells, never cuts the id
+    wide = tracker(env, "check", "--wide", str(copy))
+    assert wide.returncode == 1 and LONG_ID in wide.stdout.decode()
+    innocent = tmp_path / "innocent.txt"
+    innocent.write_text(prose(seed=99, chars=1500), encoding="utf-8")
+    none = tracker(env, "check", "--json", str(innocent))
+    assert none.returncode == 0 and json.loads(none.stdout) == {"matches": []}
+
+
+def test_standard_input_is_decoded_like_a_file(env, library):
+    gb18030 = CHAPTER[:1500].encode("gb18030")
+    piped = tracker(env, "check", "--json", "-", stdin=gb18030)
+    assert piped.returncode == 1, piped.stderr.decode()
+    assert [m["doc_id"] for m in json.loads(piped.stdout)["matches"]] == [LONG_ID]
+    with open(sys.executable, "rb") as fh:
+        binary = fh.read(200_000)
+    one_error(tracker(env, "check", "-", stdin=binary), "standard input", "binary")
+
+
+@pytest.mark.parametrize(
+    ("source", "words"),
+    [
+        ("empty.txt", ("empty.txt: empty text",)),
+        ("nope.txt", ("nope.txt: no such file",)),
+        (".", ("is a directory",)),
+        ("file:///etc/passwd", ("file:// URLs are not fetched",)),
+        ("ftp://127.0.0.1/x.txt", ("unsupported URL scheme ftp",)),
+        ("{web}/missing", ("{web}/missing: HTTP 404",)),
+        ("http://127.0.0.1:1/page", ("http://127.0.0.1:1/page: cannot fetch it",)),
+        ("{web}/image.png", ("content type image/png is not text",)),
+        ("{web}/feed.xml", ("an RSS/Atom feed",)),
+        ("{web}/to-file", ("file:///etc/passwd", "not allowed")),
+        ("{web}/big.txt", ("larger than the input limit of 1 MiB", "--max-mb")),
+    ],
+)
+def test_check_input_errors_are_one_line_and_start_no_server(env, web, tmp_path, source, words):
+    (tmp_path / "empty.txt").write_bytes(b"")
+    # A server that does not answer: an input error is found before any server is reached.
+    env = {**env, "MONGO_URL": "mongodb://127.0.0.1:1/x", "REDIS_URL": "redis://127.0.0.1:1/0"}
+    done = tracker(env, "check", "--max-mb", "1", source.format(web=web))
+    one_error(done, *(word.format(web=web) for word in words))
+
+
+def test_check_urls_plain_text_as_text_html_through_the_extractor(env, library, web):
+    for path in ("/chapter.txt", "/chapter.html"):
+        done = tracker(env, "check", "--json", web + path)
+        assert done.returncode == 1, (path, done.stderr.decode())
+        assert [m["doc_id"] for m in json.loads(done.stdout)["matches"]] == [LONG_ID]
+    # Markup in a plain-text body is text, not run through the HTML extractor.
+    plain = Input("x.txt", b"<p>first</p>\n<b>second</b>", "text/plain")
+    assert input_text(plain) == "<p>first</p>\n<b>second</b>"
+
+
+def test_check_jsonl_keeps_ids_on_error_lines_and_reports_invalid_utf8(env, library, tmp_path):
+    lines = [
+        json.dumps({"id": "ok", "text": CHAPTER[:1200]}, ensure_ascii=False).encode(),
+        json.dumps({"id": "no-text"}).encode(),
+        b'{"id": "bad-bytes", "text": "\xff\xfe abc"}',
+        b"{not json",
+        json.dumps({"id": "blank", "text": "  "}).encode(),
+    ]
+    path = tmp_path / "pages.jsonl"
+    path.write_bytes(b"\n".join(lines))
+    done = tracker(env, "check", "--jsonl", str(path))
+    assert done.returncode == 0, done.stderr.decode()
+    out = [json.loads(line) for line in done.stdout.decode().splitlines()]
+    assert [o["id"] for o in out] == ["ok", "no-text", "bad-bytes", None, "blank"]
+    assert [m["doc_id"] for m in out[0]["matches"]] == [LONG_ID]
+    assert out[1]["error"] == "expected a string 'text'" and out[1]["line"] == 2
+    assert out[2]["error"].startswith("invalid UTF-8 at byte")
+    assert out[3]["error"].startswith("invalid JSON") and out[4]["error"] == "empty text"
+    assert "4 line(s) not checked" in done.stderr.decode()
+    one_error(tracker(env, "check", "--jsonl", str(tmp_path / "none.jsonl")), "no such file")
+
+
+# ------------------------------------------------------------------------- servers and config
+
+
+def test_an_unreachable_mongodb_is_named_with_its_password_masked(env, tmp_path):
+    page = tmp_path / "page.txt"
+    page.write_text(CHAPTER, encoding="utf-8")
+    started = time.monotonic()
+    done = tracker({**env, "MONGO_URL": "mongodb://user:secret@127.0.0.1:1/x"}, "check", str(page))
+    elapsed = time.monotonic() - started
+    line = one_error(done, "MongoDB at mongodb://user:***@127.0.0.1:1/x", "MONGO_URL")
+    assert "secret" not in line and f"no answer within {SERVER_TIMEOUT_S:g} s" in line
+    assert elapsed < 3 * SERVER_TIMEOUT_S  # pymongo alone would wait 30 s, the runtime 10 s
+
+
+@pytest.mark.parametrize(
+    ("variables", "args", "words"),
+    [
+        ({"MONGO_URL": "notaurl"}, ("index", "stats"), ("mongo_url (MONGO_URL)", "mongodb://")),
+        (
+            {"REDIS_URL": "redis://:pw@127.0.0.1:1/0"},
+            ("index", "stats"),
+            ("Redis at redis://:***@",),
+        ),
+        ({"TRACKER_MIN_COVERAGE": "lots"}, ("index", "list"), ("TRACKER_MIN_COVERAGE",)),
+        (
+            {"TRACKER_CONFIG": "/nowhere/tracker.toml"},
+            ("index", "list"),
+            ("config file not found",),
+        ),
+        ({}, ("report", "--date", "2026-02-30"), ("invalid date '2026-02-30'",)),
+        ({}, ("chek", "x.txt"), ("invalid choice: 'chek'",)),
+    ],
+)
+def test_misconfiguration_is_one_line(env, variables, args, words):
+    one_error(tracker({**env, **variables}, *args), *words)
+
+
+def test_check_with_an_unreachable_redis_is_one_line(env, library, tmp_path):
+    page = tmp_path / "page.txt"
+    page.write_text(CHAPTER, encoding="utf-8")
+    done = tracker({**env, "REDIS_URL": "redis://127.0.0.1:1/0"}, "check", str(page))
+    one_error(done, "Redis at redis://127.0.0.1:1/0", "REDIS_URL")
+
+
+def test_ingest_with_an_unreachable_redis_stores_nothing(env, runtime, tmp_path):
+    book = tmp_path / "book.txt"
+    book.write_text(f"第一章 起\n{CHAPTER}\n", encoding="utf-8")
+    done = tracker({**env, "REDIS_URL": "redis://127.0.0.1:1/0"}, "ingest", str(book))
+    one_error(done, "Redis at redis://127.0.0.1:1/0")
+    assert stored(runtime) == (0, 0)
+
+
+# -------------------------------------------------------------------------------------- ingest
+
+
+def test_ingest_reports_every_bad_line_and_keeps_the_good_ones(env, runtime, tmp_path):
+    records = [
+        json.dumps({"id": f"n{i}", "text": prose(seed=200 + i, chars=500)}, ensure_ascii=False)
+        for i in range(5)
+    ]
+    records[2] = '{"id": "n2", "text": '  # line 3: cut short
+    records[4] = '{"id": "n4"}'  # line 5: no text
+    path = tmp_path / "news.jsonl"
+    path.write_text("\n".join(records), encoding="utf-8")
+    strict = tracker(env, "ingest", "--strict", str(path))
+    assert strict.returncode == 2 and stored(runtime) == (0, 0)
+    done = tracker(env, "ingest", str(path))
+    err = done.stderr.decode()
+    assert done.returncode == 1, err
+    assert f"tracker: error: {path}:3: invalid JSON" in err
+    assert f"tracker: error: {path}:5: missing or empty field(s): text" in err
+    assert "3 new" in done.stdout.decode()
+    assert sorted(runtime.db["masters"].distinct("_id")) == ["n0", "n1", "n3"]
+
+
+def test_ingest_of_a_directory_goes_past_an_empty_file_and_names_what_it_skipped(
+    env, runtime, tmp_path
+):
+    folder = tmp_path / "books"
+    folder.mkdir()
+    (folder / "a-empty.txt").write_bytes(b"")
+    (folder / "b.txt").write_text(f"《真名》\n第一章 起\n{CHAPTER}\n第二章 承\n{CHAPTER}\n")
+    (folder / "notes.md").write_text("# notes")
+    (folder / "more.json").write_text("{}")
+    done = tracker(env, "ingest", str(folder))
+    err = done.stderr.decode()
+    assert done.returncode == 1, err
+    assert "a-empty.txt: empty text" in err
+    assert "skipped 2 unsupported file(s) (.json, .md" in err and "notes.md" in err
+    # The work is named by the book's title line, not the file name.
+    assert sorted(runtime.db["masters"].distinct("_id")) == ["真名/0001", "真名/0002"]
+    listed = tracker(env, "index", "list")
+    assert listed.returncode == 0 and "真名" in listed.stdout.decode()
+    chapters = tracker(env, "index", "list", "--work", "真名").stdout.decode()
+    assert "真名/0001" in chapters and "第二章 承" in chapters
+    renamed = tracker(env, "ingest", "--work", "别名", str(folder / "b.txt"))
+    assert renamed.returncode == 0 and "别名/0002" in runtime.db["masters"].distinct("_id")
+
+
+def test_ingest_of_nothing_ingestible_is_one_line(env, tmp_path):
+    (tmp_path / "only.md").write_text("# nothing")
+    one_error(tracker(env, "ingest", str(tmp_path)), "no .txt or .jsonl files", "only.md")
+    one_error(tracker(env, "ingest", str(tmp_path / "only.md")), "unsupported file type")
+
+
+# ----------------------------------------------------------------------------- scrapy crawl
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (("novel",), "give a start page"),
+        (("novel", "-a", "start_url=http://127.0.0.1:1/", "-a", "max_pages=many"), "max_pages"),
+        (("nosuch",), "no spider named 'nosuch'"),
+    ],
+)
+def test_scrapy_crawl_argument_errors_are_one_line(env, args, words):
+    done = subprocess.run(
+        [sys.executable, "-m", "scrapy", "crawl", *args],
+        env=env,
+        cwd=PROJECT,
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    err = done.stderr.decode()
+    assert done.returncode == 2 and "Traceback" not in err
+    [line] = err.strip().splitlines()
+    assert line.startswith("scrapy crawl: error: ") and words in line
+
+
+def test_the_end_of_crawl_summary_is_short_and_says_where_the_report_is():
+    stats = {
+        "finish_reason": "finished",
+        "response_received_count": 120,
+        "tracker/pages_stored": 100,
+        "tracker/pages_matched": 40,
+        "tracker/matches_new": 35,
+        "tracker/errors": 4,
+        "tracker/errors/http_404": 3,
+        "tracker/errors/timeout": 1,
+        "tracker/degraded": 2,
+    }
+    lines = summary("novel", stats).splitlines()
+    assert lines[0].startswith("crawl novel: finished; 120 pages fetched, 100 stored")
+    assert "40 matched (35 new matches)" in lines[0]
+    assert lines[1] == "errors: http_404 3, timeout 1"
+    assert lines[2].startswith("status: degraded, 2 page(s)") and "tracker rematch" in lines[2]
+    assert lines[3].startswith("report: tracker report --date ")
+
+
+# --------------------------------------------------------------------------------------- demo
+
+
+def test_the_demo_says_which_database_it_used_and_how_to_look_at_it(
+    settings, runtime, monkeypatch, capsys
+):
+    import tracker.crawl
+
+    monkeypatch.setattr(tracker.crawl, "run_crawl", lambda *args, **kwargs: 1)  # no crawl
+    for name, value in (
+        ("MONGO_URL", settings.mongo_url),
+        ("REDIS_URL", settings.redis_url),
+        ("TRACKER_DATA_DIR", str(settings.data_dir)),
+    ):
+        monkeypatch.setenv(name, value)
+    assert main(["demo"]) == 1
+    out = capsys.readouterr().out
+    assert "the demo uses database tracker_demo" in out
+    assert (
+        "TRACKER_MONGO_DB=tracker_demo TRACKER_REDIS_PREFIX=tracker-demo: tracker index list" in out
+    )
+    monkeypatch.setenv("TRACKER_MONGO_DB", "tracker_demo")
+    monkeypatch.setenv("TRACKER_REDIS_PREFIX", "tracker-demo:")
+    assert main(["index", "list"]) == 0
+    assert "红楼梦" in capsys.readouterr().out
+    runtime.mongo.drop_database("tracker_demo")
+    for key in runtime.redis.scan_iter(match="tracker-demo:*"):
+        runtime.redis.delete(key)
