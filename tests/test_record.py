@@ -38,6 +38,7 @@ from tracker.index.simhash_index import RECORD as SIMHASH_RECORD
 from tracker.index.storage import doc_ids
 from tracker.library import MasterLibrary
 from tracker.model import MasterDocument
+from tracker.rematch import Rematcher
 from tracker.reports.build import build_report
 from tracker.reports.notices import to_notices
 from tracker.runtime import Runtime
@@ -356,7 +357,7 @@ def test_valkey_killed_right_after_an_ingest_loses_nothing(own, tmp_path):
 
 def test_an_ingest_killed_midway_leaves_nothing_invisible(own, tmp_path):
     settings, runtime = own
-    masters = book(1200, chars=600)
+    masters = book(700, chars=400)
     path = tmp_path / "masters.jsonl"
     path.write_text(
         "\n".join(
@@ -489,3 +490,131 @@ def test_servers_left_running_by_an_older_version_are_restarted_with_a_password(
     new = services.read_state(settings, "redis")
     assert new.secured and new.pid != old.pid and not services._pid_alive(old.pid)
     assert redis.Redis.from_url(url).ping()
+
+
+@pytest.mark.parametrize("server", ["redis", "mongo"])
+def test_a_server_killed_mid_ingest_leaves_a_consistent_library(own, tmp_path, server):
+    """kill -9 of valkey or SecantusDB while `tracker ingest` runs: the ingest stops with an
+    error; the next command restarts the server, finishes or rebuilds the index, and every
+    master MongoDB kept is found, none is indexed twice."""
+    settings, runtime = own
+    masters = book(700, chars=400)
+    path = tmp_path / "masters.jsonl"
+    path.write_text(
+        "\n".join(
+            json.dumps({"id": m.doc_id, "work": m.work, "title": m.title, "text": m.text})
+            for m in masters
+        ),
+        encoding="utf-8",
+    )
+    environment = {k: v for k, v in os.environ.items() if k not in ("MONGO_URL", "REDIS_URL")}
+    environment["TRACKER_DATA_DIR"] = str(settings.data_dir)
+    ingest = subprocess.Popen(
+        [sys.executable, "-m", "tracker.cli", "ingest", str(path)],
+        env=environment,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    while runtime.db["masters"].estimated_document_count() < 200 and ingest.poll() is None:
+        time.sleep(0.02)
+    kill(settings, server)
+    ingest.communicate(timeout=600)
+    assert ingest.returncode != 0  # it says it stopped short
+    runtime.close()
+    after = Runtime(settings)
+    try:
+        assert cli(settings, "index", "verify").returncode == 0
+        kept = [m for m in masters if after.db["masters"].find_one({"_id": m.doc_id}, {"_id": 1})]
+        assert len(kept) >= 200
+        assert index_docs(after) == masters_ns(after)
+        assert after.db["masters"].count_documents({"pending": True}) == 0
+        sample = kept[:: max(1, len(kept) // 20)]
+        found = MasterLibrary.from_runtime(after).detector().check_many([m.text for m in sample])
+        assert [[x.doc_id for x in f] for f in found] == [[m.doc_id] for m in sample]
+        # Ingesting the file again completes the library; nothing is indexed twice.
+        assert cli(settings, "ingest", str(path)).returncode == 0
+        assert after.db["masters"].count_documents({}) == len(masters)
+        assert index_docs(after) == masters_ns(after)
+    finally:
+        after.close()
+
+
+def test_server_errors_in_the_match_and_store_stages_are_counted_and_repaired(own):
+    """A MongoDB error while matching (loading candidate masters) or while storing a page's
+    matches: the page is counted as degraded, never stored as done, and the next crawl or
+    rematch finishes it."""
+    from pymongo.errors import OperationFailure
+    from scrapy.utils.test import get_crawler
+
+    from pipelines.fingerprint import FingerprintPipeline
+    from pipelines.match import MatchPipeline
+    from pipelines.store import StorePipeline
+    from pipelines.unchanged import UnchangedPagePipeline
+    from tracker.context import TrackerContext
+    from tracker.items import PageItem
+
+    _settings, runtime = own
+    masters = book(3)
+    MasterLibrary.from_runtime(runtime).ingest(masters)
+    crawler = get_crawler()
+    crawler.stats.open_spider()
+    context = crawler._tracker_context = TrackerContext(runtime)
+    stages = [
+        UnchangedPagePipeline.from_crawler(crawler),
+        FingerprintPipeline(),
+        MatchPipeline.from_crawler(crawler),
+        StorePipeline.from_crawler(crawler),
+    ]
+
+    def crawl_page(url: str, text: str) -> None:
+        item = PageItem(url=url, text=text, status=200)
+        for stage in stages:
+            item = stage.process_item(item)
+
+    def refuses(*args, **kwargs):
+        raise OperationFailure("not primary", code=10107)
+
+    context.detector.store.by_ns = refuses  # matching fails (MongoDB)
+    crawl_page("http://x/1.html", masters[0].text)
+    del context.detector.store.by_ns
+    context.matches.record_many = refuses  # storing the matches fails (MongoDB)
+    crawl_page("http://x/2.html", masters[1].text)
+    del context.matches.record_many
+    stats = crawler.stats.get_stats()
+    assert stats["tracker/degraded/unmatched"] == 1
+    assert stats["tracker/degraded/unstored"] == 1
+    assert stats["tracker/errors/store"] == 2
+    assert runtime.db["pages"].find_one({"_id": "http://x/1.html"})["match_state"] == "failed"
+    assert runtime.db["pages"].find_one({"_id": "http://x/2.html"}) is None  # not "done"
+
+    crawl_page("http://x/2.html", masters[1].text)  # the next crawl stores it whole
+    assert Rematcher(runtime).run().checked == 1  # and rematch finishes the failed one
+    assert copies_in_report(runtime, "http://x/") == {
+        "1.html": [masters[0].doc_id],
+        "2.html": [masters[1].doc_id],
+    }
+
+
+def test_no_scheduler_job_is_unpickled_from_the_database(own, tmp_path):
+    import pickle
+
+    from tracker.scheduler.service import SchedulerService, StepScheduler
+
+    settings, runtime = own
+    witness = tmp_path / "pwned"
+
+    class Payload:
+        def __reduce__(self):
+            return (Path.touch, (witness,))
+
+    runtime.db["scheduler_jobs"].insert_one(
+        {"_id": "pull", "next_run_time": 0.0, "job_state": pickle.dumps(Payload())}
+    )
+    service = SchedulerService(settings, runtime, scheduler_class=StepScheduler)
+    assert service.start()
+    try:
+        assert not witness.exists()
+        stored = runtime.db["scheduler_jobs"].find_one({"_id": "pull"}, {"job_state": 0})
+        assert set(stored) == {"_id", "next_run_time", "trigger"}
+    finally:
+        service.halt()
