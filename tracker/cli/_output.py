@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+import shutil
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
+from unicodedata import east_asian_width
 
 # C0 and C1 control characters (ESC starts terminal escape sequences), and line breaks.
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
@@ -16,25 +18,59 @@ def print_table(
     wide: bool = False,
     numeric: Iterable[str] = (),
 ) -> None:
-    """Print a table that fits the terminal: a long cell (an id, a title) wraps onto more
-    lines, it is never cut; numbers stay on one line. ``wide`` prints every row on one line
-    whatever the terminal's width. Cells are printed as text (markup in crawled titles is
-    not interpreted)."""
-    from rich.console import Console
-    from rich.table import Table
-    from rich.text import Text
+    """Print a table that fits the terminal (``COLUMNS``, else 80 columns when not a
+    terminal): a long cell (an id, a title) wraps onto more lines, it is never cut; numbers
+    stay on one line, right-aligned. ``wide`` prints every row on one line whatever the
+    width. Cells are printed as plain text (:func:`plain`), Chinese characters two columns
+    wide."""
+    numeric = {i for i, name in enumerate(headers) if name in set(numeric)}
+    cells = [[plain(cell) for cell in row] for row in rows]
+    widths = [
+        max([width(name)] + [width(row[i]) for row in cells]) for i, name in enumerate(headers)
+    ]
+    if not wide:
+        space = shutil.get_terminal_size((80, 24)).columns - 2 * (len(headers) - 1)
+        floor = [
+            widths[i] if i in numeric else min(widths[i], max(width(h), 8))
+            for i, h in enumerate(headers)
+        ]
+        while sum(widths) > space:
+            shrinkable = [i for i in range(len(widths)) if widths[i] > floor[i]]
+            if not shrinkable:
+                break
+            widest = max(shrinkable, key=lambda i: widths[i])
+            widths[widest] -= 1
+    for row in [list(headers), *cells]:
+        folded = [_fold(cell, widths[i]) for i, cell in enumerate(row)]
+        for line in range(max(len(parts) for parts in folded)):
+            out = []
+            for i, parts in enumerate(folded):
+                part = parts[line] if line < len(parts) else ""
+                pad = " " * (widths[i] - width(part))
+                out.append(pad + part if i in numeric else part + pad)
+            print("  ".join(out).rstrip())
 
-    numeric = set(numeric)
-    table = Table(box=None, pad_edge=False, header_style="bold")
-    for name in headers:
-        if name in numeric:
-            table.add_column(name, justify="right", no_wrap=True)
-        else:
-            table.add_column(name, overflow="fold", min_width=min(len(name), 8))
-    for row in rows:
-        table.add_row(*(Text(plain(cell)) for cell in row))
-    console = Console(width=1_000_000 if wide else None, highlight=False)
-    console.print(table, crop=not wide, soft_wrap=wide)
+
+def width(text: str) -> int:
+    """Columns ``text`` takes in a terminal: wide (CJK) and full-width characters take two."""
+    if text.isascii():
+        return len(text)
+    return sum(2 if east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def _fold(text: str, columns: int) -> list[str]:
+    """``text`` cut into pieces of at most ``columns`` terminal columns."""
+    if width(text) <= columns:
+        return [text]
+    parts, part, used = [], "", 0
+    for c in text:
+        size = width(c)
+        if used + size > columns and part:
+            parts.append(part)
+            part, used = "", 0
+        part += c
+        used += size
+    return [*parts, part]
 
 
 def when(moment: datetime | str | None) -> str:
