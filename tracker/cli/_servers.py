@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 #: How long a command waits for a server that does not answer (pymongo's own default
 #: server selection timeout is 30 s, the runtime's 10 s).
-SERVER_TIMEOUT_S = 4.0
+SERVER_TIMEOUT_S = 3.0
 
 
 class ServerError(ServiceError):
