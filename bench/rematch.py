@@ -26,7 +26,6 @@ import random
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -80,45 +79,26 @@ def store(runtime: Runtime, library: MasterLibrary, docs: list[tuple[str, str]])
     version = library.index.state()[0] or 0
     detector = library.detector(runtime.settings)
     before = runtime.redis.info("memory")["used_memory"]
-    with ThreadPoolExecutor(4) as pool:
-        for batch in batches(docs, 1000):
-            normalized = [normalize(text) for _, text in batch]
-            ns = [pages.allocate_n() for _ in batch]
-            index.add(zip(ns, (n.tokens for n in normalized), strict=True))
-            known = [i for i, (url, _) in enumerate(batch) if url.startswith("https://known")]
-            found = dict(zip(known, detector.check_many([batch[i][1] for i in known]), strict=True))
-            hits = [[m.to_dict() for m in found.get(i, [])] for i in range(len(batch))]
-            list(
-                pool.map(
-                    save,
-                    [pages] * len(batch),
-                    [matches] * len(batch),
-                    batch,
-                    ns,
-                    hits,
-                    [version] * len(batch),
-                )
+    for batch in batches(docs, 1000):
+        normalized = [normalize(text) for _, text in batch]
+        ns = [pages.allocate_n() for _ in batch]
+        index.add(zip(ns, (n.tokens for n in normalized), strict=True))
+        known = [i for i, (url, _) in enumerate(batch) if url.startswith("https://known")]
+        found = dict(zip(known, detector.check_many([batch[i][1] for i in known]), strict=True))
+        hits = {batch[i][0]: [m.to_dict() for m in found[i]] for i in known if found[i]}
+        if hits:  # what the crawl's store pipeline writes: matches first, then the pages
+            matches.record_many(hits)
+        records = []
+        for (url, text), n in zip(batch, ns, strict=True):
+            record = PageRecord(
+                url=url, text=text, matched=[m["doc_id"] for m in hits.get(url, [])]
             )
-            print(f"  stored {pages.count():,} pages", file=sys.stderr, end="\r")
+            record.library_version, record.n = version, n
+            records.append(record)
+        pages.save_many(records)
+        print(f"  stored {pages.count():,} pages", file=sys.stderr, end="\r")
     print(file=sys.stderr)
     return (runtime.redis.info("memory")["used_memory"] - before) / len(docs)
-
-
-def save(
-    pages: PageStore,
-    matches: MatchStore,
-    page: tuple[str, str],
-    n: int,
-    hits: list[dict],
-    version: int,
-) -> None:
-    """What the crawl's store pipeline writes for a page: matches first, then the page."""
-    url, text = page
-    if hits:
-        matches.record(url, hits)
-    record = PageRecord(url=url, text=text, matched=[m["doc_id"] for m in hits])
-    record.library_version, record.n = version, n
-    pages.save(record)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -85,35 +85,52 @@ class PageStore:
     def save(self, page: PageRecord, now: datetime | None = None) -> bool:
         """Upsert ``page`` with its match state; returns True when its content is new or
         changed."""
+        return self.save_many([page], now)[0]
+
+    def save_many(self, pages: list[PageRecord], now: datetime | None = None) -> list[bool]:
+        """:meth:`save` for several pages: one read of their stored hashes, one bulk write."""
         now = now or datetime.now(UTC)
-        digest = content_hash(page.text)
-        changed = self.known_hash(page.url) != digest
-        fields: dict[str, Any] = {
-            "last_seen": now,
-            "status": page.status,
-            "stored_at": now,
-            "match_state": OK if page.matched is not None else FAILED,
-            "matched_version": page.library_version,
-        }
-        if page.matched is not None:
-            fields["matched_doc_ids"] = list(page.matched)
-        if page.n is not None:
-            fields["n"] = page.n
-        if changed:
-            fields.update(
-                {
-                    "text": page.text,
-                    "title": page.title,
-                    "content_hash": digest,
-                    "extractor": page.extractor,
-                    "simhash": page.simhash,
-                    "changed_at": now,
-                    **page.extra,
-                }
+        stored = {
+            doc["_id"]: doc.get("content_hash")
+            for doc in self.pages.find(
+                {"_id": {"$in": [page.url for page in pages]}}, {"content_hash": 1}
             )
-        update = {"$set": fields, "$setOnInsert": {"first_seen": now, "site": site_of(page.url)}}
-        self.pages.update_one({"_id": page.url}, update, upsert=True)
-        return changed
+        }
+        ops, changes = [], []
+        for page in pages:
+            digest = content_hash(page.text)
+            changed = stored.get(page.url) != digest
+            fields: dict[str, Any] = {
+                "last_seen": now,
+                "status": page.status,
+                "stored_at": now,
+                "match_state": OK if page.matched is not None else FAILED,
+                "matched_version": page.library_version,
+            }
+            if page.matched is not None:
+                fields["matched_doc_ids"] = list(page.matched)
+            if page.n is not None:
+                fields["n"] = page.n
+            if changed:
+                fields.update(
+                    {
+                        "text": page.text,
+                        "title": page.title,
+                        "content_hash": digest,
+                        "extractor": page.extractor,
+                        "simhash": page.simhash,
+                        "changed_at": now,
+                        **page.extra,
+                    }
+                )
+            first = {"first_seen": now, "site": site_of(page.url)}
+            ops.append(
+                UpdateOne({"_id": page.url}, {"$set": fields, "$setOnInsert": first}, upsert=True)
+            )
+            changes.append(changed)
+        if ops:
+            self.pages.bulk_write(ops, ordered=False)
+        return changes
 
     def set_matched(
         self, pages: list[tuple[str, list[str], int | None]], version: int, now: datetime
