@@ -1,11 +1,10 @@
-"""How the command line prints: tables that fit the terminal, times and sizes."""
+"""How the command line prints: tables that fit the terminal, text safe for it."""
 
 from __future__ import annotations
 
 import re
 import shutil
 from collections.abc import Iterable, Sequence
-from datetime import UTC, datetime
 from unicodedata import east_asian_width
 
 # C0 and C1 control characters (ESC starts terminal escape sequences), and line breaks.
@@ -71,28 +70,6 @@ def _fold(text: str, columns: int) -> list[str]:
         part += c
         used += size
     return [*parts, part]
-
-
-def when(moment: datetime | str | None) -> str:
-    """A time as ``YYYY-MM-DD HH:MM UTC`` (the command line's one time format); ``-`` for
-    none. ISO strings are read; a naive datetime is UTC, as pymongo returns them."""
-    if moment is None or moment == "":
-        return "-"
-    if isinstance(moment, str):
-        try:
-            moment = datetime.fromisoformat(moment)
-        except ValueError:
-            return moment
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
-
-
-def count(value: float, unit: str = "") -> str:
-    """A quantity with thousands separators (``12,345 characters``); a fraction keeps two
-    decimals."""
-    text = f"{value:,.0f}" if float(value).is_integer() else f"{value:,.2f}"
-    return f"{text} {unit}" if unit else text
 
 
 def plain(value: object) -> str:

@@ -6,9 +6,10 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from tracker.cli._output import count, print_table, when
+from tracker.cli._output import print_table
 from tracker.cli._servers import connect
 from tracker.config import Settings
+from tracker.formats import count, when
 
 if TYPE_CHECKING:
     from tracker.runtime import Runtime

@@ -17,8 +17,8 @@ import signal
 import threading
 from typing import TYPE_CHECKING, Any
 
-from tracker.cli._output import when
 from tracker.config import Settings
+from tracker.formats import when
 from tracker.services import mask_password
 
 if TYPE_CHECKING:
