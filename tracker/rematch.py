@@ -42,6 +42,7 @@ from tracker.text.normalize import normalize
 log = logging.getLogger(__name__)
 
 BATCH = 16  # pages checked together (one index round trip)
+MASTER_BATCH = 500  # changed masters looked up together
 IN_FLIGHT_MARGIN = timedelta(seconds=5)  # pages written this close to the start: next run
 _PAGE_FIELDS = {
     "text": 1,
@@ -105,21 +106,22 @@ class Rematcher:
         summary.failed_pages = len(todo)
         since = self._oldest_version(mark, version)
         summary.since_version = since
-        changed: list[dict] = []
+        changed: set[str] = set()
         if since < version:
-            changed = self.library.store.changed_since(since)
+            # Masters in batches: a large ingest is looked up without holding every text.
+            for masters in batches(self.library.store.changed_since(since), MASTER_BATCH):
+                changed.update(master["_id"] for master in masters)
+                for page in self._candidates(masters, mark, version):
+                    summary.candidate_pages += page["_id"] not in todo
+                    todo.setdefault(page["_id"], page)
             summary.changed_masters = len(changed)
-            candidates = self._candidates(changed, mark, version)
-            summary.candidate_pages = len(candidates)
-            for page in candidates:
-                todo.setdefault(page["_id"], page)
 
         done = 0
         for batch in batches(list(todo.values()), BATCH):
             if stop is not None and stop.is_set():
                 summary.interrupted = True
                 break
-            self._check(batch, {master["_id"] for master in changed}, summary)
+            self._check(batch, changed, summary)
             done += len(batch)
             if progress:
                 progress(done, len(todo))
@@ -137,8 +139,9 @@ class Rematcher:
         return summary
 
     def _oldest_version(self, mark: RematchMark | None, version: int) -> int:
-        """The oldest library version a page stored now may be matched at."""
-        query: dict[str, Any] = {}
+        """The oldest library version a page stored now may be matched at (pages whose
+        matching failed are checked in full anyway)."""
+        query: dict[str, Any] = {"match_state": {"$ne": FAILED}}
         if mark is not None:
             query["stored_at"] = {"$gte": mark.covered_before}
         oldest = mark.version if mark is not None else version

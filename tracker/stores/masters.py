@@ -162,14 +162,15 @@ class MasterStore:
         cursor = self.masters.find({"n": {"$in": [int(n) for n in ns]}}, _WITHOUT_PRINTS)
         return {int(d["n"]): d for d in cursor if not d.get("deleted")}
 
-    def changed_since(self, version: int) -> list[dict]:
+    def changed_since(self, version: int) -> Iterator[dict]:
         """``_id``, ``n``, ``work``, ``title``, ``text``, ``changed_in`` of the masters added or
-        replaced after library ``version``."""
+        replaced after library ``version``, read as they are used."""
         cursor = self.masters.find(
             {"changed_in": {"$gt": version}},
             {"text": 1, "n": 1, "work": 1, "title": 1, "changed_in": 1, "deleted": 1},
+            batch_size=500,
         ).hint([("changed_in", ASCENDING)])  # a range: SecantusDB would otherwise scan
-        return [d for d in cursor if not d.get("deleted")]
+        return (d for d in cursor if not d.get("deleted"))
 
     def iter_fingerprints(
         self, batch_size: int = 1000
