@@ -246,6 +246,7 @@ def test_an_unreachable_mongodb_is_named_with_its_password_masked(env, tmp_path)
             ("config file not found",),
         ),
         ({}, ("report", "--date", "2026-02-30"), ("invalid date '2026-02-30'",)),
+        ({"MONGO_URL": "mongodb://127.0.0.1:1/x"}, ("report",), ("MongoDB at", "no answer")),
         ({}, ("chek", "x.txt"), ("invalid choice: 'chek'",)),
     ],
 )

@@ -53,14 +53,14 @@ def parse_day(value: str) -> date:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
+    from tracker.cli._servers import connect
     from tracker.reports import summary_line, to_csv, to_html, to_json
     from tracker.reports.build import build_report
     from tracker.reports.daily import write_notices
-    from tracker.runtime import Runtime
 
     renderers = {"json": to_json, "csv": to_csv, "html": to_html}
     day = args.date or datetime.now(UTC).date()
-    runtime = Runtime(settings)
+    runtime = connect(settings, redis=False)
     try:
         report = build_report(runtime.db, day)
     finally:

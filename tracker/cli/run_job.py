@@ -23,11 +23,11 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    from tracker.runtime import Runtime
+    from tracker.cli._servers import connect
     from tracker.scheduler.jobs import JobContext
     from tracker.scheduler.runs import OK
 
-    runtime = Runtime(settings)
+    runtime = connect(settings)
     try:
         record = JobContext(settings, runtime).run(args.name)
     finally:

@@ -40,9 +40,9 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    from tracker.runtime import Runtime
+    from tracker.cli._servers import connect
 
-    runtime = Runtime(settings)
+    runtime = connect(settings)
     try:
         if args.list:
             return _print_jobs(settings, runtime, as_json=args.json)
