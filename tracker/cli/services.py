@@ -21,7 +21,12 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         from tracker.runtime import Runtime
 
         runtime = Runtime(settings)
-        print(f"mongo: {runtime.mongo_url}\nredis: {runtime.redis_url}")
+        print(
+            f"mongo: {services.mask_password(runtime.mongo_url)}\n"
+            f"redis: {services.mask_password(runtime.redis_url)}"
+        )
+        if not (settings.mongo_url and settings.redis_url):
+            print(f"password: in {services.services_dir(settings) / 'secret'}")
         return 0
     if args.action == "stop":
         stopped = services.stop(settings)
