@@ -178,26 +178,21 @@ def _run_jsonl(path: str, settings: Settings, workers: int, max_bytes: int) -> i
     Batches are checked in ``workers`` processes (jieba segmentation holds the GIL, so
     threads would not help) when the input holds more than one batch; each process keeps
     its own connections and master cache, and results are printed in input order."""
+    from tracker.library import batches
+
     stream = _open_jsonl(path)
     errors = 0
 
-    def batches() -> Iterator[list[Line]]:
+    def lines() -> Iterator[Line]:
         nonlocal errors
-        batch: list[Line] = []
         with stream:
             for lineno, raw in enumerate(stream, start=1):
-                if not raw.strip():
-                    continue
-                line = parse_line(raw, lineno, max_bytes)
-                errors += line[3] is not None
-                batch.append(line)
-                if len(batch) >= JSONL_BATCH:
-                    yield batch
-                    batch = []
-        if batch:
-            yield batch
+                if raw.strip():
+                    line = parse_line(raw, lineno, max_bytes)
+                    errors += line[3] is not None
+                    yield line
 
-    pending = batches()
+    pending = batches(lines(), JSONL_BATCH)
     head = list(islice(pending, 2))
     runtime = connect(settings)  # starts the embedded servers once, for all the workers
     if workers <= 1 or len(head) < 2:
