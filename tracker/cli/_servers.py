@@ -17,9 +17,12 @@ from tracker.services import ServiceError, mask_password
 if TYPE_CHECKING:
     from tracker.runtime import Runtime
 
-#: How long a command waits for a server that does not answer (pymongo's own default
-#: server selection timeout is 30 s, the runtime's 10 s).
+#: How long a command waits for a configured server that does not answer (pymongo's own
+#: default server selection timeout is 30 s, the runtime's 10 s).
 SERVER_TIMEOUT_S = 3.0
+#: An embedded server the command has just started may need a few seconds more before it
+#: serves (SecantusDB checks its storage first).
+EMBEDDED_TIMEOUT_S = 30.0
 
 
 class ServerError(ServiceError):
@@ -28,7 +31,8 @@ class ServerError(ServiceError):
 
 def connect(settings: Settings, redis: bool = True) -> Runtime:
     """A :class:`Runtime` whose MongoDB (and Redis, unless ``redis`` is False) answered a ping
-    within :data:`SERVER_TIMEOUT_S` each; raises :class:`ServerError` otherwise."""
+    within :data:`SERVER_TIMEOUT_S` each (an embedded one, :data:`EMBEDDED_TIMEOUT_S`); raises
+    :class:`ServerError` otherwise."""
     _without_pyopenssl(settings.mongo_url)
     import pymongo
     import redis as redis_py
@@ -37,13 +41,12 @@ def connect(settings: Settings, redis: bool = True) -> Runtime:
 
     runtime = Runtime(settings)
     try:
-        with pymongo.timeout(SERVER_TIMEOUT_S):
+        with pymongo.timeout(SERVER_TIMEOUT_S if settings.mongo_url else EMBEDDED_TIMEOUT_S):
             runtime.mongo.admin.command("ping")
         if redis:
+            wait = SERVER_TIMEOUT_S if settings.redis_url else EMBEDDED_TIMEOUT_S
             probe = redis_py.Redis.from_url(
-                runtime.redis_url,
-                socket_connect_timeout=SERVER_TIMEOUT_S,
-                socket_timeout=SERVER_TIMEOUT_S,
+                runtime.redis_url, socket_connect_timeout=wait, socket_timeout=wait
             )
             try:
                 probe.ping()
@@ -82,7 +85,7 @@ def describe(exc: BaseException, settings: Settings) -> str | None:
     else:
         return None
     where = mask_password(url) if url else "the embedded server"
-    reason = _reason(exc)
+    reason = _reason(exc, SERVER_TIMEOUT_S if url else EMBEDDED_TIMEOUT_S)
     if "auth" in reason.lower() or type(exc).__name__ == "AuthenticationError":
         fix = f"check the user and password in {env}" if url else "run `tracker services stop`"
     elif url:
@@ -92,7 +95,7 @@ def describe(exc: BaseException, settings: Settings) -> str | None:
     return f"{name} at {where}: {reason}; {fix}"
 
 
-def _reason(exc: BaseException) -> str:
+def _reason(exc: BaseException, waited: float) -> str:
     text = str(exc).split("\n", 1)[0]
     # pymongo: "127.0.0.1:1: [Errno 111] Connection refused (configured timeouts: …), Timeout:
     # 4s, Topology Description: …"
@@ -100,5 +103,5 @@ def _reason(exc: BaseException) -> str:
     text = re.sub(r"^\S+:\d+: ", "", text)  # the host is in the URL already
     text = re.sub(r"^\[Errno \d+\] |^Error \d+ connecting to \S+ ", "", text).rstrip(". ")
     if type(exc).__name__ == "ServerSelectionTimeoutError":
-        text += f" (no answer within {SERVER_TIMEOUT_S:g} s)"
+        text += f" (no answer within {waited:g} s)"
     return mask_password(text) or type(exc).__name__

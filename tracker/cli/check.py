@@ -75,6 +75,10 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     max_bytes = size_limit(args, settings)
     if args.jsonl:
         return _run_jsonl(args.jsonl, settings, args.workers, max_bytes)
+    if args.source == "-" and sys.stdin.isatty():
+        raise InputError(
+            "nothing to check: give a file or a URL, or pipe a text in (… | tracker check)"
+        )
     text = read_text(args.source, max_bytes)  # a bad input fails before any server is started
     runtime = connect(settings, redis=True)
     try:
