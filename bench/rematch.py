@@ -33,9 +33,10 @@ from bench import corpus as bench_corpus
 from bench.disguises import Alphabet, typos, with_ads
 from bench.scale import sentence_pool, synthetic_chapters
 from tracker import services
+from tracker.batching import batches
 from tracker.config import Settings
 from tracker.index.page_index import PageIndex
-from tracker.library import MasterLibrary, batches
+from tracker.library import MasterLibrary
 from tracker.rematch import Rematcher
 from tracker.runtime import Runtime
 from tracker.stores.pages import MatchStore, PageRecord, PageStore

@@ -223,7 +223,7 @@ def test_bad_schedule_settings_are_clear_errors(change, message):
 
 def test_bad_sites_json_in_the_environment(monkeypatch):
     monkeypatch.setenv("TRACKER_SITES", "[{not json")
-    with pytest.raises(ConfigError, match="setting sites="):
+    with pytest.raises(ConfigError, match=r"setting sites \(TRACKER_SITES\)="):
         Settings.load()
 
 

@@ -28,6 +28,7 @@ import redis
 from pymongo import DESCENDING
 from pymongo.database import Database
 
+from tracker.batching import batches
 from tracker.fingerprints.document import to_unsigned
 from tracker.index.simhash_index import SimHashIndex
 from tracker.index.storage import RedisStorage
@@ -81,14 +82,10 @@ class CentreIndex:
 
     def rebuild(self, centres: Iterable[tuple[int, int]]) -> int:
         self.clear()
-        count, batch = 0, []
-        for item in centres:
-            batch.append(item)
-            if len(batch) >= 1000:
-                self._index.add(batch)
-                count, batch = count + len(batch), []
-        self._index.add(batch)
-        count += len(batch)
+        count = 0
+        for batch in batches(centres, 1000):
+            self._index.add(batch)
+            count += len(batch)
         self._storage.compact()
         self.client.set(self._count, count)
         return count
@@ -170,8 +167,7 @@ class PageClusterer:
     def _pages(self, urls: list[str]) -> list[dict]:
         """The stored pages among ``urls``, earliest first seen first."""
         pages = []
-        for start in range(0, len(urls), IN_BATCH):
-            chunk = urls[start : start + IN_BATCH]
+        for chunk in batches(urls, IN_BATCH):
             pages += self.db["pages"].find(
                 {"_id": {"$in": chunk}}, {"simhash": 1, "site": 1, "first_seen": 1}
             )

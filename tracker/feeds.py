@@ -7,8 +7,9 @@ ready to be extracted like a page (:meth:`FeedItem.page_html`), and the URL its 
 under (:meth:`FeedItem.page_url`): its link, or ``FEED_URL#guid`` when it has no link or the
 link is on another site (a feed republishing other sites' articles holds the copy itself).
 
-The body is decoded like any page (:func:`spiders.base.decode_page`: the HTTP charset, the XML
-declaration's ``encoding``, or detected), so legacy GB2312/GBK/Big5 feeds read right.
+The body is decoded like any page (:func:`tracker.text.encoding.decode_page`: the HTTP
+charset, the XML declaration's ``encoding``, or detected), so legacy GB2312/GBK/Big5 feeds
+read right.
 Feeds are hostile XML: entities are never expanded (no "billion laughs", no external
 entities), nothing is fetched (no DTD, no network), bodies and item counts are bounded.
 """
@@ -24,8 +25,8 @@ from urllib.parse import quote, urljoin, urlsplit
 
 import lxml.etree
 
-from spiders.base import decode_page  # the project's one page decoder
 from tracker.model import content_hash, site_of
+from tracker.text.encoding import decode_page  # the project's one page decoder
 
 MAX_FEED_BYTES = 10 * 1024 * 1024
 MAX_ITEMS = 1000

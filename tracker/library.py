@@ -30,9 +30,9 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from itertools import islice
 from typing import TypeVar
 
+from tracker.batching import batches
 from tracker.config import Settings
 from tracker.fingerprints.document import DocumentFingerprint, fingerprint_many
 from tracker.index.master_index import MasterIndex
@@ -307,10 +307,3 @@ def _why(
     if count is not None and index_count != count:
         return f"the index holds {index_count} masters, MongoDB {count}"
     return "pending changes"
-
-
-def batches(items: Iterable[T], size: int) -> Iterator[list[T]]:
-    """``items`` in lists of ``size`` (the last one shorter)."""
-    iterator = iter(items)
-    while batch := list(islice(iterator, size)):
-        yield batch

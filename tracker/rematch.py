@@ -32,8 +32,9 @@ from typing import Any
 
 from pymongo import ASCENDING
 
+from tracker.batching import batches
 from tracker.index.page_index import PageIndex
-from tracker.library import MasterLibrary, batches
+from tracker.library import MasterLibrary
 from tracker.runtime import Runtime
 from tracker.stores.pages import FAILED, MatchStore, PageStore
 from tracker.stores.rematch import RematchMark, RematchStore

@@ -182,7 +182,7 @@ def _run_jsonl(path: str, settings: Settings, workers: int, max_bytes: int) -> i
     Batches are checked in ``workers`` processes (jieba segmentation holds the GIL, so
     threads would not help) when the input holds more than one batch; each process keeps
     its own connections and master cache, and results are printed in input order."""
-    from tracker.library import batches
+    from tracker.batching import batches
 
     stream = _open_jsonl(path)
     errors = 0

@@ -20,6 +20,7 @@ from typing import Any
 
 from pymongo.database import Database
 
+from tracker.batching import batches
 from tracker.model import site_of
 from tracker.stores.clusters import ClusterStore
 from tracker.stores.pages import MatchStore
@@ -183,10 +184,8 @@ def _carried_matches(db: Database, day: date) -> list[dict]:
 
 def _chapter_totals(db: Database, works: Iterable[str]) -> dict[str, int]:
     """How many chapters (master documents) each work has in the library."""
-    names = sorted(works)
     totals: Counter[str] = Counter()
-    for start in range(0, len(names), IN_BATCH):
-        chunk = names[start : start + IN_BATCH]
+    for chunk in batches(sorted(works), IN_BATCH):
         for doc in db["masters"].find({"work": {"$in": chunk}}, {"work": 1, "_id": 0}):
             totals[doc["work"]] += 1
     return dict(totals)

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 
+from tracker.formats import count
+
 TOTAL_COLOUR = "#e8a3a3"
 NEW_COLOUR = "#c33"
 BAR_COLOUR = "#4a78b5"
@@ -13,10 +15,6 @@ LINE_COLOUR = "#c33"
 GRID_COLOUR = "#ddd"
 MISSING_COLOUR = "#bbb"
 FONT = 'font-family="sans-serif" font-size="11" fill="#444"'
-
-
-def _number(value: float) -> str:
-    return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.2f}"
 
 
 def nice_ceiling(value: float) -> float:
@@ -49,7 +47,7 @@ def daily_bars(
             f'<line x1="{left}" y1="{y:.1f}" x2="{width - right}" y2="{y:.1f}" '
             f'stroke="{GRID_COLOUR}"/>'
             f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end" {FONT}>'
-            f"{escape(_number(peak * fraction))}</text>"
+            f"{escape(count(peak * fraction))}</text>"
         )
     label_every = max(1, len(days) // 6)
     for i, (day, total, new) in enumerate(days):
@@ -108,7 +106,7 @@ def horizontal_bars(
             f'<rect class="bar" x="{label_w}" y="{y + 3}" width="{max(bar, 1):.1f}" '
             f'height="{row - 8}" fill="{BAR_COLOUR}"/>'
             f'<text x="{label_w + bar + 4:.1f}" y="{y + 14}" {FONT}>'
-            f"{escape(_number(value))}{escape(unit)}</text>"
+            f"{escape(count(value))}{escape(unit)}</text>"
         )
     return "".join(parts) + "</svg>"
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import defaultdict
-from datetime import UTC, datetime
 from typing import Any
 
+from tracker.formats import when
 from tracker.reports.build import UNKNOWN_WORK, chapter_ranges
 from tracker.reports.render import FOLDED_CHAPTERS
 
@@ -119,10 +119,7 @@ def notice(site: str, pages: dict[str, dict[str, Any]], day: str) -> str:
 
 
 def _when(value: str) -> str:
-    try:
-        return datetime.fromisoformat(value).astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    except (TypeError, ValueError):
-        return plain(value)
+    return plain(when(value))
 
 
 def _work_name(work: str) -> str:

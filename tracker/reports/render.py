@@ -11,10 +11,10 @@ from __future__ import annotations
 import csv
 import io
 import json
-from datetime import UTC, datetime
 from html import escape
 from typing import Any
 
+from tracker.formats import when
 from tracker.reports.charts import daily_bars, horizontal_bars, sparkline
 
 CSV_COLUMNS = (
@@ -137,8 +137,7 @@ def to_html(report: dict[str, Any]) -> str:
 </head>
 <body>
 <h1>Infringement report {date}</h1>
-<p class="meta">Generated {_when(report["generated_at"])} UTC. {since} \
-Times are UTC.</p>
+<p class="meta">Generated {_when(report["generated_at"])}. {since}</p>
 <section class="summary">{cards}</section>
 {body}
 </body>
@@ -276,12 +275,8 @@ def _groups_section(groups: list[dict[str, Any]]) -> str:
 
 
 def _when(value: Any) -> str:
-    """An ISO time as ``YYYY-MM-DD HH:MM`` (UTC, as every time in the report), escaped."""
-    text = str(value or "")
-    try:
-        return escape(datetime.fromisoformat(text).astimezone(UTC).strftime("%Y-%m-%d %H:%M"))
-    except ValueError:
-        return escape(text)
+    """An ISO time as ``YYYY-MM-DD HH:MM UTC``, escaped."""
+    return escape(when(str(value or "")))
 
 
 def _link(url: str) -> str:

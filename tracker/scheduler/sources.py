@@ -36,6 +36,7 @@ from pymongo.database import Database
 from pymongo.errors import OperationFailure, PyMongoError
 from redis.exceptions import RedisError
 
+from tracker.batching import batches
 from tracker.config import Settings
 from tracker.library import MasterLibrary
 from tracker.model import MasterDocument
@@ -108,11 +109,6 @@ def _ingest(library: MasterLibrary, batch: list[MasterDocument], summary: PullSu
     summary.added += result.added
     summary.replaced += result.replaced
     summary.skipped += len(result.skipped_empty)
-
-
-def _batches(items: list[MasterDocument], size: int) -> Iterator[list[MasterDocument]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
 
 
 class DropFolder:
@@ -223,7 +219,7 @@ class DropFolder:
             total=len(documents),
             error=None,
         )
-        for batch in _batches(documents[done:], batch_size):
+        for batch in batches(documents[done:], batch_size):
             if stop is not None and stop.is_set():
                 summary.interrupted = True
                 return

@@ -16,14 +16,10 @@ from typing import Any
 from pymongo import ASCENDING, ReturnDocument
 from pymongo.database import Database
 
+from tracker.batching import batches
 from tracker.fingerprints.document import to_signed, to_unsigned
 
 IN_BATCH = 1000
-
-
-def _chunks(items: list[str], size: int = IN_BATCH) -> Iterator[list[str]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
 
 
 class ClusterStore:
@@ -75,7 +71,7 @@ class ClusterStore:
     def memberships(self, urls: Iterable[str]) -> dict[str, dict[str, Any]]:
         """``url → {cluster, simhash (unsigned), …}`` for the clustered pages among ``urls``."""
         found = {}
-        for chunk in _chunks(sorted(set(urls))):
+        for chunk in batches(sorted(set(urls)), IN_BATCH):
             for doc in self.members.find({"_id": {"$in": chunk}}):
                 doc["simhash"] = to_unsigned(doc["simhash"])
                 found[doc["_id"]] = doc

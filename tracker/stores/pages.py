@@ -29,6 +29,7 @@ from typing import Any
 from pymongo import ASCENDING, DESCENDING, ReturnDocument, UpdateMany, UpdateOne
 from pymongo.database import Database
 
+from tracker.batching import batches
 from tracker.model import content_hash, site_of
 
 OK, FAILED = "ok", "failed"
@@ -160,11 +161,9 @@ class PageStore:
 
     def by_ns(self, ns: Iterable[int], fields: dict[str, int] | None = None) -> list[dict]:
         """The stored pages whose current page number is one of ``ns``."""
-        ns = sorted({int(n) for n in ns})
         found = []
-        for start in range(0, len(ns), IN_BATCH):
-            query = {"n": {"$in": ns[start : start + IN_BATCH]}}
-            found += self.pages.find(query, fields)
+        for chunk in batches(sorted({int(n) for n in ns}), IN_BATCH):
+            found += self.pages.find({"n": {"$in": chunk}}, fields)
         return found
 
     def failed(self, fields: dict[str, int] | None = None) -> list[dict]:
@@ -289,10 +288,9 @@ class MatchStore:
 
     def open_urls(self, doc_ids: Iterable[str]) -> set[str]:
         """Pages with an open match of one of these masters."""
-        doc_ids = sorted(set(doc_ids))
         urls: set[str] = set()
-        for start in range(0, len(doc_ids), IN_BATCH):
-            query = {"doc_id": {"$in": doc_ids[start : start + IN_BATCH]}, "active": {"$ne": False}}
+        for chunk in batches(sorted(set(doc_ids)), IN_BATCH):
+            query = {"doc_id": {"$in": chunk}, "active": {"$ne": False}}
             urls.update(doc["url"] for doc in self.matches.find(query, {"url": 1}))
         return urls
 
@@ -310,10 +308,9 @@ class MatchStore:
 
     def by_ids(self, keys: Iterable[tuple[str, str]]) -> list[dict]:
         """The match documents of these (url, doc id) pairs."""
-        ids = sorted({f"{url}\x00{doc_id}" for url, doc_id in keys})
         found = []
-        for start in range(0, len(ids), IN_BATCH):
-            found += self.matches.find({"_id": {"$in": ids[start : start + IN_BATCH]}})
+        for chunk in batches(sorted({f"{url}\x00{doc_id}" for url, doc_id in keys}), IN_BATCH):
+            found += self.matches.find({"_id": {"$in": chunk}})
         return found
 
     def seen_between(self, start: datetime, end: datetime) -> list[dict]:
