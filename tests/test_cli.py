@@ -104,6 +104,20 @@ PAGES: dict[str, tuple[int, str, bytes]] = {
         b'<?xml version="1.0"?><rss version="2.0"><channel><title>t</title></channel></rss>',
     ),
     "/to-file": (302, "file:///etc/passwd", b""),
+    # A full-text feed in GB2312 declared only in its prolog: one item copies the chapter.
+    "/news.xml": (
+        200,
+        "application/rss+xml",
+        (
+            '<?xml version="1.0" encoding="gb2312"?><rss version="2.0" '
+            'xmlns:content="http://purl.org/rss/1.0/modules/content/"><channel><title>新闻</title>'
+            "<item><title>转载</title><link>/a/1.html</link><content:encoded><![CDATA[<p>"
+            + CHAPTER
+            + "</p>]]></content:encoded></item><item><title>闲话</title><link>/a/2.html</link>"
+            "<description>&lt;p&gt;" + prose(seed=77, chars=800) + "&lt;/p&gt;</description>"
+            "</item></channel></rss>"
+        ).encode("gb18030"),
+    ),
 }
 
 
@@ -171,7 +185,7 @@ def test_standard_input_is_decoded_like_a_file(env, library):
         ("{web}/missing", ("{web}/missing: HTTP 404",)),
         ("http://127.0.0.1:1/page", ("http://127.0.0.1:1/page: cannot fetch it",)),
         ("{web}/image.png", ("content type image/png is not text",)),
-        ("{web}/feed.xml", ("an RSS/Atom feed",)),
+        ("{web}/feed.xml", ("a feed without any item text",)),
         ("{web}/to-file", ("file:///etc/passwd", "not allowed")),
         ("{web}/big.txt", ("larger than the input limit of 1 MiB", "--max-mb")),
     ],
@@ -182,6 +196,18 @@ def test_check_input_errors_are_one_line_and_start_no_server(env, web, tmp_path,
     env = {**env, "MONGO_URL": "mongodb://127.0.0.1:1/x", "REDIS_URL": "redis://127.0.0.1:1/0"}
     done = tracker(env, "check", "--max-mb", "1", source.format(web=web))
     one_error(done, *(word.format(web=web) for word in words))
+
+
+def test_check_of_a_feed_checks_each_item(env, library, web):
+    done = tracker(env, "check", "--json", web + "/news.xml")
+    assert done.returncode == 1, done.stderr.decode()
+    items = json.loads(done.stdout)["items"]
+    assert [(i["id"], [m["doc_id"] for m in i["matches"]]) for i in items] == [
+        (web + "/a/1.html", [LONG_ID]),
+        (web + "/a/2.html", []),
+    ]
+    table = tracker(env, "check", web + "/news.xml").stdout.decode()
+    assert web + "/a/1.html" in table and "no match in the master library" in table
 
 
 def test_check_urls_plain_text_as_text_html_through_the_extractor(env, library, web):

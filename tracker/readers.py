@@ -1,6 +1,6 @@
 """Every input the command line reads, through one path.
 
-* **A text to check** (:func:`read_input`, :func:`input_text`): a file, standard input or an
+* **A text to check** (:func:`read_input`, :func:`input_texts`): a file, standard input or an
   http(s) URL, as bytes with what its source says of them (the HTTP ``Content-Type``, the file
   name); then one decoder (:func:`tracker.text.encoding.decode_bytes`), binary refused, HTML
   run through the extractor and plain text not, an empty text refused, and a size limit
@@ -59,6 +59,11 @@ class Input:
     media_type: str = ""  # "text/html", "text/plain"…; "" when the source does not say
     charset: str | None = None  # declared by the HTTP server
     url: str | None = None
+
+    @property
+    def is_feed(self) -> bool:
+        """An RSS/Atom feed: a list of texts (:func:`input_texts`), not one."""
+        return _kind(self) == "feed"
 
 
 def read_input(source: str, max_bytes: int = DEFAULT_MAX_BYTES) -> Input:
@@ -152,9 +157,7 @@ def input_text(item: Input) -> str:
     empty or of a type that is not text."""
     kind = _kind(item)
     if kind == "feed":
-        # Feeds: an RSS/Atom body is a list of articles, not one text. The lead wires
-        # tracker.feeds.parse_feed here ("check URL of a feed", issue 13).
-        raise InputError(f"{item.name}: an RSS/Atom feed, not one text; check its articles' pages")
+        raise InputError(f"{item.name}: an RSS/Atom feed, not one text (see input_texts)")
     if kind not in ("html", "text"):
         raise InputError(f"{item.name}: content type {kind} is not text or HTML")
     try:
@@ -173,9 +176,31 @@ def input_text(item: Input) -> str:
     return text
 
 
-def read_text(source: str, max_bytes: int = DEFAULT_MAX_BYTES) -> str:
-    """The text of ``source`` (:func:`read_input`, then :func:`input_text`)."""
-    return input_text(read_input(source, max_bytes))
+def input_texts(item: Input) -> list[tuple[str, str]]:
+    """``(name, text)`` of each text an input holds: one, or for an RSS/Atom feed each item
+    with a text (named by the URL it is stored under when crawled, see
+    :meth:`tracker.feeds.FeedItem.page_url`), its HTML extracted like a page's."""
+    if not item.is_feed:
+        return [(item.name, input_text(item))]
+    from tracker.extract import extract
+    from tracker.feeds import FeedError, parse_feed
+
+    feed_url = item.url or item.name
+    try:
+        entries = parse_feed(item.data, feed_url, _content_type(item))
+    except (FeedError, DecodeError) as exc:
+        raise InputError(f"{item.name}: {exc}") from None
+    texts = []
+    for entry in entries:
+        url = entry.page_url(feed_url)
+        text = extract(entry.page_html(), url).text
+        if text.strip():
+            texts.append((url, text))
+    if not texts:
+        raise InputError(f"{item.name}: a feed without any item text")
+    return texts
+
+
 
 
 def _kind(item: Input) -> str:

@@ -4,6 +4,9 @@ Exit status, as a scanner's: a single text exits **1** when it copies master doc
 when it copies none, **2** on an error (one line ``tracker: error: …``). ``--jsonl`` exits 0
 unless it failed: its answers say the rest, malformed lines included.
 
+An RSS/Atom feed is checked item by item, each under the URL a crawl stores it as
+(``--json``: ``{"items": [{"id", "matches"}]}``).
+
 Output shapes are a public interface: one text prints its matches (``--json`` for JSON);
 ``--jsonl`` prints one ``{"id", "matches": [...]}`` object per input line, matches best first,
 each ``{"doc_id", "work", "title", "score", "coverage", "method", "spans"}``; a line that cannot
@@ -29,7 +32,7 @@ from tracker.cli import add_size_limit, size_limit
 from tracker.cli._output import plain, print_table
 from tracker.cli._servers import connect
 from tracker.config import Settings
-from tracker.readers import InputError, json_loads, read_text
+from tracker.readers import InputError, input_texts, json_loads, read_input
 
 if TYPE_CHECKING:
     from tracker.runtime import Runtime
@@ -79,19 +82,33 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         raise InputError(
             "nothing to check: give a file or a URL, or pipe a text in (… | tracker check)"
         )
-    text = read_text(args.source, max_bytes)  # a bad input fails before any server is started
+    source = read_input(args.source, max_bytes)
+    texts = input_texts(source)  # a bad input fails before any server is started
     runtime = connect(settings, redis=True)
     try:
-        matches = _detector(runtime, settings).check(text)
+        found = _detector(runtime, settings).check_many([text for _, text in texts])
     finally:
         runtime.close()
+    if not source.is_feed:
+        _print_matches(found[0], args)
+    else:  # a feed: its items one by one
+        if args.json:
+            items = [{"id": name, "matches": m} for (name, _), m in zip(texts, found, strict=True)]
+            print(_dumps({"items": items}))
+        for (name, _), matches in zip(texts, found, strict=True):
+            if not args.json:
+                print(f"\n{plain(name)}")
+                _print_matches(matches, args)
+    return FOUND if any(found) else 0
+
+
+def _print_matches(matches: list, args: argparse.Namespace) -> None:
     if args.json:
         print(_dumps({"matches": matches}))
     elif matches:
         _print_table(matches, args.wide)
     else:
         print("no match in the master library")
-    return FOUND if matches else 0
 
 
 def _print_table(matches: list, wide: bool) -> None:
