@@ -24,11 +24,11 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from tracker.cli._servers import connect
     from tracker.rematch import Rematcher
-    from tracker.runtime import Runtime
 
     console = Console(stderr=True)
-    runtime = Runtime(settings)
+    runtime = connect(settings)
     try:
         with Progress(
             TextColumn("rematch"),
