@@ -82,7 +82,7 @@ def store(runtime: Runtime, library: MasterLibrary, docs: list[tuple[str, str]])
     before = runtime.redis.info("memory")["used_memory"]
     for batch in batches(docs, 1000):
         normalized = [normalize(text) for _, text in batch]
-        ns = [pages.allocate_n() for _ in batch]
+        ns = list(pages.allocate_ns(len(batch)))
         index.add(zip(ns, (n.tokens for n in normalized), strict=True))
         known = [i for i, (url, _) in enumerate(batch) if url.startswith("https://known")]
         found = dict(zip(known, detector.check_many([batch[i][1] for i in known]), strict=True))

@@ -13,11 +13,12 @@ from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import Any
 
-from pymongo import ASCENDING, ReturnDocument
+from pymongo import ASCENDING
 from pymongo.database import Database
 
 from tracker.batching import batches
 from tracker.fingerprints.document import to_signed, to_unsigned
+from tracker.stores.counters import increment
 
 IN_BATCH = 1000
 
@@ -32,13 +33,7 @@ class ClusterStore:
         self.members.create_index([("cluster", ASCENDING)])
 
     def allocate_id(self) -> int:
-        doc = self.counters.find_one_and_update(
-            {"_id": "cluster_n"},
-            {"$inc": {"seq": 1}},
-            upsert=True,
-            return_document=ReturnDocument.AFTER,
-        )
-        return int(doc["seq"])
+        return increment(self.counters, "cluster_n")
 
     def create(self, cluster: int, simhash: int, url: str, site: str, now: datetime) -> None:
         self.clusters.insert_one(

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from pymongo import ASCENDING, InsertOne, ReturnDocument, UpdateOne
+from pymongo import ASCENDING, InsertOne, UpdateOne
 from pymongo.collection import Collection
 from pymongo.database import Database
 from pymongo.errors import BulkWriteError
@@ -27,6 +27,7 @@ from pymongo.errors import BulkWriteError
 from tracker.fingerprints.document import VERSION as FINGERPRINT_VERSION
 from tracker.fingerprints.document import DocumentFingerprint, fingerprint_many
 from tracker.model import MasterDocument
+from tracker.stores.counters import allocate, increment
 
 DUPLICATE_KEY = 11000
 
@@ -60,27 +61,15 @@ class MasterStore:
 
     def allocate_ns(self, count: int) -> range:
         """Reserve ``count`` new integer ids in one atomic step."""
-        if count <= 0:
-            return range(0)
-        end = self._increment("master_n", count) + 1
-        return range(end - count, end)
+        return allocate(self.counters, "master_n", count)
 
     def next_version(self) -> int:
         """Advance the library version (every ingest batch and every deletion does)."""
-        return self._increment(LIBRARY_VERSION, 1)
+        return increment(self.counters, LIBRARY_VERSION)
 
     def version(self) -> int:
         doc = self.counters.find_one({"_id": LIBRARY_VERSION})
         return int(doc["seq"]) if doc else 0
-
-    def _increment(self, counter: str, by: int) -> int:
-        doc = self.counters.find_one_and_update(
-            {"_id": counter},
-            {"$inc": {"seq": by}},
-            upsert=True,
-            return_document=ReturnDocument.AFTER,
-        )
-        return int(doc["seq"])
 
     def existing(self, doc_ids: Iterable[str]) -> dict[str, IndexedPrints]:
         """What the index may hold for each of these ids already in the library."""

@@ -26,11 +26,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any
 
-from pymongo import ASCENDING, DESCENDING, ReturnDocument, UpdateMany, UpdateOne
+from pymongo import ASCENDING, DESCENDING, UpdateMany, UpdateOne
 from pymongo.database import Database
 
 from tracker.batching import batches
 from tracker.model import content_hash, site_of
+from tracker.stores.counters import allocate, increment
 
 OK, FAILED = "ok", "failed"
 IN_BATCH = 1000
@@ -67,13 +68,11 @@ class PageStore:
 
     def allocate_n(self) -> int:
         """A new page number for the page index."""
-        doc = self.counters.find_one_and_update(
-            {"_id": "page_n"},
-            {"$inc": {"seq": 1}},
-            upsert=True,
-            return_document=ReturnDocument.AFTER,
-        )
-        return int(doc["seq"])
+        return increment(self.counters, "page_n")
+
+    def allocate_ns(self, count: int) -> range:
+        """``count`` new page numbers in one step."""
+        return allocate(self.counters, "page_n", count)
 
     def state(self, url: str) -> dict[str, Any] | None:
         """The stored page's content hash and match state, or None."""
