@@ -12,6 +12,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -68,6 +69,7 @@ def env(settings, tmp_path) -> dict[str, str]:
         TRACKER_DATA_DIR=str(settings.data_dir),
         HOME=str(tmp_path),  # no ./tracker.toml, no user cache surprises
         COLUMNS="80",
+        TRACKER_CHECK_WARM_S="0",  # each check in its own process (see the warm-check test)
     )
     return environment
 
@@ -208,6 +210,39 @@ def test_check_of_a_feed_checks_each_item(env, library, web):
     ]
     table = tracker(env, "check", web + "/news.xml").stdout.decode()
     assert web + "/a/1.html" in table and "no match in the master library" in table
+
+
+def test_a_warm_check_answers_as_the_first_did(env, library, settings, tmp_path):
+    """The first check leaves a warm checker; later ones (files, standard input, errors) get
+    the same output and exit status from it, and it leaves when stopped."""
+    from tracker.cli import _warm
+
+    env = {**env, "TRACKER_CHECK_WARM_S": "60"}
+    page = tmp_path / "page.txt"
+    page.write_text(CHAPTER, encoding="utf-8")
+    first = tracker(env, "check", "--json", str(page))
+    assert first.returncode == 1
+    warm_settings = replace(settings, check_warm_s=60)
+    path = _warm.socket_path(warm_settings)
+    deadline = time.monotonic() + 60
+    while not path.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert path.exists(), "no warm checker was left"
+    try:
+        again = tracker(env, "check", "--json", str(page))
+        assert (again.returncode, again.stdout) == (1, first.stdout)
+        piped = tracker(env, "check", "--json", "-", stdin=CHAPTER.encode("gb18030"))
+        assert (piped.returncode, piped.stdout) == (1, first.stdout)
+        one_error(tracker(env, "check", "nope.txt"), "nope.txt: no such file")
+        innocent = tracker(env, "check", "-", stdin=prose(seed=5, chars=900).encode())
+        assert innocent.returncode == 0
+        assert innocent.stdout.decode().strip() == "no match in the master library"
+    finally:
+        assert _warm.stop_all(warm_settings) == 1
+    deadline = time.monotonic() + 30
+    while path.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not path.exists()
 
 
 def test_check_urls_plain_text_as_text_html_through_the_extractor(env, library, web):

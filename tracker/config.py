@@ -52,6 +52,9 @@ class Settings:
 
     # Input of ``tracker check`` and ``ingest``: a larger file, page or text is refused.
     max_input_mb: int = 32
+    # A warm checker answers later checks for this long after the last (0: none; see
+    # tracker.cli._warm).
+    check_warm_s: int = 600
 
     @classmethod
     def load(cls, path: str | os.PathLike | None = None, **overrides: Any) -> Settings:

@@ -16,6 +16,7 @@ be checked is answered ``{"id", "line", "error"}``, with its id whenever it coul
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import sys
@@ -28,16 +29,20 @@ from typing import IO, TYPE_CHECKING
 
 import orjson
 
-from tracker.cli import add_size_limit, size_limit
+from tracker.cli import _warm, add_size_limit, size_limit
 from tracker.cli._output import plain, print_table
 from tracker.cli._servers import connect
 from tracker.config import Settings
 from tracker.readers import InputError, input_texts, json_loads, read_input
 
 if TYPE_CHECKING:
+    from tracker.matching.detector import Detector
     from tracker.runtime import Runtime
 
 DEFAULT_WORKERS = min(4, os.cpu_count() or 1)  # check --jsonl: one process per CPU, at most 4
+# (runtime, detector) of the warm checker process that runs this command for later checks
+# (tracker.cli._warm); None in a command's own process.
+WARM: tuple[Runtime, Detector] | None = None
 FOUND = 1  # exit status of a single text that copies master documents
 
 
@@ -82,13 +87,25 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         raise InputError(
             "nothing to check: give a file or a URL, or pipe a text in (… | tracker check)"
         )
+    cold = WARM is None
+    if cold and _warm.enabled(settings):
+        stdin = sys.stdin.buffer.read(max_bytes + 1) if args.source == "-" else None
+        code = _warm.ask(settings, args.argv, stdin)
+        if code is not None:
+            return code
+        if stdin is not None:  # not answered: read what was read again, here
+            sys.stdin = io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8")
     source = read_input(args.source, max_bytes)
     texts = input_texts(source)  # a bad input fails before any server is started
-    runtime = connect(settings, redis=True)
+    runtime, detector = WARM if WARM is not None else (connect(settings, redis=True), None)
     try:
-        found = _detector(runtime, settings).check_many([text for _, text in texts])
+        detector = detector or _detector(runtime, settings)
+        found = detector.check_many([text for _, text in texts])
     finally:
-        runtime.close()
+        if cold:
+            runtime.close()
+    if cold and _warm.enabled(settings):
+        _warm.start(settings, args.config)  # later checks: answered by a warm process
     if not source.is_feed:
         _print_matches(found[0], args)
     else:  # a feed: its items one by one

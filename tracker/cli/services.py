@@ -29,7 +29,10 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             print(f"password: in {services.services_dir(settings) / 'secret'}")
         return 0
     if args.action == "stop":
-        stopped = services.stop(settings)
+        from tracker.cli import _warm
+
+        checkers = _warm.stop_all(settings)
+        stopped = services.stop(settings) + (["warm checker"] * bool(checkers))
         print("stopped: " + (", ".join(stopped) if stopped else "nothing was running"))
         return 0
     report = services.status(settings)
