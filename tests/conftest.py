@@ -13,6 +13,9 @@ from tracker import services
 from tracker.config import Settings
 from tracker.runtime import Runtime
 
+# Checks run by the tests in subprocesses leave no warm checker behind (one test turns it on).
+os.environ["TRACKER_CHECK_WARM_S"] = "0"
+
 
 @pytest.fixture(scope="session")
 def server_settings(tmp_path_factory) -> Settings:
