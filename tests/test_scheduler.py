@@ -477,23 +477,15 @@ def test_hot_queries_use_indexes(sched_settings, runtime, clock, sites):
         "report: pages of a day": db["page_days"].find({"day": "2031-03-02"}),
         "report: their matches": db["matches"].find({"_id": {"$in": [PIRATE + "1\x00A/1"]}}),
         "crawl: stored page state": db["pages"].find({"_id": PIRATE + "1"}),
-        "rematch: failed pages": db["pages"]
-        .find({"match_state": "failed"})
-        .hint([("match_state", 1)]),
+        "rematch: failed pages": db["pages"].find({"match_state": "failed"}),
         "rematch: pages by number": db["pages"].find({"n": {"$in": [1, 2]}}),
-        "rematch: pages stored since": db["pages"]
-        .find({"stored_at": {"$gte": DAY1}})
-        .hint([("stored_at", 1)]),
-        "rematch: masters changed since": db["masters"]
-        .find({"changed_in": {"$gt": 0}})
-        .hint([("changed_in", 1)]),
+        "rematch: pages stored since": db["pages"].find({"stored_at": {"$gte": DAY1}}),
+        "rematch: pages numbered above": db["pages"].find({"n": {"$gt": 1}}),
+        "rematch: masters changed since": db["masters"].find({"changed_in": {"$gt": 0}}),
         "rematch: open matches of masters": db["matches"].find({"doc_id": {"$in": ["A/1"]}}),
-        "rematch: last mark": db["rematch_runs"]
-        .find({"finished_at": {"$ne": None}})
-        .sort("finished_at", -1)
-        .limit(1)
-        .hint([("finished_at", -1)]),
-        "library: pending masters": db["masters"].find({"pending": True}).hint([("pending", 1)]),
+        "rematch: the mark": db["rematch_mark"].find({"_id": "mark"}),
+        "library: pending masters": db["masters"].find({"pending": True}),
+        "clustering: matches seen since": db["matches"].find({"last_seen": {"$gte": DAY1}}),
         "report: previous report": db["reports"]
         .find({"_id": {"$lt": "2031-03-02"}})
         .sort("_id", -1)

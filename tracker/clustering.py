@@ -25,7 +25,6 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 
 import redis
-from pymongo import DESCENDING
 from pymongo.database import Database
 
 from tracker.batching import batches
@@ -127,7 +126,7 @@ class PageClusterer:
         found = self.db["matches"].find(query, {"url": 1, "first_seen": 1})
         urls = {
             doc["url"]
-            for doc in found.hint([("last_seen", DESCENDING)])
+            for doc in found
             if until is None or _utc(doc["first_seen"]) < until
         }
         return self.cluster_urls(urls)

@@ -30,8 +30,6 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from pymongo import ASCENDING
-
 from tracker.batching import batches
 from tracker.index.page_index import PageIndex
 from tracker.library import MasterLibrary
@@ -142,15 +140,11 @@ class Rematcher:
     def _oldest_version(self, mark: RematchMark | None, version: int) -> int:
         """The oldest library version a page stored now may be matched at (pages whose
         matching failed are checked in full anyway)."""
-        query: dict[str, Any] = {"match_state": {"$ne": FAILED}}
-        if mark is not None:
-            query["stored_at"] = {"$gte": mark.covered_before}
+        query = {"stored_at": {"$gte": mark.covered_before}} if mark is not None else {}
         oldest = mark.version if mark is not None else version
-        found = self.pages.pages.find(query, {"matched_version": 1, "match_state": 1})
-        if mark is not None:
-            found = found.hint([("stored_at", ASCENDING)])
-        for page in found:
-            oldest = min(oldest, int(page.get("matched_version") or 0))
+        for page in self.pages.pages.find(query, {"matched_version": 1, "match_state": 1}):
+            if page.get("match_state") != FAILED:
+                oldest = min(oldest, int(page.get("matched_version") or 0))
         return oldest
 
     def _candidates(
@@ -242,7 +236,8 @@ class Rematcher:
         missing = self.pages.with_n_above(indexed, {"text": 1, "n": 1})
         for batch in batches(missing, 500):
             self.index.add((page["n"], normalize(page.get("text") or "").tokens) for page in batch)
-        log.warning("filed %d page(s) missing from the page index again", len(missing))
+        if missing:
+            log.warning("filed %d page(s) missing from the page index again", len(missing))
         return len(missing)
 
 

@@ -264,14 +264,13 @@ class CollectionSource:
         has_cursor = "last_id" in cursor
         if self.cursor_field == "_id":
             query = {"_id": {"$gt": cursor["last_id"]}} if has_cursor else {}
-            found = self.collection.find(query, sort=[("_id", ASCENDING)], batch_size=500)
-            yield from found.hint([("_id", ASCENDING)])
+            yield from self.collection.find(query, sort=[("_id", ASCENDING)], batch_size=500)
             return
         last_value = cursor.get("last_value")
         query = {self.cursor_field: {"$gte": last_value}} if has_cursor else {}
         found = self.collection.find(
             query, sort=[(self.cursor_field, ASCENDING), ("_id", ASCENDING)], batch_size=500
-        ).hint([(self.cursor_field, ASCENDING), ("_id", ASCENDING)])
+        )
         for doc in found:
             if has_cursor and doc.get(self.cursor_field) == last_value:
                 try:

@@ -126,7 +126,7 @@ class MasterStore:
     def pending(self) -> list[dict]:
         """Masters whose change may be only partly in the index (a writer died): ``_id``,
         ``changed_in``, ``deleted`` and :class:`IndexedPrints` under ``prints``."""
-        cursor = self.masters.find({"pending": True}, _WITHOUT_TEXT).hint([("pending", ASCENDING)])
+        cursor = self.masters.find({"pending": True}, _WITHOUT_TEXT)
         return [
             {
                 "_id": d["_id"],
@@ -139,7 +139,7 @@ class MasterStore:
 
     def has_pending(self) -> bool:
         found = self.masters.find({"pending": True}, {"_id": 1}, limit=1)
-        return next(iter(found.hint([("pending", ASCENDING)])), None) is not None
+        return next(iter(found), None) is not None
 
     def save_fingerprints(self, rows: Iterable[tuple[str, DocumentFingerprint]]) -> None:
         """Store recomputed fingerprints of masters already stored."""
@@ -158,7 +158,7 @@ class MasterStore:
             {"changed_in": {"$gt": version}},
             {"text": 1, "n": 1, "work": 1, "title": 1, "changed_in": 1, "deleted": 1},
             batch_size=500,
-        ).hint([("changed_in", ASCENDING)])  # a range: SecantusDB would otherwise scan
+        )
         return (d for d in cursor if not d.get("deleted"))
 
     def iter_fingerprints(

@@ -168,17 +168,18 @@ class PageStore:
     def failed(self, fields: dict[str, int] | None = None) -> list[dict]:
         """Pages whose matching failed."""
         query = {"match_state": FAILED}
-        return list(self.pages.find(query, fields).hint([("match_state", ASCENDING)]))
+        return list(self.pages.find(query, fields))
 
     def with_n_above(self, n: int, fields: dict[str, int] | None = None) -> list[dict]:
         """Pages whose page number is above ``n`` (filed after it)."""
         query = {"n": {"$gt": n}}
-        return list(self.pages.find(query, fields).hint([("n", ASCENDING)]))
+        return list(self.pages.find(query, fields))
 
     def max_n(self) -> int:
-        top = self.pages.find({"n": {"$gt": 0}}, {"n": 1}, sort=[("n", DESCENDING)], limit=1)
-        doc = next(iter(top.hint([("n", ASCENDING)])), None)
-        return int(doc["n"]) if doc else 0
+        """The highest page number handed out (a sort on ``n`` would read the whole index on
+        SecantusDB)."""
+        doc = self.counters.find_one({"_id": "page_n"})
+        return int(doc["seq"]) if doc else 0
 
     def count(self) -> int:
         return self.pages.estimated_document_count()
@@ -311,9 +312,3 @@ class MatchStore:
         for chunk in batches(sorted({f"{url}\x00{doc_id}" for url, doc_id in keys}), IN_BATCH):
             found += self.matches.find({"_id": {"$in": chunk}})
         return found
-
-    def seen_between(self, start: datetime, end: datetime) -> list[dict]:
-        """Matches seen in ``[start, end)``: last seen after start and first seen before end."""
-        query = {"last_seen": {"$gte": start}, "first_seen": {"$lt": end}}
-        # Name the index: with range filters on two fields SecantusDB would otherwise scan.
-        return list(self.matches.find(query).hint([("last_seen", DESCENDING)]))

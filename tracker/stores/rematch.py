@@ -36,19 +36,25 @@ class RematchMark:
 
 
 class RematchStore:
+    """The runs (``rematch_runs``, newest first by ``finished_at``) and the latest finished
+    run's mark (``rematch_mark``, one document: read on every crawled page, so no sort)."""
+
     def __init__(self, db: Database) -> None:
         self.runs = db["rematch_runs"]
+        self.mark = db["rematch_mark"]
 
     def ensure_indexes(self) -> None:
         self.runs.create_index([("finished_at", DESCENDING)])
 
     def record(self, run: dict[str, Any]) -> None:
         self.runs.insert_one(run)
+        if run.get("finished_at") is not None:
+            fields = {"version": run["version"], "covered_before": run["covered_before"]}
+            self.mark.replace_one({"_id": "mark"}, fields, upsert=True)
 
     def last(self) -> RematchMark | None:
         """The mark of the latest finished run."""
-        found = self.runs.find({"finished_at": {"$ne": None}}, sort=[("finished_at", DESCENDING)])
-        doc = next(iter(found.limit(1).hint([("finished_at", DESCENDING)])), None)
+        doc = self.mark.find_one({"_id": "mark"})
         if doc is None:
             return None
         covered = doc["covered_before"]
@@ -56,5 +62,4 @@ class RematchStore:
         return RematchMark(int(doc["version"]), covered)
 
     def history(self, limit: int = 20) -> list[dict[str, Any]]:
-        found = self.runs.find({}, sort=[("finished_at", DESCENDING)], limit=limit)
-        return list(found.hint([("finished_at", DESCENDING)]))
+        return list(self.runs.find({}, sort=[("finished_at", DESCENDING)], limit=limit))

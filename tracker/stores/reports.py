@@ -50,9 +50,11 @@ class ReportStore:
 
     def previous(self, day: date) -> dict[str, Any] | None:
         """The latest stored report of a day before ``day``."""
+        # A sorted range: SecantusDB reads the whole _id index either way (a report a day);
+        # the hint keeps it from scanning the documents.
         found = self.reports.find(
             {"_id": {"$lt": day.isoformat()}}, sort=[("_id", DESCENDING)], limit=1
-        ).hint([("_id", ASCENDING)])  # a range on _id is otherwise a scan on SecantusDB
+        ).hint([("_id", ASCENDING)])
         return next(iter(found), None)
 
     def last_date(self, before: date) -> date | None:
