@@ -4,20 +4,23 @@ and keep the index true to MongoDB, which is the source of truth.
 **Changes cannot half-happen.** Every change (an ingest batch, a deletion) runs under one
 Redis lock, the *library write lock*, and goes in three steps:
 
-1. MongoDB: the library version advances (``counters.library_version``) and the changed
-   masters are stored stamped with it, *pending*, each with the fingerprints it replaces;
-2. Redis: the replaced fingerprints' entries are removed, the new ones added, and the index's
-   own version and master count set to MongoDB's (one MULTI);
-3. MongoDB: the pending marks are cleared (deleted masters removed).
+1. MongoDB: the library version advances (``counters.library_version``), the change is written
+   in the journal (``library_journal``: the ids, their numbers and the fingerprints the index
+   may hold for them), and the changed masters are stored stamped with the version (deleted
+   ones removed);
+2. Redis: the old fingerprints' entries are removed, the new ones added, and the index's own
+   version and master count set to MongoDB's (one MULTI);
+3. MongoDB: the change leaves the journal.
 
-A writer that dies anywhere leaves pending masters, and the next command that opens the
-library finishes them (steps 2 and 3 again: removing entries and adding them back is
-idempotent) before it reads anything. Doc numbers are allocated inside the lock, so two
-ingests of the same ids, even at once, give each id one number and leave no orphan postings.
+A writer that dies anywhere leaves its change in the journal, and the next command that opens
+the library finishes it (step 2 again from the journal and the stored masters: removing
+entries and adding them back is idempotent) before it reads anything. Doc numbers are
+allocated inside the lock, so two ingests of the same ids, even at once, give each id one
+number and leave no orphan postings.
 
 **The index checks itself** (:meth:`MasterLibrary.verify`, run whenever the library is opened):
 MongoDB's library version and master count are compared with the index's; a gap left by a
-writer that died is closed by finishing its pending masters, anything else (an index lost or
+writer that died is closed by finishing its journaled changes, anything else (an index lost or
 restored from an older file, writes of its last second lost in a crash, masters lost by
 MongoDB) rebuilds the index from MongoDB, with a log line saying why.
 """
@@ -61,7 +64,7 @@ class IngestSummary:
 @dataclass(frozen=True)
 class Verification:
     """What :meth:`MasterLibrary.verify` found: both sides' version and count, and what it did
-    (``"ok"``, ``"finished"`` pending changes, or ``"rebuilt"``, with the reason)."""
+    (``"ok"``, ``"finished"`` changes left half-done, or ``"rebuilt"``, with the reason)."""
 
     mongo_version: int
     mongo_count: int
@@ -69,7 +72,7 @@ class Verification:
     index_count: int | None
     action: str
     reason: str = ""
-    finished: int = 0  # pending masters finished
+    finished: int = 0  # masters of changes left half-done, finished
 
 
 T = TypeVar("T")
@@ -162,9 +165,9 @@ class MasterLibrary:
     ) -> int:
         latest = {doc.doc_id: (doc, fp) for doc, fp in zip(batch, prints, strict=True)}
         with self.writing():
-            self._finish_pending()
+            self._finish_open_changes()
             existing = self.store.existing(latest)  # the last version of an id in a batch wins
-            rows = []
+            rows, journal = [], []
             new_ids = [d for d, (_, fp) in latest.items() if d not in existing and fp.length]
             new_ns = iter(self.store.allocate_ns(len(new_ids)))
             for doc_id, (doc, fp) in latest.items():
@@ -172,23 +175,24 @@ class MasterLibrary:
                     summary.skipped_empty.append(doc_id)
                     continue
                 if doc_id in existing:
-                    old = existing[doc_id]
-                    rows.append((old.n, doc, fp, old.all()))
+                    before = existing[doc_id]
                     summary.replaced += 1
                 else:
-                    rows.append((next(new_ns), doc, fp, []))
+                    before = IndexedPrints(next(new_ns), None)
                     summary.added += 1
+                rows.append((before.n, doc, fp))
+                journal.append((doc_id, before))
                 summary.characters += len(doc.text)
                 summary.works.add(doc.work)
             if rows:
                 version = self.store.next_version()
-                self.store.save(rows, set(new_ids), version)  # MongoDB first: pending
-                for n, _, _, replaced in rows:
-                    for old in replaced:
-                        self.index.remove(n, old)
-                self.index.add((n, fp) for n, _, fp, _ in rows)
+                self.store.begin(version, journal, deleted=False)
+                self.store.save(rows, set(new_ids), version)  # MongoDB first
+                for _, before in journal:
+                    self._unindex(before)
+                self.index.add((n, fp) for n, _, fp in rows)
                 self.index.set_state(version, self.store.count())
-                self.store.settle([doc.doc_id for _, doc, _, _ in rows], version)
+                self.store.end(version)
         return len(batch)
 
     # ------------------------------------------------------------------------------ delete
@@ -198,16 +202,16 @@ class MasterLibrary:
         report names only masters of the library as it stands); False if there is no such
         master."""
         with self.writing():
-            self._finish_pending()
-            if doc_id not in self.store.existing([doc_id]):
+            self._finish_open_changes()
+            before = self.store.existing([doc_id]).get(doc_id)
+            if before is None:
                 return False
             version = self.store.next_version()
-            prints = self.store.mark_deleted(doc_id, version)
-            if prints is None:
-                return False
-            self._unindex(prints)
-            self.store.settle([doc_id], version)
+            self.store.begin(version, [(doc_id, before)], deleted=True)
+            self._unindex(before)
+            self.store.delete_many([doc_id])
             self.index.set_state(version, self.store.count())
+            self.store.end(version)
         MatchStore(self.store.db).close_doc(doc_id)
         return True
 
@@ -215,33 +219,40 @@ class MasterLibrary:
         for fp in prints.all():
             self.index.remove(prints.n, fp)
 
-    # ------------------------------------------------------------------ pending and verify
+    # --------------------------------------------------------------- open changes and verify
 
-    def _finish_pending(self) -> int:
-        """Finish the changes a dead writer left pending (under the write lock): every
-        fingerprint they may have left in the index removed, the current one added back (not
-        for deletions), the index state set. Returns how many there were."""
-        pending = self.store.pending()
-        if not pending:
+    def _finish_open_changes(self) -> int:
+        """Finish the changes a dead writer began (under the write lock): every fingerprint
+        they may have left in the index removed, each master's stored one added back (none for
+        a deletion, whose masters are removed), the index state set. Returns how many masters
+        they touched."""
+        changes = self.store.open_changes()
+        if not changes:
             return 0
-        for change in pending:
-            self._unindex(change["prints"])
-            if not change["deleted"] and change["prints"].fingerprint is not None:
-                self.index.add([(change["prints"].n, change["prints"].fingerprint)])
-        self.store.settle([change["_id"] for change in pending])
+        touched = 0
+        for change in changes:
+            for doc_id, prints in change["changes"]:
+                self._unindex(prints)
+                if change["deleted"]:
+                    self.store.delete_many([doc_id])
+                elif prints.fingerprint is not None:
+                    self.index.add([(prints.n, prints.fingerprint)])
+                touched += 1
+            self.store.end(change["version"])
         log.warning(
-            "finished %d master change(s) a writer left half-done (in MongoDB, not yet in "
-            "the index)",
-            len(pending),
+            "finished %d change(s) of %d master(s) a writer left half-done (in MongoDB, not yet "
+            "in the index)",
+            len(changes),
+            touched,
         )
-        return len(pending)
+        return touched
 
     def verify(self, repair: bool = True) -> Verification:
         """Compare MongoDB and the index (library version and master count) and, with
-        ``repair``, make them agree: finish pending changes, or rebuild the index when they
-        cannot explain the difference. Cheap when they agree (two reads, no lock)."""
+        ``repair``, make them agree: finish open changes, or rebuild the index when they
+        cannot explain the difference. Cheap when they agree (a few reads, no lock)."""
         mongo_version, index_state = self.store.version(), self.index.state()
-        if index_state == (mongo_version, self.store.count()) and not self.store.has_pending():
+        if index_state == (mongo_version, self.store.count()) and not self.store.has_open_changes():
             return Verification(mongo_version, index_state[1] or 0, *index_state, "ok")
         if not repair:
             return Verification(
@@ -249,10 +260,9 @@ class MasterLibrary:
             )
         with self.writing():  # a writer in the middle of a change is waited for
             index_version, _ = self.index.state()
-            pending = self.store.pending()
-            explained = {change["changed_in"] for change in pending}
+            explained = {change["version"] for change in self.store.open_changes()}
             mongo_version = self.store.version()
-            finished = self._finish_pending() if index_version is not None else 0
+            finished = self._finish_open_changes() if index_version is not None else 0
             gap = set(range((index_version or 0) + 1, mongo_version + 1))
             count = self.store.count()
             if index_version is None and mongo_version == 0 and count == 0:
@@ -276,9 +286,10 @@ class MasterLibrary:
 
     def _rebuild(self, progress: Callable[[int], None] | None = None) -> int:
         self.index.clear()
-        for change in self.store.pending():
+        for change in self.store.open_changes():
             if change["deleted"]:
-                self.store.settle([change["_id"]])
+                self.store.delete_many([doc_id for doc_id, _ in change["changes"]])
+        self.store.clear_journal()
         total = 0
         for batch in batches(self.store.iter_fingerprints(), 1000):
             current = [(n, fp) for n, fp in batch if fp is not None]
@@ -288,7 +299,6 @@ class MasterLibrary:
             if progress:
                 progress(len(batch))
         self.index.compact()
-        self.store.settle([change["_id"] for change in self.store.pending()])
         self.store.drop_legacy()
         self.index.set_state(self.store.version(), self.store.count())
         return total
@@ -306,4 +316,4 @@ def _why(
         return f"the index is at library version {index_version}, MongoDB at {version}"
     if count is not None and index_count != count:
         return f"the index holds {index_count} masters, MongoDB {count}"
-    return "pending changes"
+    return "changes left half-done"

@@ -65,7 +65,7 @@ def verify(args: argparse.Namespace, runtime: Runtime) -> int:
     found = library.verify()
     described = {
         "ok": "the index agrees with MongoDB",
-        "finished": f"finished {found.finished} pending change(s); the index agrees",
+        "finished": f"finished half-done changes ({found.finished} masters); the index agrees",
         "rebuilt": f"rebuilt the index ({found.reason})",
     }[found.action]
     print(
