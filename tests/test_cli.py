@@ -5,6 +5,7 @@ session's servers."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -457,3 +458,30 @@ def test_the_demo_says_which_database_it_used_and_how_to_look_at_it(
     runtime.mongo.drop_database("tracker_demo")
     for key in runtime.redis.scan_iter(match="tracker-demo:*"):
         runtime.redis.delete(key)
+
+
+def test_a_long_check_shows_its_progress_on_a_terminal_only(env, library, tmp_path):
+    import pty
+
+    book = tmp_path / "book.txt"
+    book.write_text("\n".join([CHAPTER] + [prose(seed=s, chars=3000) for s in range(300)]))
+    assert book.stat().st_size > 2 << 20  # checked in process, in segments
+    primary, secondary = pty.openpty()
+    done = subprocess.run(
+        [sys.executable, "-m", "tracker.cli", "check", str(book)],
+        env={**env, "COLUMNS": "100"},
+        stdout=subprocess.PIPE,
+        stderr=secondary,
+        timeout=300,
+        cwd=env["HOME"],
+    )
+    os.close(secondary)
+    seen = b""
+    with contextlib.suppress(OSError):
+        while chunk := os.read(primary, 65536):
+            seen += chunk
+    os.close(primary)
+    assert done.returncode == 1 and LONG_ID in done.stdout.decode()
+    assert b"checking" in seen  # the bar, drawn on the terminal
+    piped = tracker(env, "check", str(book))  # standard error not a terminal: no bar
+    assert piped.returncode == 1 and b"checking" not in piped.stderr

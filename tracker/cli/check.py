@@ -44,6 +44,7 @@ DEFAULT_WORKERS = min(4, os.cpu_count() or 1)  # check --jsonl: one process per 
 # (tracker.cli._warm); None in a command's own process.
 WARM: tuple[Runtime, Detector] | None = None
 FOUND = 1  # exit status of a single text that copies master documents
+LONG_INPUT_BYTES = 2 << 20  # a file this large is checked in process, with a progress bar
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -88,7 +89,12 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             "nothing to check: give a file or a URL, or pipe a text in (… | tracker check)"
         )
     cold = WARM is None
-    if cold and _warm.enabled(settings):
+    long_file = (
+        args.source != "-"
+        and os.path.isfile(args.source)
+        and (os.path.getsize(args.source) > LONG_INPUT_BYTES)
+    )
+    if cold and _warm.enabled(settings) and not (long_file and sys.stderr.isatty()):
         stdin = sys.stdin.buffer.read(max_bytes + 1) if args.source == "-" else None
         code = _warm.ask(settings, args.argv, stdin)
         if code is not None:
@@ -100,7 +106,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     runtime, detector = WARM if WARM is not None else (connect(settings, redis=True), None)
     try:
         detector = detector or _detector(runtime, settings)
-        found = detector.check_many([text for _, text in texts])
+        found = detector.check_many([text for _, text in texts], progress=_progress())
     finally:
         if cold:
             runtime.close()
@@ -117,6 +123,34 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
                 print(f"\n{plain(name)}")
                 _print_matches(matches, args)
     return FOUND if any(found) else 0
+
+
+def _progress():
+    """A progress bar on standard error for a long text's check, on a terminal only."""
+    if not sys.stderr.isatty():
+        return None
+    shown: dict = {}
+
+    def update(done: int, total: int) -> None:
+        if "bar" not in shown:
+            from rich.console import Console
+            from rich.progress import BarColumn, Progress, TaskProgressColumn, TimeRemainingColumn
+
+            bar = Progress(
+                "checking",
+                BarColumn(),
+                TaskProgressColumn(),
+                TimeRemainingColumn(),
+                console=Console(stderr=True),
+                transient=True,
+            )
+            bar.start()
+            shown["bar"], shown["task"] = bar, bar.add_task("check", total=total)
+        shown["bar"].update(shown["task"], completed=done, total=total)
+        if done >= total:
+            shown["bar"].stop()
+
+    return update
 
 
 def _print_matches(matches: list, args: argparse.Namespace) -> None:

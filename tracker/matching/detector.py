@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
+from tracker.batching import batches
 from tracker.config import Settings
 from tracker.fingerprints.anchors import gram_hashes
 from tracker.fingerprints.simhash import segment, simhash_segmented
@@ -152,8 +153,10 @@ class Detector:
     def check(self, text: str, progress: Progress | None = None) -> list[Match]:
         return self._check([normalize(text)], progress=progress)[0]
 
-    def check_many(self, texts: Sequence[str]) -> list[list[Match]]:
-        return self._check([normalize(text) for text in texts])
+    def check_many(
+        self, texts: Sequence[str], progress: Progress | None = None
+    ) -> list[list[Match]]:
+        return self._check([normalize(text) for text in texts], progress=progress)
 
     def check_normalized(
         self, page: NormalizedText, simhash: int, progress: Progress | None = None
@@ -212,7 +215,7 @@ class Detector:
         the batch in hand and the passages found so far are held, so memory does not grow with
         the page beyond its normalised text."""
         ranges = segments(len(page), chapter_starts(page))
-        batches = [ranges[at : at + SEGMENT_BATCH] for at in range(0, len(ranges), SEGMENT_BATCH)]
+        groups = list(batches(ranges, SEGMENT_BATCH))
         found: dict[int, _Evidence] = {}
 
         def lookup(batch: list[tuple[int, int]], elsewhere: Iterable[int] = ()) -> _Lookup:
@@ -221,13 +224,13 @@ class Detector:
 
         if progress is not None:
             progress(0, len(page.source))
-        ahead = lookup(batches[0])
-        for k, batch in enumerate(batches):
+        ahead = lookup(groups[0])
+        for k, batch in enumerate(groups):
             # The next batch is looked up, and its masters loaded in the background, before
             # this one is aligned.
             current = ahead
-            if k + 1 < len(batches):
-                ahead = lookup(batches[k + 1], current.loaded)
+            if k + 1 < len(groups):
+                ahead = lookup(groups[k + 1], current.loaded)
             for (start, _), items in zip(batch, self._align(current), strict=True):
                 for a in items:
                     if not a.alignment.passages:
@@ -237,7 +240,7 @@ class Detector:
                         evidence = found[a.doc] = _Evidence(a.master.meta, len(a.master.text))
                     evidence.add(a, start)
             if progress is not None:
-                last = k + 1 == len(batches)
+                last = k + 1 == len(groups)
                 done = len(page.source) if last else int(page.token_end[batch[-1][1] - 1])
                 progress(done, len(page.source))
         matches = []
