@@ -17,7 +17,9 @@ stores pages it could not match. A run:
    carries now, as a crawl would (new matches are found today, so they appear as new in the
    next report; matches the page no longer carries are closed);
 5. leaves a mark: every page stored before the run began (less a safety margin for writes in
-   flight) is up to date with the library version it ran against.
+   flight) is up to date with the library version it ran against. The few pages stored within
+   the margin and matched against an older library are checked by the run itself, so a page
+   crawled just before it is not matched again by the next crawl.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -60,6 +62,7 @@ class RematchSummary:
     changed_masters: int = 0
     failed_pages: int = 0
     candidate_pages: int = 0
+    recent_pages: int = 0  # stored within the in-flight margin, behind: checked as well
     checked: int = 0
     matched_pages: int = 0
     new_matches: int = 0
@@ -114,13 +117,21 @@ class Rematcher:
                     summary.candidate_pages += page["_id"] not in todo
                     todo.setdefault(page["_id"], page)
             summary.changed_masters = len(changed)
+        # Pages stored within the margin are not covered by this run's mark: those matched
+        # against an older library are checked now (a few), the others are up to date already.
+        recent = set()
+        for page in self.pages.stored_since(covered_before, _PAGE_FIELDS):
+            if page.get("match_state") != FAILED and _matched_at(page) < version:
+                recent.add(page["_id"])
+                summary.recent_pages += page["_id"] not in todo
+                todo.setdefault(page["_id"], page)
 
         done = 0
         for batch in batches(list(todo.values()), BATCH):
             if stop is not None and stop.is_set():
                 summary.interrupted = True
                 break
-            self._check(batch, changed, summary)
+            self._check(batch, changed, summary, recent)
             done += len(batch)
             if progress:
                 progress(done, len(todo))
@@ -168,10 +179,16 @@ class Rematcher:
         ]
         return behind
 
-    def _check(self, batch: list[dict], changed: set[str], summary: RematchSummary) -> None:
+    def _check(
+        self,
+        batch: list[dict],
+        changed: set[str],
+        summary: RematchSummary,
+        stamp: Container[str] = (),
+    ) -> None:
         """Check pages in full and record what changed (a batch in a few bulk writes): a page
         that carries the same masters as before, none of them changed, is left as it is (the
-        mark covers it)."""
+        mark covers it) unless it is in ``stamp`` (pages the mark does not cover)."""
         results = self.detector.check_many([page.get("text") or "" for page in batch])
         version = self.detector.version or 0
         now = datetime.now(UTC)
@@ -188,6 +205,7 @@ class Rematcher:
                 or before & changed
                 or page.get("match_state") == FAILED
                 or page["_id"] in filed
+                or page["_id"] in stamp
             ):
                 changes[page["_id"]] = found
                 summary.new_doc_ids += [m["doc_id"] for m in found if m["doc_id"] not in before]

@@ -61,6 +61,7 @@ class MasterStore:
         self.masters.create_index([("work", ASCENDING)])
         self.masters.create_index([("added_at", ASCENDING)])
         self.masters.create_index([("changed_in", ASCENDING)])
+        self.journal.create_index([("version", ASCENDING)])
 
     def allocate_ns(self, count: int) -> range:
         """Reserve ``count`` new integer ids in one atomic step."""
@@ -110,6 +111,7 @@ class MasterStore:
         self.journal.insert_one(
             {
                 "_id": version,
+                "version": version,
                 "deleted": deleted,
                 "changes": [
                     {"id": doc_id, "n": prints.n, "prints": [fp.to_mongo() for fp in prints.all()]}
@@ -128,7 +130,7 @@ class MasterStore:
         fingerprints and whose ``fingerprint`` is the master's stored one (None if it is not
         stored)."""
         found = []
-        for entry in sorted(self.journal.find(), key=lambda doc: doc["_id"]):
+        for entry in sorted(self.journal.find(_ANY_CHANGE), key=lambda doc: doc["_id"]):
             ids = [change["id"] for change in entry["changes"]]
             stored = self.existing(ids)
             changes = []
@@ -145,7 +147,7 @@ class MasterStore:
         return found
 
     def has_open_changes(self) -> bool:
-        return self.journal.find_one({}, {"_id": 1}) is not None
+        return self.journal.find_one(_ANY_CHANGE, {"_id": 1}) is not None
 
     def clear_journal(self) -> None:
         self.journal.delete_many({})
@@ -203,6 +205,9 @@ Row = tuple[str, dict, dict | None]  # _id, fields, fields set only on insert
 _PRINT_FIELDS = ("simhash", "dna", "anchors", "tokens")  # tokens: stored by version 1
 _WITHOUT_PRINTS = dict.fromkeys(_PRINT_FIELDS, 0)
 _WITHOUT_TEXT = {"text": 0, "tokens": 0}
+# Every journaled change (versions start at 1), read through the index on its version: an
+# empty filter, or a range on _id, is a collection scan on SecantusDB.
+_ANY_CHANGE = {"version": {"$gt": 0}}
 
 
 def _fingerprint(doc: dict) -> DocumentFingerprint | None:

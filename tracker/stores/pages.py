@@ -170,6 +170,10 @@ class PageStore:
         query = {"match_state": FAILED}
         return list(self.pages.find(query, fields))
 
+    def stored_since(self, moment: datetime, fields: dict[str, int] | None = None) -> list[dict]:
+        """Pages stored (or matched again) at or after ``moment``."""
+        return list(self.pages.find({"stored_at": {"$gte": moment}}, fields))
+
     def with_n_above(self, n: int, fields: dict[str, int] | None = None) -> list[dict]:
         """Pages whose page number is above ``n`` (filed after it)."""
         query = {"n": {"$gt": n}}
