@@ -115,6 +115,25 @@ def test_any_passage_of_100_characters_is_found_wherever_it_sits(runtime, where)
             assert abs(span["page_start"] - page.index(passage)) <= 3
 
 
+def test_a_passage_pasted_across_a_heading_like_line_is_found_whole(runtime):
+    """A long page is cut at its chapter headings: a 110-character passage with a line that
+    looks like one in its middle must not fall apart into two halves too short to count."""
+    library = MasterLibrary.from_runtime(runtime)
+    chapter = prose(seed=5100, chars=6000)
+    library.ingest([MasterDocument("book/1", "book", "第1章", chapter)])
+    passage = han(chapter, 300, 110)
+    middle = len(passage) // 2
+    filler = prose(seed=5101, chars=60_000).replace("\n", "")
+    at = int(SEGMENT_TOKENS * 0.75)  # a heading there ends the first segment
+    page = filler[:at] + passage[:middle] + "\n第十二章 风云\n" + passage[middle:] + filler[at:]
+    normalized = normalize(page)
+    heading = int(normalized.token_start.searchsorted(page.index("第十二章")))
+    assert segments(len(normalized), [heading])[0] == (0, heading)
+    [match] = library.detector().check(page)
+    assert match.doc_id == "book/1"
+    assert abs(match.spans[0]["page_start"] - page.index(passage[:middle])) <= 3
+
+
 def test_a_long_share_of_a_long_article_inside_other_news(runtime):
     library = MasterLibrary.from_runtime(runtime)
     article = prose(seed=6000, chars=6300)
@@ -130,6 +149,29 @@ def test_a_crawled_long_page_is_checked_in_segments_too(library):
     normalized = normalize(page)
     found = library.detector().check_normalized(normalized, text_simhash(normalized))
     assert sorted(m.doc_id for m in found) == IDS[:20]
+
+
+def test_formulas_a_news_library_repeats_prove_no_copy(runtime):
+    """Three articles share the agency's formulas (a third of each); a page of other news that
+    uses the same formulas covers a third of every one of them, in passages of 75 characters,
+    and copies none. Their own parts, copied, are found."""
+    library = MasterLibrary.from_runtime(runtime)
+    formulas = [prose(seed=7000 + i, chars=75).replace("\n", "") for i in range(4)]
+    own = {k: [prose(seed=7100 + 10 * k + i, chars=200) for i in range(3)] for k in range(3)}
+    articles = {
+        f"news/{k}": "".join(
+            f + "\n" + (own[k][i] if i < 3 else "") for i, f in enumerate(formulas)
+        )
+        for k in range(3)
+    }
+    library.ingest(
+        MasterDocument(doc_id, "news", doc_id, text) for doc_id, text in articles.items()
+    )
+    other = [prose(seed=7200 + i, chars=400) for i in range(4)]
+    page = "".join(f + "\n" + o for f, o in zip(formulas, other, strict=True))
+    assert library.detector().check(page) == []
+    [match] = library.detector().check(other[0] + own[1][0] + own[1][1] + other[1])
+    assert match.doc_id == "news/1"
 
 
 def test_long_innocent_pages_and_quotes_are_not_flagged(library):

@@ -10,7 +10,10 @@
    any length, as when sentences are shuffled or typos cut them short), or covers
    ``min_coverage`` of it with ``MIN_PARTIAL_EVIDENCE_TOKENS`` tokens of evidence — so a page
    that copies a few hundred characters is reported, while commentary quoting a sentence or
-   two, or a news item sharing a few formulaic sentences with a short master, is not.
+   two, or a news item sharing a few formulaic sentences with a short master, is not. The
+   partial-copy rule counts only the evidence no other master explains as well
+   (:mod:`tracker.matching.shared`): the formulas a news library repeats in many articles match
+   all of them and prove no copy of one.
 
 A page longer than ``LONG_PAGE_TOKENS`` (a whole book on one page) goes through steps 2–3 in
 segments, a batch at a time (:mod:`tracker.matching.segments`): each segment ranks its own
@@ -38,6 +41,7 @@ from tracker.fingerprints.simhash import segment, simhash_segmented
 from tracker.index.master_index import METHODS, Candidates, MasterIndex
 from tracker.matching.align import Alignment, Passage, Shingles, align, merge
 from tracker.matching.segments import LONG_PAGE_TOKENS, chapter_starts, segments
+from tracker.matching.shared import own_shares
 from tracker.stores.masters import MasterStore
 from tracker.text.normalize import NormalizedText, normalize
 
@@ -46,6 +50,7 @@ MIN_LONGEST_FOR_COVERAGE = 60
 MIN_PARTIAL_EVIDENCE_TOKENS = 200
 MOST_OF_THE_MASTER = 0.5
 MAX_SPAN_TEXT = 2000
+MASK64 = (1 << 64) - 1
 SEGMENT_BATCH = 32  # segments of a long page looked up together (one round trip)
 
 Progress = Callable[[int, int], None]  # (characters checked, characters in all)
@@ -183,6 +188,10 @@ class Detector:
                 hashes = [simhashes[i] for i in short]
             found = self._align(self._lookup([page.tokens for page in texts], hashes))
             for i, aligned in zip(short, found, strict=True):
+                own = own_shares(
+                    {a.doc: a.alignment for a in aligned},
+                    versions_by_simhash({a.doc: a.master.meta for a in aligned}),
+                )
                 results[i] = [
                     self._match(
                         a.alignment,
@@ -193,7 +202,7 @@ class Detector:
                         _master_span(a.master.text),
                     )
                     for a in aligned
-                    if self._is_copy(a.alignment, a.near_duplicate)
+                    if self._is_copy(a.alignment, a.near_duplicate, own.get(a.doc, 1.0))
                 ]
         for i, page in enumerate(pages):
             if len(page) > LONG_PAGE_TOKENS:
@@ -243,10 +252,15 @@ class Detector:
                 last = k + 1 == len(groups)
                 done = len(page.source) if last else int(page.token_end[batch[-1][1] - 1])
                 progress(done, len(page.source))
+        merged = {
+            doc: merge(evidence.passages, evidence.length, len(page))
+            for doc, evidence in found.items()
+        }
+        own = own_shares(merged, versions_by_simhash({doc: e.meta for doc, e in found.items()}))
         matches = []
-        for evidence in found.values():
-            alignment = merge(evidence.passages, evidence.length, len(page))
-            if self._is_copy(alignment, evidence.near_duplicate):
+        for doc, evidence in found.items():
+            alignment = merged[doc]
+            if self._is_copy(alignment, evidence.near_duplicate, own.get(doc, 1.0)):
                 method = "+".join(m for m in METHODS if m in evidence.methods)
                 meta, length = evidence.meta, evidence.length
                 matches.append(
@@ -350,7 +364,10 @@ class Detector:
             spans=Detector._spans(alignment, page, master_span),
         )
 
-    def _is_copy(self, alignment: Alignment, near_duplicate: bool) -> bool:
+    def _is_copy(self, alignment: Alignment, near_duplicate: bool, own: float = 1.0) -> bool:
+        """``own``: the share of the passages' page tokens no other master aligned with the
+        page explains too (:func:`tracker.matching.shared.own_shares`); the partial-copy rule
+        counts only that share, so formulas a library repeats are no evidence of a copy."""
         if alignment.master_tokens < MIN_EVIDENCE_TOKENS and not (
             near_duplicate and alignment.coverage >= 0.5
         ):
@@ -359,11 +376,11 @@ class Detector:
             return True  # one long copied passage
         if alignment.coverage >= MOST_OF_THE_MASTER:
             return True  # a disguised copy: passages cut short by edits, but most of the master
-        # A partial copy: a share of the master, with enough evidence that it cannot be a few
-        # quoted sentences or stock phrases shared with a short news item.
+        # A partial copy: a share of the master, with enough evidence of its own that it cannot
+        # be a few quoted sentences, or formulas shared with other masters.
         return (
-            alignment.coverage >= self.settings.min_coverage
-            and alignment.master_tokens >= MIN_PARTIAL_EVIDENCE_TOKENS
+            alignment.coverage * own >= self.settings.min_coverage
+            and alignment.master_tokens * own >= MIN_PARTIAL_EVIDENCE_TOKENS
             and alignment.longest >= MIN_LONGEST_FOR_COVERAGE
         )
 
@@ -387,6 +404,25 @@ class Detector:
                 span["master_start"], span["master_end"] = master_span(p.master_start, p.master_end)
             spans.append(span)
         return spans
+
+
+VERSION_MAX_DISTANCE = 10  # of 64 bits; unrelated texts differ in ~32, chance ≤ 10 ≈ 1e-8
+
+
+def versions_by_simhash(metas: dict[int, dict]) -> Callable[[int, int], bool]:
+    """Whether two masters are versions of one text (registered twice, two editions): their
+    SimHashes (``meta["simhash"]``) differ in at most ``VERSION_MAX_DISTANCE`` bits."""
+    hashes = {doc: meta.get("simhash") for doc, meta in metas.items()}
+
+    def versions(a: int, b: int) -> bool:
+        x, y = hashes.get(a), hashes.get(b)
+        return (
+            x is not None
+            and y is not None
+            and ((x ^ y) & MASK64).bit_count() <= (VERSION_MAX_DISTANCE)
+        )
+
+    return versions
 
 
 def _master_span(text: NormalizedText) -> Callable[[int, int], tuple[int, int]] | None:

@@ -7,11 +7,14 @@ to its length times its candidates. It is matched instead in segments of about
 bounded whatever the page's length.
 
 Segments end at a chapter heading when one lies in the second half of the window, and then the
-next one starts there; otherwise they are windows overlapping by ``OVERLAP_TOKENS``, so that a
-passage of up to that length lies whole inside one of them, and any longer one has at least
-that much inside one (enough anchors to make its master a candidate there). The detector
-merges the passages a master has in several segments (:func:`tracker.matching.align.merge`),
-so a chapter cut by a window boundary is still one passage.
+next one starts ``HEADING_OVERLAP_TOKENS`` before it; otherwise they are windows overlapping by
+``OVERLAP_TOKENS``. Either way a passage of up to the overlap lies whole inside one segment, and
+any longer one has at least the overlap inside one: more than the ``min_passage_chars`` (100)
+that make a single passage a copy, and enough anchors to make its master a candidate there. (A
+heading is only a guess: a passage pasted across a line that looks like one, or a news master
+with numbered sections, must not be cut in two halves too short to count.) The detector merges
+the passages a master has in several segments (:func:`tracker.matching.align.merge`), so a
+chapter cut by a segment boundary is still one passage.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from tracker.text.normalize import NormalizedText
 
 SEGMENT_TOKENS = 8192
 OVERLAP_TOKENS = 1024
+HEADING_OVERLAP_TOKENS = 160  # > min_passage_chars; small, as a chapter rarely runs across
 # Pages up to this length are looked up whole, as before segments existed (a chapter or a few).
 LONG_PAGE_TOKENS = 12288
 
@@ -40,10 +44,11 @@ def segments(
     breaks: np.ndarray | None = None,
     size: int = SEGMENT_TOKENS,
     overlap: int = OVERLAP_TOKENS,
+    heading_overlap: int = HEADING_OVERLAP_TOKENS,
 ) -> list[tuple[int, int]]:
     """Token ranges ``[start, end)`` covering ``[0, length)``: windows of ``size`` tokens,
-    ended at the last of ``breaks`` (sorted token offsets) in their second half, else
-    overlapping the next by ``overlap``."""
+    ended at the last of ``breaks`` (sorted token offsets) in their second half and then
+    overlapping the next by ``heading_overlap``, else by ``overlap``."""
     breaks = np.zeros(0, dtype=np.int64) if breaks is None else np.asarray(breaks)
     out: list[tuple[int, int]] = []
     start = 0
@@ -56,7 +61,7 @@ def segments(
         if at >= 0 and breaks[at] > start + size // 2:
             cut = int(breaks[at])
             out.append((start, cut))
-            start = cut
+            start = cut - heading_overlap
         else:
             out.append((start, end))
             start = end - overlap

@@ -160,7 +160,8 @@ class MasterStore:
         _write(self.masters, [(doc_id, fp.to_mongo(), None) for doc_id, fp in rows])
 
     def by_ns(self, ns: Iterable[int]) -> dict[int, dict]:
-        """``n → master document`` with its text, in one indexed query."""
+        """``n → master document`` with its text and SimHash (signed, as stored), in one
+        indexed query."""
         cursor = self.masters.find({"n": {"$in": [int(n) for n in ns]}}, _WITHOUT_PRINTS)
         return {int(d["n"]): d for d in cursor}
 
@@ -203,7 +204,7 @@ class MasterStore:
 LIBRARY_VERSION = "library_version"
 Row = tuple[str, dict, dict | None]  # _id, fields, fields set only on insert
 _PRINT_FIELDS = ("simhash", "dna", "anchors", "tokens")  # tokens: stored by version 1
-_WITHOUT_PRINTS = dict.fromkeys(_PRINT_FIELDS, 0)
+_WITHOUT_PRINTS = dict.fromkeys(("dna", "anchors", "tokens"), 0)
 _WITHOUT_TEXT = {"text": 0, "tokens": 0}
 # Every journaled change (versions start at 1), read through the index on its version: an
 # empty filter, or a range on _id, is a collection scan on SecantusDB.
