@@ -485,3 +485,71 @@ def test_a_long_check_shows_its_progress_on_a_terminal_only(env, library, tmp_pa
     assert b"checking" in seen  # the bar, drawn on the terminal
     piped = tracker(env, "check", str(book))  # standard error not a terminal: no bar
     assert piped.returncode == 1 and b"checking" not in piped.stderr
+
+
+# ------------------------------------------------------------- reports, jobs and the servers
+
+
+def seen_page(runtime, url: str, doc_id: str, fingerprint: int, when) -> None:
+    from tracker.fingerprints.document import to_signed
+    from tracker.stores.pages import MatchStore, PageRecord, PageStore
+
+    PageStore(runtime.db).save(
+        PageRecord(url=url, text=url, title="盗版", simhash=to_signed(fingerprint)), now=when
+    )
+    evidence = {"page_start": 0, "page_end": 9, "master_start": 0, "master_end": 9, "text": "正文"}
+    match = {"doc_id": doc_id, "work": "书", "title": doc_id, "score": 0.9, "coverage": 0.8}
+    MatchStore(runtime.db).record(url, [{**match, "spans": [evidence]}], now=when)
+
+
+def test_report_summaries_agree_with_their_tables_and_run_job_prints_one_thing(env, runtime):
+    """Three pages, two of them mirrors of each other (SimHash 2 bits apart): the JSON
+    summary's group count is the CSV's (it said 0 while the CSV listed groups); run-job prints
+    its record as JSON and only that."""
+    import csv
+    import io
+    from datetime import UTC, datetime
+
+    from tracker.reports.daily import prepare_report
+
+    now = datetime.now(UTC)
+    runtime.db["masters"].insert_many(
+        [{"_id": "书/1", "n": 1, "work": "书", "title": "第一章"}, {"_id": "书/2", "n": 2}]
+    )
+    seen_page(runtime, "https://pirate.example/1.html", "书/1", 0xF0F0_F0F0_0000_FFFF, now)
+    seen_page(runtime, "https://mirror.example/1.html", "书/1", 0xF0F0_F0F0_0000_FFFC, now)
+    seen_page(runtime, "https://other.example/2.html", "书/2", 0x0F0F_0F0F_FFFF_0000, now)
+    prepare_report(runtime, now.date())
+    day = now.date().isoformat()
+    summary = json.loads(tracker(env, "report", "--date", day, "--format", "json").stdout)
+    rows = list(
+        csv.DictReader(
+            io.StringIO(tracker(env, "report", "--date", day, "--format", "csv").stdout.decode())
+        )
+    )
+    groups = {row["group"] for row in rows if row["group"]}
+    assert summary["summary"]["groups"] == len(groups) == 1  # a page alone is in no group
+    assert summary["summary"]["pages"] == len({row["url"] for row in rows}) == 3
+
+    done = tracker(env, "run-job", "report")
+    record = json.loads(done.stdout)  # the whole output is one JSON document
+    assert done.returncode == 0 and record["job"] == "report" and record["status"] == "ok"
+    assert b"INFO" not in done.stderr
+
+
+def test_services_stop_stops_what_start_started(tmp_path):
+    environment = {k: v for k, v in os.environ.items() if k not in ("MONGO_URL", "REDIS_URL")}
+    environment = {k: v for k, v in environment.items() if not k.startswith("TRACKER_")}
+    environment.update(HOME=str(tmp_path), TRACKER_DATA_DIR=str(tmp_path / "data"))
+    started = tracker(environment, "services", "start")
+    assert started.returncode == 0, started.stderr
+    status = json.loads(tracker(environment, "services", "status", "--json").stdout)
+    pids = [info["pid"] for info in status.values()]
+    assert all(info["running"] for info in status.values()) and len(pids) == 2
+    stopped = tracker(environment, "services", "stop")
+    assert stopped.returncode == 0 and stopped.stdout.decode().startswith("stopped: ")
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+    again = tracker(environment, "services", "stop")
+    assert again.stdout.decode().strip() == "stopped: nothing was running"
