@@ -113,9 +113,26 @@ def crawl(settings: Settings, site: TestSite, tmp_path: Path, name: str = "crawl
     )
 
 
-def cli(settings: Settings, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+def embedded_env(settings: Settings) -> dict[str, str]:
+    """The environment of a command on the embedded servers of ``settings``' data directory."""
     environment = {k: v for k, v in os.environ.items() if k not in ("MONGO_URL", "REDIS_URL")}
-    environment.update({"TRACKER_DATA_DIR": str(settings.data_dir), **(env or {})})
+    environment["TRACKER_DATA_DIR"] = str(settings.data_dir)
+    return environment
+
+
+def jsonl_file(folder: Path, masters: list[MasterDocument]) -> Path:
+    """``masters`` as a ``.jsonl`` file for ``tracker ingest``."""
+    path = folder / "masters.jsonl"
+    lines = (
+        json.dumps({"id": m.doc_id, "work": m.work, "title": m.title, "text": m.text})
+        for m in masters
+    )
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return path
+
+
+def cli(settings: Settings, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    environment = {**embedded_env(settings), **(env or {})}
     for key, value in (("MONGO_URL", settings.mongo_url), ("REDIS_URL", settings.redis_url)):
         if value:
             environment[key] = value
@@ -358,16 +375,8 @@ def test_valkey_killed_right_after_an_ingest_loses_nothing(own, tmp_path):
 def test_an_ingest_killed_midway_leaves_nothing_invisible(own, tmp_path):
     settings, runtime = own
     masters = book(700, chars=400)
-    path = tmp_path / "masters.jsonl"
-    path.write_text(
-        "\n".join(
-            json.dumps({"id": m.doc_id, "work": m.work, "title": m.title, "text": m.text})
-            for m in masters
-        ),
-        encoding="utf-8",
-    )
-    environment = {k: v for k, v in os.environ.items() if k not in ("MONGO_URL", "REDIS_URL")}
-    environment["TRACKER_DATA_DIR"] = str(settings.data_dir)
+    path = jsonl_file(tmp_path, masters)
+    environment = embedded_env(settings)
     ingest = subprocess.Popen(
         [sys.executable, "-m", "tracker.cli", "ingest", str(path)], env=environment
     )
@@ -413,16 +422,8 @@ def test_a_writer_that_dies_between_mongodb_and_redis_is_finished_by_the_next(ow
 def test_concurrent_ingests_of_the_same_file(own, tmp_path):
     settings, runtime = own
     masters = book(120, chars=900)
-    path = tmp_path / "masters.jsonl"
-    path.write_text(
-        "\n".join(
-            json.dumps({"id": m.doc_id, "work": m.work, "title": m.title, "text": m.text})
-            for m in masters
-        ),
-        encoding="utf-8",
-    )
-    environment = {k: v for k, v in os.environ.items() if k not in ("MONGO_URL", "REDIS_URL")}
-    environment["TRACKER_DATA_DIR"] = str(settings.data_dir)
+    path = jsonl_file(tmp_path, masters)
+    environment = embedded_env(settings)
     runtime.redis.ping()  # servers up before both start
     both = [
         subprocess.Popen(
@@ -500,16 +501,8 @@ def test_a_server_killed_mid_ingest_leaves_a_consistent_library(own, tmp_path, s
     master MongoDB kept is found, none is indexed twice."""
     settings, runtime = own
     masters = book(700, chars=400)
-    path = tmp_path / "masters.jsonl"
-    path.write_text(
-        "\n".join(
-            json.dumps({"id": m.doc_id, "work": m.work, "title": m.title, "text": m.text})
-            for m in masters
-        ),
-        encoding="utf-8",
-    )
-    environment = {k: v for k, v in os.environ.items() if k not in ("MONGO_URL", "REDIS_URL")}
-    environment["TRACKER_DATA_DIR"] = str(settings.data_dir)
+    path = jsonl_file(tmp_path, masters)
+    environment = embedded_env(settings)
     ingest = subprocess.Popen(
         [sys.executable, "-m", "tracker.cli", "ingest", str(path)],
         env=environment,

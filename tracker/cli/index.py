@@ -57,7 +57,7 @@ def stats(args: argparse.Namespace, runtime: Runtime) -> int:
 
 
 def verify(args: argparse.Namespace, runtime: Runtime) -> int:
-    """Compare, and repair: finish pending changes or rebuild the index; the page index too."""
+    """Compare, and repair: finish journaled changes or rebuild the index; the page index too."""
     from tracker.library import MasterLibrary
     from tracker.rematch import Rematcher
 
