@@ -20,7 +20,7 @@ from typing import Any
 
 from pymongo.database import Database
 
-from tracker.batching import batches
+from tracker.batching import ID_BATCH, batches
 from tracker.model import site_of
 from tracker.stores.clusters import ClusterStore
 from tracker.stores.pages import MatchStore
@@ -165,11 +165,11 @@ def summary_line(report: dict[str, Any]) -> str:
 
 def _page_titles(db: Database, urls: Iterable[str]) -> dict[str, str]:
     """Titles of the crawled pages, looked up by ``_id``; pages never stored are left out."""
-    urls = sorted(urls)
-    if not urls:
-        return {}
-    cursor = db["pages"].find({"_id": {"$in": urls}}, {"title": 1})
-    return {doc["_id"]: str(doc.get("title") or "") for doc in cursor}
+    titles = {}
+    for chunk in batches(sorted(urls), ID_BATCH):
+        for doc in db["pages"].find({"_id": {"$in": chunk}}, {"title": 1}):
+            titles[doc["_id"]] = str(doc.get("title") or "")
+    return titles
 
 
 def _carried_matches(db: Database, day: date) -> list[dict]:

@@ -29,7 +29,7 @@ from typing import Any
 from pymongo import ASCENDING, DESCENDING, UpdateMany, UpdateOne
 from pymongo.database import Database
 
-from tracker.batching import batches
+from tracker.batching import ID_BATCH, batches
 from tracker.model import content_hash, site_of
 from tracker.stores.counters import allocate, increment
 
@@ -313,6 +313,6 @@ class MatchStore:
     def by_ids(self, keys: Iterable[tuple[str, str]]) -> list[dict]:
         """The match documents of these (url, doc id) pairs."""
         found = []
-        for chunk in batches(sorted({f"{url}\x00{doc_id}" for url, doc_id in keys}), IN_BATCH):
+        for chunk in batches(sorted({f"{url}\x00{doc_id}" for url, doc_id in keys}), ID_BATCH):
             found += self.matches.find({"_id": {"$in": chunk}})
         return found
