@@ -154,10 +154,6 @@ def _errors(app: FastAPI) -> None:
             )
         return views.login_page(request, status_code=401)
 
-    @app.exception_handler(BodyTooLarge)
-    async def too_large(request: Request, exc: BodyTooLarge) -> Response:
-        return JSONResponse({"error": str(exc)}, status_code=413, headers={"Connection": "close"})
-
     @app.exception_handler(Forbidden)
     async def forbidden(request: Request, exc: Forbidden) -> Response:
         return _error(request, 403, "this needs the operator role")
@@ -229,7 +225,9 @@ class SecurityHeaders:
 
 
 class BodyLimit:
-    """Refuses request bodies larger than ``limit`` bytes with 413."""
+    """Refuses request bodies larger than ``limit`` bytes with 413: at once when the declared
+    length is larger, else as soon as the body read passes it (the app is then told the client
+    went away, and what it answers is dropped)."""
 
     def __init__(self, app: ASGIApp, limit: int) -> None:
         self.app = app
@@ -244,27 +242,32 @@ class BodyLimit:
                 await self._refuse(send)
                 return
         received = 0
-        started = False
+        started = refused = False
 
         async def counted() -> Message:
-            nonlocal received
+            nonlocal received, refused
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > self.limit:
-                    raise BodyTooLarge(f"request body larger than {self.limit >> 10} KiB")
+                    if not started and not refused:
+                        await self._refuse(send)
+                    refused = True
+                    return {"type": "http.disconnect"}  # the app stops reading: it is answered
             return message
 
         async def watch(message: Message) -> None:
             nonlocal started
+            if refused:
+                return  # answered 413 already
             started = started or message["type"] == "http.response.start"
             await send(message)
 
         try:
             await self.app(scope, counted, watch)
-        except BodyTooLarge:
-            if not started:
-                await self._refuse(send)
+        except Exception:
+            if not refused:
+                raise
 
     async def _refuse(self, send: Send) -> None:
         body = f'{{"error": "request body larger than {self.limit >> 10} KiB"}}'.encode()
@@ -281,6 +284,3 @@ class BodyLimit:
         )
         await send({"type": "http.response.body", "body": body})
 
-
-class BodyTooLarge(Exception):
-    """A chunked request body went past the limit while it was read."""
