@@ -39,13 +39,8 @@ class Seeded:
 
 
 def module_settings(server_settings: Settings, tag: str, **overrides) -> Settings:
-    return replace(
-        server_settings,
-        mongo_db=f"test_console_{tag}",
-        redis_prefix=f"testconsole{tag}:",
-        console_cache_s=0,
-        **overrides,
-    )
+    values = {"mongo_db": f"test_console_{tag}", "redis_prefix": f"testconsole{tag}:"}
+    return replace(server_settings, **{**values, "console_cache_s": 0, **overrides})
 
 
 def seed(settings: Settings) -> Seeded:
