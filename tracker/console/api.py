@@ -31,7 +31,7 @@ from tracker.console.deps import (
 )
 from tracker.console.evidence import page_matches
 from tracker.console.figures import paged
-from tracker.console.jobs import job_rows, start_job
+from tracker.console.jobs import job_rows, known_job, start_job
 from tracker.readers import Input, InputError, input_texts, read_url
 
 router = APIRouter(prefix="/api", tags=["api"])
@@ -190,12 +190,6 @@ def api_run_job(request: Request, _: Operator, name: str) -> Response:
     (``{"job", "status": "skipped", "error": "… is already running"}``)."""
     _json_body(request)
     console = deps.console(request)
-    _known_job(console, name)
-    return json_response(start_job(console.settings, console.runtime, name, console.config))
-
-
-def _known_job(console, name: str) -> None:
-    from tracker.scheduler.jobs import job_plan
-
-    if name not in {spec.name for spec in job_plan(console.settings)}:
+    if not known_job(console.settings, name):
         raise HTTPException(404, f"no job named {name!r}")
+    return json_response(start_job(console.settings, console.runtime, name, console.config))

@@ -283,4 +283,3 @@ class BodyLimit:
             }
         )
         await send({"type": "http.response.body", "body": body})
-

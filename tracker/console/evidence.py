@@ -21,6 +21,7 @@ from typing import Any
 from pymongo.database import Database
 
 from tracker.batching import ID_BATCH, batches
+from tracker.reports.build import as_number
 from tracker.text.normalize import normalize
 
 MAX_PASSAGE_CHARS = 4000  # a longer master passage is cut (the page's is cut at 2,000 when found)
@@ -44,7 +45,7 @@ class Passage:
 def page_matches(db: Database, url: str) -> list[dict[str, Any]]:
     """The matches stored for page ``url`` (its ``url`` index), open ones first, best first."""
     found = list(db["matches"].find({"url": url}, {"_id": 0}))
-    found.sort(key=lambda m: (m.get("active") is False, -_number(m.get("score")), m["doc_id"]))
+    found.sort(key=lambda m: (m.get("active") is False, -as_number(m.get("score")), m["doc_id"]))
     return found
 
 
@@ -107,10 +108,3 @@ def _segments(text: str, ranges: list[tuple[int, int]]) -> list[Segment]:
     if at < len(text):
         segments.append((text[at:], False))
     return segments
-
-
-def _number(value: Any) -> float:
-    try:
-        return float(value or 0.0)
-    except (TypeError, ValueError):
-        return 0.0

@@ -105,6 +105,18 @@ class DayReports:
         thread.start()
         return thread
 
+    def wait_idle(self, timeout: float = 60.0) -> bool:
+        """Wait for the builds under way (before the connections are closed)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            with self._lock:
+                pending = list(self._building.values())
+            if not pending:
+                return True
+            if time.monotonic() > deadline:
+                return False
+            pending[0].wait(max(0.0, deadline - time.monotonic()))
+
     def _refresh_later(self, day: date) -> None:
         if day in self._building:  # called under the lock
             return

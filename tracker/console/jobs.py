@@ -39,6 +39,12 @@ def job_rows(settings: Settings, runtime: Runtime) -> dict[str, Any]:
     return {"acting_scheduler": holder, "jobs": rows}
 
 
+def known_job(settings: Settings, name: str) -> bool:
+    from tracker.scheduler.jobs import job_plan
+
+    return name in {spec.name for spec in job_plan(settings)}
+
+
 def start_job(
     settings: Settings, runtime: Runtime, name: str, config: str | None = None
 ) -> dict[str, Any]:

@@ -22,8 +22,8 @@ from tracker.console.auth import LOGIN_COOKIE, SESSION_COOKIE, Principal, safe_n
 from tracker.console.deps import DateParam, Operator, PageParam, ScoreParam, SiteParam, Viewer
 from tracker.console.deps import WorkParam as WorkFilter
 from tracker.console.evidence import master_texts, page_matches, passages
-from tracker.console.figures import paged
-from tracker.console.jobs import job_rows, start_job
+from tracker.console.figures import Paged, paged
+from tracker.console.jobs import job_rows, known_job, start_job
 from tracker.formats import count, when
 from tracker.readers import InputError
 from tracker.reports.charts import daily_bars, sparkline
@@ -289,12 +289,7 @@ def sites(request: Request, _: Viewer, date: DateParam = None, page: PageParam =
     day = deps.day_of(date)
     console = deps.console(request)
     report = console.reports.get(day).report
-    runs = list(
-        console.runtime.db["crawl_runs"]
-        .find({}, _RUN_FIELDS)
-        .sort("finished_at", -1)
-        .limit(RUNS_PER_PAGE)
-    )
+    runs = crawl_runs(console.runtime.db, None, 1)
     return render(
         request,
         "sites.html",
@@ -302,7 +297,7 @@ def sites(request: Request, _: Viewer, date: DateParam = None, page: PageParam =
         day=day.isoformat(),
         found=paged(report["sites"], page, PER_PAGE),
         sparkline=lambda trend: sparkline([t["pages"] for t in trend]),
-        runs=runs,
+        runs=runs[:RUNS_PER_PAGE],
         query={"date": day.isoformat()},
     )
 
@@ -315,13 +310,7 @@ def site(
     console = deps.console(request)
     view = console.reports.get(day)
     entry = view.site(name)
-    runs = list(
-        console.runtime.db["crawl_runs"]
-        .find({"sites": name}, _RUN_FIELDS)
-        .sort("finished_at", -1)
-        .skip((page - 1) * RUNS_PER_PAGE)
-        .limit(RUNS_PER_PAGE + 1)
-    )
+    runs = crawl_runs(console.runtime.db, name, page)
     trend = entry["trend"] if entry else []
     chart = daily_bars(
         [(t["date"], t["pages"], None) for t in trend],
@@ -349,7 +338,13 @@ def site(
     )
 
 
-_RUN_FIELDS = {"stats": 0, "clustering": 0}
+def crawl_runs(db, site: str | None, page: int) -> list[dict[str, Any]]:
+    """The latest crawl runs (of ``site``), newest first: one page and the next run, through
+    the ``finished_at`` and ``sites, finished_at`` indexes."""
+    query = {} if site is None else {"sites": site}
+    cursor = db["crawl_runs"].find(query, {"stats": 0, "clustering": 0})
+    cursor = cursor.sort("finished_at", -1).skip((page - 1) * RUNS_PER_PAGE)
+    return list(cursor.limit(RUNS_PER_PAGE + 1))
 
 
 @router.get("/jobs")
@@ -363,9 +358,8 @@ async def run_job(request: Request, principal: Operator) -> Response:
     form = await form_of(request, principal)
     name = field(form, "job", 200)
     console = deps.console(request)
-    from tracker.console.api import _known_job
-
-    _known_job(console, name)
+    if not known_job(console.settings, name):
+        raise HTTPException(404, f"no job named {name!r}")
     record = await run_in_threadpool(
         start_job, console.settings, console.runtime, name, console.config
     )
@@ -431,8 +425,6 @@ def reports(request: Request, _: Viewer, page: PageParam = 1) -> HTMLResponse:
         .skip((page - 1) * PER_PAGE)
         .limit(PER_PAGE)
     )
-    from tracker.console.figures import Paged
-
     return render(
         request,
         "reports.html",
