@@ -433,3 +433,48 @@ def test_user_command(seeded, capsys, monkeypatch, cli_env):
     assert main([*data_dir, "user", "add", "bad name", "--role", "viewer"]) == 2
     secret = seeded.settings.data_dir / "console" / "secret"
     assert secret.stat().st_mode & 0o777 == 0o600
+
+
+def test_tracker_serve_serves_the_console(seeded):
+    import base64
+    import socket
+    import subprocess
+    import sys
+    import urllib.error
+    import urllib.request
+
+    from tracker.crawl import crawl_environment
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = crawl_environment(seeded.settings)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "tracker.cli", "serve", "--port", str(port)],
+        env={**env, "TRACKER_CONSOLE_CACHE_S": "0"},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(f"{url}/api/pages", timeout=5)
+            except urllib.error.HTTPError as exc:
+                assert exc.code == 401
+                break
+            except OSError:
+                assert server.poll() is None, server.stdout.read().decode()
+                assert time.monotonic() < deadline, "tracker serve did not answer"
+                time.sleep(0.2)
+        token = base64.b64encode(":".join(VIEWER).encode()).decode()
+        request = urllib.request.Request(
+            f"{url}/api/pages", headers={"Authorization": f"Basic {token}"}
+        )
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            assert json.loads(answer.read())["total"] == 3
+    finally:
+        server.terminate()
+        server.wait(20)
