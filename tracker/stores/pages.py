@@ -90,12 +90,10 @@ class PageStore:
     def save_many(self, pages: list[PageRecord], now: datetime | None = None) -> list[bool]:
         """:meth:`save` for several pages: one read of their stored hashes, one bulk write."""
         now = now or datetime.now(UTC)
-        stored = {
-            doc["_id"]: doc.get("content_hash")
-            for doc in self.pages.find(
-                {"_id": {"$in": [page.url for page in pages]}}, {"content_hash": 1}
-            )
-        }
+        stored = {}
+        for chunk in batches([page.url for page in pages], ID_BATCH):
+            for doc in self.pages.find({"_id": {"$in": chunk}}, {"content_hash": 1}):
+                stored[doc["_id"]] = doc.get("content_hash")
         ops, changes = [], []
         for page in pages:
             digest = content_hash(page.text)
