@@ -341,6 +341,12 @@ def test_hostile_strings_are_escaped_and_only_http_urls_linked(client, seeded):
     assert "<mark>" in html
 
 
+def test_static_files_are_served_without_login(client):
+    client.cookies.clear()
+    for path in ["/static/console.css", "/static/console.js", "/static/swagger/swagger-ui.css"]:
+        assert client.get(path).status_code == 200, path
+
+
 def test_every_page_has_the_csp_and_no_inline_script(client, seeded):
     for path in [*PAGES, f"/page?url={quote(HOSTILE_URL)}", "/login", "/api/pages"]:
         answer = client.get(path, auth=OPERATOR)

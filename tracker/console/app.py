@@ -108,10 +108,10 @@ def create_app(
     app.state.console = console
     app.include_router(api.router)
     app.include_router(views.router)
-    app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     swagger = _swagger_assets()
-    if swagger is not None:
+    if swagger is not None:  # before /static, which would answer its paths with 404
         app.mount("/static/swagger", StaticFiles(directory=swagger), name="swagger")
+    app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     _errors(app)
     app.add_middleware(SecurityHeaders)
     app.add_middleware(BodyLimit, limit=max(1, settings.console_max_body_kb) << 10)
