@@ -484,3 +484,38 @@ def test_tracker_serve_serves_the_console(seeded):
     finally:
         server.terminate()
         server.wait(20)
+
+
+def test_the_console_queries_use_indexes(seeded):
+    """The queries behind the console's pages, explained (SecantusDB scans a collection for an
+    unindexed filter)."""
+    from tests.test_scheduler import uses_an_index
+    from tracker.console.views import crawl_runs
+    from tracker.extensions import ensure_run_indexes
+    from tracker.scheduler.runs import JobRuns as Runs
+
+    db = seeded.runtime.db
+    ensure_run_indexes(db["crawl_runs"])
+    Runs(db).ensure_indexes()
+    db["crawl_runs"].insert_one({"spider": "novel", "sites": ["pirate.example"], "status": "ok"})
+    assert crawl_runs(db, "pirate.example", 1)[0]["spider"] == "novel"
+    cursors = {
+        "a day's pages": db["page_days"].find({"day": seeded.today}),
+        "a page": db["pages"].find({"_id": PLAIN_URL}),
+        "a page's matches": db["matches"].find({"url": PLAIN_URL}),
+        "masters by id": db["masters"].find({"_id": {"$in": seeded.doc_ids}}),
+        "latest runs": db["crawl_runs"].find({}).sort("finished_at", -1).limit(21),
+        "a site's runs": db["crawl_runs"].find({"sites": "x"}).sort("finished_at", -1),
+        "a job's runs": db["job_runs"].find({"job": "report"}).sort("started_at", -1),
+        "a user": db["users"].find({"_id": "olga"}),
+    }
+    for name, cursor in cursors.items():
+        assert uses_an_index(cursor), name
+
+
+def test_the_session_cookie_is_secure_over_https(seeded):
+    app = create_app(seeded.settings, seeded.runtime)
+    with TestClient(app, base_url="https://console.example") as secure:
+        answer = login(secure, *OPERATOR)
+        assert answer.status_code == 303
+        assert "Secure" in answer.headers["set-cookie"]

@@ -70,14 +70,18 @@ def start_job(
             start_new_session=True,  # outlives a console restart, as a shell's would
         )
     runs = JobRuns(runtime.db)
+
+    def entry() -> dict[str, Any] | None:
+        # The job's latest runs (its job+started_at index), not a filter on pid (unindexed).
+        return next((r for r in runs.history(name, limit=10) if r.get("pid") == process.pid), None)
+
     deadline = time.monotonic() + START_WAIT_S
     while time.monotonic() < deadline:
-        entry = runs.runs.find_one({"job": name, "pid": process.pid})
-        if entry is not None:
-            return entry
+        found = entry()
+        if found is not None:
+            return found
         if process.poll() is not None:
-            entry = runs.runs.find_one({"job": name, "pid": process.pid})
-            return entry or _answer(output, name, process.returncode)
+            return entry() or _answer(output, name, process.returncode)
         time.sleep(0.1)
     return {"job": name, "status": "starting", "pid": process.pid, "output": str(output)}
 
