@@ -35,6 +35,7 @@ router = APIRouter(include_in_schema=False)
 HERE = Path(__file__).parent
 PER_PAGE = 50
 MATCHES_PER_PAGE = 10
+CHAPTERS_PER_PAGE = 100
 RUNS_PER_PAGE = 20
 MAX_FORM_FIELDS = 10
 
@@ -266,7 +267,12 @@ def works(request: Request, _: Viewer, date: DateParam = None, page: PageParam =
 
 @router.get("/work")
 def work(
-    request: Request, _: Viewer, name: WorkName, date: DateParam = None, page: PageParam = 1
+    request: Request,
+    _: Viewer,
+    name: WorkName,
+    date: DateParam = None,
+    page: PageParam = 1,
+    chapters: PageParam = 1,
 ) -> HTMLResponse:
     day = deps.day_of(date)
     view = deps.console(request).reports.get(day)
@@ -280,7 +286,8 @@ def work(
         day=day.isoformat(),
         work=entry,
         found=paged(entry["pages"], page, PER_PAGE),
-        query={"name": name, "date": day.isoformat()},
+        chapters=paged(entry["chapters_found"], chapters, CHAPTERS_PER_PAGE),
+        query={"name": name, "date": day.isoformat(), "page": page, "chapters": chapters},
     )
 
 
