@@ -20,8 +20,6 @@ from tracker.batching import ID_BATCH, batches
 from tracker.fingerprints.document import to_signed, to_unsigned
 from tracker.stores.counters import increment
 
-IN_BATCH = 1000
-
 
 class ClusterStore:
     def __init__(self, db: Database) -> None:
