@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, Request
+from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
@@ -95,6 +96,7 @@ def create_app(
         if settings.console_cache_s > 0:
             console.reports.warm(datetime.now(UTC).date())  # the dashboard's, ready at once
         yield
+        await run_in_threadpool(console.reports.wait_idle, 30)  # before connections close
 
     app = FastAPI(
         title="tracker console",
