@@ -56,6 +56,12 @@ class Settings:
     # tracker.cli._warm).
     check_warm_s: int = 600
 
+    # The web console (``tracker serve``, see tracker.console).
+    console_allow_private_urls: bool = False  # let checks fetch loopback/private addresses
+    console_max_body_kb: int = 1024  # a larger request body is refused (413)
+    console_cache_s: int = 60  # a day's figures are read again after this long
+    console_session_hours: int = 12  # a login lasts this long
+
     @classmethod
     def load(cls, path: str | os.PathLike | None = None, **overrides: Any) -> Settings:
         values: dict[str, Any] = {}

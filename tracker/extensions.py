@@ -11,12 +11,14 @@ import socket
 from datetime import UTC, datetime
 from typing import Any
 
+from pymongo.collection import Collection
 from pymongo.errors import PyMongoError
 from redis.exceptions import RedisError
 from scrapy import Spider, signals
 from scrapy.crawler import Crawler
 
 from tracker.context import tracker_context
+from tracker.model import site_of
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +61,12 @@ def run_summary(stats: dict[str, Any]) -> dict[str, Any]:
             if key.startswith("tracker/traps/")
         },
     }
+
+
+def ensure_run_indexes(runs: Collection) -> None:
+    """The indexes of ``crawl_runs``: the latest runs, and a site's latest runs."""
+    runs.create_index([("finished_at", -1)])
+    runs.create_index([("sites", 1), ("finished_at", -1)])
 
 
 class CrawlRunRecorder:
@@ -105,6 +113,10 @@ class CrawlRunRecorder:
             "finished_at": datetime.now(UTC),
             "start_url": (getattr(spider, "start_urls", None) or [None])[0],
             "start_urls": list(getattr(spider, "start_urls", []) or []),
+            # the hosts crawled from, for the console's per-site runs (index sites+finished_at)
+            "sites": sorted(
+                {site_of(str(url)) for url in getattr(spider, "start_urls", []) or []} - {""}
+            ),
             "site_config": getattr(site, "name", None),
             "robots_obeyed": settings.getbool("ROBOTSTXT_OBEY"),
             "robots_reason": getattr(spider, "robots_reason", "") or None,
@@ -117,7 +129,7 @@ class CrawlRunRecorder:
         try:
             context = tracker_context(self.crawler)
             runs = context.runtime.db["crawl_runs"]
-            context.call(lambda: runs.create_index([("finished_at", -1)]), "crawl record")
+            context.call(lambda: ensure_run_indexes(runs), "crawl record")
             context.call(lambda: runs.insert_one(record), "crawl record")
         except PyMongoError as exc:
             log.error("could not record crawl stats: %s", exc)

@@ -74,15 +74,22 @@ def read_input(source: str, max_bytes: int = DEFAULT_MAX_BYTES) -> Input:
         return Input("standard input", data)
     scheme = _SCHEME.match(source)
     if scheme and len(scheme[1]) > 1:  # "C:" is a drive, not a scheme
-        name = scheme[1].lower()
-        if name in ("http", "https"):
-            return fetch(source, max_bytes)
-        if name == "file":
-            raise InputError(
-                f"{source}: file:// URLs are not fetched; give the file's path instead"
-            )
-        raise InputError(f"{source}: unsupported URL scheme {name}: (use http:// or https://)")
+        return read_url(source, max_bytes)
     return read_file(Path(source), max_bytes)
+
+
+def read_url(url: str, max_bytes: int = DEFAULT_MAX_BYTES, *, allow_private: bool = True) -> Input:
+    """Fetch an http(s) URL (see :func:`fetch`); anything else, a file path included, is
+    refused by name."""
+    scheme = _SCHEME.match(url)
+    name = scheme[1].lower() if scheme else ""
+    if name in ("http", "https"):
+        return fetch(url, max_bytes, allow_private=allow_private)
+    if name == "file":
+        raise InputError(f"{url}: file:// URLs are not fetched; give the file's path instead")
+    if not name:
+        raise InputError(f"{url}: not a URL (use http:// or https://)")
+    raise InputError(f"{url}: unsupported URL scheme {name}: (use http:// or https://)")
 
 
 def read_file(path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> Input:
@@ -103,9 +110,16 @@ def read_file(path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> Input:
     return Input(str(path), data, media_type or "")
 
 
-def fetch(url: str, max_bytes: int = DEFAULT_MAX_BYTES) -> Input:
+def fetch(url: str, max_bytes: int = DEFAULT_MAX_BYTES, *, allow_private: bool = True) -> Input:
     """GET ``url`` (redirects followed, http and https only); HTTP and network errors become
-    :class:`InputError` naming the URL."""
+    :class:`InputError` naming the URL.
+
+    With ``allow_private`` False (the web console, unless ``console_allow_private_urls``) the
+    URL and every redirect may only reach public addresses: each host name is resolved, every
+    address it resolves to must be global unicast (no loopback, private, link-local, shared,
+    reserved or multicast range, IPv4-mapped ones included), and the connection is made to the
+    address that was checked, so a second DNS answer cannot swap it (DNS rebinding). No proxy
+    is used then: the check is of the address really connected to."""
     import socket
     import urllib.error
     import urllib.request
@@ -116,7 +130,10 @@ def fetch(url: str, max_bytes: int = DEFAULT_MAX_BYTES) -> Input:
                 raise InputError(f"{url}: redirected to {newurl}, which is not an http(s) URL")
             return super().redirect_request(req, fp, code, msg, headers, newurl)
 
-    opener = urllib.request.build_opener(HttpOnly)
+    handlers: list = [HttpOnly]
+    if not allow_private:
+        handlers += [urllib.request.ProxyHandler({}), *_public_handlers(url)]
+    opener = urllib.request.build_opener(*handlers)
     request = urllib.request.Request(url, headers={"User-Agent": USER_AGENT, "Accept": "*/*"})
     try:
         with opener.open(request, timeout=FETCH_TIMEOUT_S) as response:
@@ -150,6 +167,82 @@ def fetch(url: str, max_bytes: int = DEFAULT_MAX_BYTES) -> Input:
         raise InputError(f"{url}: cannot fetch it (no answer within {FETCH_TIMEOUT_S} s)") from None
     except (OSError, ValueError) as exc:  # a reset connection, a malformed URL…
         raise InputError(f"{url}: cannot fetch it ({exc})") from None
+
+
+def check_public(url: str, host: str, port: int) -> list[tuple]:
+    """The addresses of ``host`` (``getaddrinfo`` tuples), all of them public; else
+    :class:`InputError` naming the first that is not."""
+    import ipaddress
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror:
+        raise InputError(f"{url}: cannot fetch it (unknown host {host})") from None
+    for info in infos:
+        address = ipaddress.ip_address(str(info[4][0]).split("%", 1)[0])
+        mapped = getattr(address, "ipv4_mapped", None)
+        address = mapped or address
+        if not address.is_global or address.is_multicast:
+            named = f"{address} is" if host.strip("[]") == str(address) else f"{host} is {address},"
+            raise InputError(
+                f"{url}: not fetched: {named} a {_address_kind(address)} address "
+                "(only public addresses are fetched here; the console_allow_private_urls "
+                "setting allows the others)"
+            )
+    return infos
+
+
+def _address_kind(address) -> str:
+    for kind in ("loopback", "link_local", "private", "multicast", "unspecified", "reserved"):
+        if getattr(address, f"is_{kind}", False):
+            return kind.replace("_", "-")
+    return "non-public"
+
+
+def _public_handlers(url: str) -> list:
+    """urllib handlers whose connections go only to the public addresses of their host
+    (:func:`check_public`), the address checked being the one connected to."""
+    import http.client
+    import socket
+    import urllib.request
+
+    def connect(address: tuple[str, int], timeout: float, source_address=None) -> socket.socket:
+        host, port = address
+        failure: OSError | None = None
+        for family, kind, proto, _, sockaddr in check_public(url, host, port):
+            sock = socket.socket(family, kind, proto)
+            try:
+                if timeout is not None and timeout is not socket._GLOBAL_DEFAULT_TIMEOUT:
+                    sock.settimeout(timeout)
+                sock.connect(sockaddr)
+                return sock
+            except OSError as exc:
+                failure = exc
+                sock.close()
+        raise failure or OSError(f"no address for {host}")
+
+    # http.client sets ``_create_connection`` in __init__; HTTPS wraps the socket it returns
+    # (TLS still names and checks the host).
+    class PublicHTTPConnection(http.client.HTTPConnection):
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, **kwargs)
+            self._create_connection = connect
+
+    class PublicHTTPSConnection(http.client.HTTPSConnection):
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, **kwargs)
+            self._create_connection = connect
+
+    class PublicHTTPHandler(urllib.request.HTTPHandler):
+        def http_open(self, req):
+            return self.do_open(PublicHTTPConnection, req)
+
+    class PublicHTTPSHandler(urllib.request.HTTPSHandler):
+        def https_open(self, req):
+            return self.do_open(PublicHTTPSConnection, req, context=self._context)
+
+    return [PublicHTTPHandler(), PublicHTTPSHandler()]
 
 
 def input_text(item: Input) -> str:
@@ -199,8 +292,6 @@ def input_texts(item: Input) -> list[tuple[str, str]]:
     if not texts:
         raise InputError(f"{item.name}: a feed without any item text")
     return texts
-
-
 
 
 def _kind(item: Input) -> str:

@@ -79,11 +79,24 @@ def _private_dir(path: Path) -> Path:
 
 def secret(settings: Settings) -> str:
     """The embedded servers' password, generated on first use (file mode 0600)."""
-    path = services_dir(settings) / "secret"
+    return private_secret(services_dir(settings) / "secret")
+
+
+def private_secret(path: Path, nbytes: int = 24) -> str:
+    """The random secret kept in ``path``, made on first use in a file of mode 0600 in a
+    directory of mode 0700 (two processes starting at once read the same one)."""
     if not path.exists():
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        _private_dir(path.parent)
+        draft = path.with_name(f".{path.name}.{os.getpid()}")
+        fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as fh:
-            fh.write(secrets.token_urlsafe(24))
+            fh.write(secrets.token_urlsafe(nbytes))
+        try:
+            os.link(draft, path)  # complete when it appears; the first one made wins
+        except FileExistsError:
+            pass
+        finally:
+            draft.unlink()
     return path.read_text().strip()
 
 

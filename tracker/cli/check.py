@@ -33,10 +33,10 @@ from tracker.cli import _warm, add_size_limit, size_limit
 from tracker.cli._output import plain, print_table
 from tracker.cli._servers import connect
 from tracker.config import Settings
-from tracker.readers import InputError, input_texts, json_loads, read_input
+from tracker.readers import Input, InputError, input_texts, json_loads, read_input
 
 if TYPE_CHECKING:
-    from tracker.matching.detector import Detector
+    from tracker.matching.detector import Detector, Match
     from tracker.runtime import Runtime
 
 DEFAULT_WORKERS = min(4, os.cpu_count() or 1)  # check --jsonl: one process per CPU, at most 4
@@ -112,17 +112,26 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             runtime.close()
     if cold and _warm.enabled(settings):
         _warm.start(settings, args.config)  # later checks: answered by a warm process
-    if not source.is_feed:
+    if args.json:
+        print(dumps(answer(source, texts, found)))
+    elif not source.is_feed:
         _print_matches(found[0], args)
     else:  # a feed: its items one by one
-        if args.json:
-            items = [{"id": name, "matches": m} for (name, _), m in zip(texts, found, strict=True)]
-            print(_dumps({"items": items}))
         for (name, _), matches in zip(texts, found, strict=True):
-            if not args.json:
-                print(f"\n{plain(name)}")
-                _print_matches(matches, args)
+            print(f"\n{plain(name)}")
+            _print_matches(matches, args)
     return FOUND if any(found) else 0
+
+
+def answer(source: Input, texts: list[tuple[str, str]], found: list[list[Match]]) -> dict:
+    """What ``--json`` prints for an input (the web console's ``POST /api/check`` answers the
+    same): ``{"matches": [...]}``, or for a feed ``{"items": [{"id", "matches"}]}``; ``texts``
+    and ``found`` are :func:`input_texts` and the matches of each."""
+    if source.is_feed:
+        return {
+            "items": [{"id": name, "matches": m} for (name, _), m in zip(texts, found, strict=True)]
+        }
+    return {"matches": found[0]}
 
 
 def _progress():
@@ -154,9 +163,7 @@ def _progress():
 
 
 def _print_matches(matches: list, args: argparse.Namespace) -> None:
-    if args.json:
-        print(_dumps({"matches": matches}))
-    elif matches:
+    if matches:
         _print_table(matches, args.wide)
     else:
         print("no match in the master library")
@@ -324,20 +331,20 @@ def _check_texts(texts: list[str], detector=None) -> list[str]:
     detector = detector or _WORKER_DETECTOR
     if detector is None:
         raise RuntimeError("worker not started")
-    return [_dumps(matches) for matches in detector.check_many(texts)] if texts else []
+    return [dumps(matches) for matches in detector.check_many(texts)] if texts else []
 
 
 def _print_batch(batch: list[Line], results: list[str]) -> None:
     answers = iter(results)
     for lineno, record_id, _, error in batch:
         if error is not None:
-            print(_dumps({"id": record_id, "line": lineno, "error": error}))
+            print(dumps({"id": record_id, "line": lineno, "error": error}))
         else:
-            print(f'{{"id":{_dumps(record_id)},"matches":{next(answers)}}}')
+            print(f'{{"id":{dumps(record_id)},"matches":{next(answers)}}}')
     sys.stdout.flush()
 
 
-def _dumps(value: object) -> str:
+def dumps(value: object) -> str:
     try:
         return orjson.dumps(value).decode()  # Match dataclasses natively, no asdict copy
     except TypeError:  # a lone surrogate in a page's text: only escaped can it be printed

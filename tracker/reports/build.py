@@ -20,7 +20,7 @@ from typing import Any
 
 from pymongo.database import Database
 
-from tracker.batching import batches
+from tracker.batching import ID_BATCH, batches
 from tracker.model import site_of
 from tracker.stores.clusters import ClusterStore
 from tracker.stores.pages import MatchStore
@@ -165,11 +165,11 @@ def summary_line(report: dict[str, Any]) -> str:
 
 def _page_titles(db: Database, urls: Iterable[str]) -> dict[str, str]:
     """Titles of the crawled pages, looked up by ``_id``; pages never stored are left out."""
-    urls = sorted(urls)
-    if not urls:
-        return {}
-    cursor = db["pages"].find({"_id": {"$in": urls}}, {"title": 1})
-    return {doc["_id"]: str(doc.get("title") or "") for doc in cursor}
+    titles = {}
+    for chunk in batches(sorted(urls), ID_BATCH):
+        for doc in db["pages"].find({"_id": {"$in": chunk}}, {"title": 1}):
+            titles[doc["_id"]] = str(doc.get("title") or "")
+    return titles
 
 
 def _carried_matches(db: Database, day: date) -> list[dict]:
@@ -351,8 +351,8 @@ def _page_entry(url: str, matches: list[dict]) -> dict[str, Any]:
         "site": matches[0].get("site") or site_of(url),
         "doc_ids": sorted({str(m["doc_id"]) for m in matches}),
         "copies": copies(matches),
-        "score": round(max(_number(m.get("score")) for m in matches), 4),
-        "coverage": round(max(_number(m.get("coverage")) for m in matches), 4),
+        "score": round(max(as_number(m.get("score")) for m in matches), 4),
+        "coverage": round(max(as_number(m.get("coverage")) for m in matches), 4),
         "first_seen": min(_utc(m["first_seen"]) for m in matches).isoformat(),
     }
 
@@ -423,7 +423,7 @@ def _ordered_page(entry: dict[str, Any]) -> dict[str, Any]:
 def _best_evidence(matches: list[dict]) -> str:
     """The longest copied passage (whitespace collapsed), truncated to ``EVIDENCE_CHARS``."""
     best = ""
-    for match in sorted(matches, key=lambda m: -_number(m.get("score"))):
+    for match in sorted(matches, key=lambda m: -as_number(m.get("score"))):
         for span in match.get("spans") or ():
             text = " ".join(str(span.get("text") or "").split())
             if len(text) > len(best):
@@ -433,7 +433,8 @@ def _best_evidence(matches: list[dict]) -> str:
     return best
 
 
-def _number(value: Any) -> float:
+def as_number(value: Any) -> float:
+    """A stored score or coverage as a float (0 when missing or malformed)."""
     try:
         return float(value or 0.0)
     except (TypeError, ValueError):

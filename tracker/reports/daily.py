@@ -27,16 +27,26 @@ def prepare_report(runtime: Runtime, day: date, *, now: datetime | None = None) 
     return report
 
 
+def notice_files(report: dict[str, Any]) -> dict[str, str]:
+    """One takedown notice draft per site: ``{"notice-SITE.txt": text}`` (the web console
+    zips them)."""
+    files: dict[str, str] = {}
+    for site, text in to_notices(report).items():
+        name = notice_file_name(site)
+        counter = 2
+        while name in files:  # two hostile host names that make the same file name
+            name = f"{name.removesuffix('.txt').rsplit('~', 1)[0]}~{counter}.txt"
+            counter += 1
+        files[name] = text
+    return files
+
+
 def write_notices(report: dict[str, Any], folder: Path) -> list[Path]:
-    """One takedown notice draft per site, ``folder/notice-SITE.txt``; returns the paths."""
+    """:func:`notice_files` written to ``folder``; returns the paths."""
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
-    for site, text in to_notices(report).items():
-        path = folder / notice_file_name(site)
-        counter = 2
-        while path in paths:  # two hostile host names that make the same file name
-            path = folder / f"{path.stem.rsplit('~', 1)[0]}~{counter}.txt"
-            counter += 1
+    for name, text in notice_files(report).items():
+        path = folder / name
         path.write_text(text, encoding="utf-8")
         paths.append(path)
     return paths

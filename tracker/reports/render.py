@@ -116,7 +116,7 @@ def to_html(report: dict[str, Any]) -> str:
     if report["works"]:
         body = "\n".join(
             [
-                _charts(report),
+                charts(report),
                 "<h2>Works</h2>",
                 *(_work_section(work) for work in report["works"]),
                 _sites_section(report.get("sites", [])),
@@ -124,7 +124,7 @@ def to_html(report: dict[str, Any]) -> str:
             ]
         )
     else:
-        body = _charts(report) + '\n<p class="empty">No infringement was seen on this day.</p>'
+        body = charts(report) + '\n<p class="empty">No infringement was seen on this day.</p>'
     return f"""<!DOCTYPE html>
 <html lang="zh">
 <head>
@@ -145,7 +145,8 @@ def to_html(report: dict[str, Any]) -> str:
 """
 
 
-def _charts(report: dict[str, Any]) -> str:
+def charts(report: dict[str, Any]) -> str:
+    """The report's charts: pages per day (new ones darker), top sites, top works."""
     trend = [(t["date"], t.get("pages"), t.get("new_pages")) for t in report.get("trend", [])]
     sites = [(s["site"], s["pages"]) for s in report.get("sites", [])[:10]]
     works = sorted(((w["work"], len(w["pages"])) for w in report["works"]), key=lambda w: -w[1])
@@ -282,9 +283,14 @@ def _when(value: Any) -> str:
 def _link(url: str) -> str:
     """An escaped link for http(s) URLs; any other scheme (javascript:, data:…) as plain text."""
     text = escape(url)
-    if url[:8].lower().startswith(("http://", "https://")):
+    if is_http_url(url):
         return f'<a href="{text}" rel="noopener noreferrer nofollow">{text}</a>'
     return f'<span class="unlinked">{text}</span>'
+
+
+def is_http_url(url: str) -> bool:
+    """Whether ``url`` may be a link: http(s) only (never javascript:, data:, …)."""
+    return url[:8].lower().startswith(("http://", "https://"))
 
 
 def _number(value: Any, template: str) -> str:

@@ -16,11 +16,9 @@ from typing import Any
 from pymongo import ASCENDING
 from pymongo.database import Database
 
-from tracker.batching import batches
+from tracker.batching import ID_BATCH, batches
 from tracker.fingerprints.document import to_signed, to_unsigned
 from tracker.stores.counters import increment
-
-IN_BATCH = 1000
 
 
 class ClusterStore:
@@ -66,7 +64,7 @@ class ClusterStore:
     def memberships(self, urls: Iterable[str]) -> dict[str, dict[str, Any]]:
         """``url → {cluster, simhash (unsigned), …}`` for the clustered pages among ``urls``."""
         found = {}
-        for chunk in batches(sorted(set(urls)), IN_BATCH):
+        for chunk in batches(sorted(set(urls)), ID_BATCH):
             for doc in self.members.find({"_id": {"$in": chunk}}):
                 doc["simhash"] = to_unsigned(doc["simhash"])
                 found[doc["_id"]] = doc

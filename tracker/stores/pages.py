@@ -29,7 +29,7 @@ from typing import Any
 from pymongo import ASCENDING, DESCENDING, UpdateMany, UpdateOne
 from pymongo.database import Database
 
-from tracker.batching import batches
+from tracker.batching import ID_BATCH, batches
 from tracker.model import content_hash, site_of
 from tracker.stores.counters import allocate, increment
 
@@ -90,12 +90,10 @@ class PageStore:
     def save_many(self, pages: list[PageRecord], now: datetime | None = None) -> list[bool]:
         """:meth:`save` for several pages: one read of their stored hashes, one bulk write."""
         now = now or datetime.now(UTC)
-        stored = {
-            doc["_id"]: doc.get("content_hash")
-            for doc in self.pages.find(
-                {"_id": {"$in": [page.url for page in pages]}}, {"content_hash": 1}
-            )
-        }
+        stored = {}
+        for chunk in batches([page.url for page in pages], ID_BATCH):
+            for doc in self.pages.find({"_id": {"$in": chunk}}, {"content_hash": 1}):
+                stored[doc["_id"]] = doc.get("content_hash")
         ops, changes = [], []
         for page in pages:
             digest = content_hash(page.text)
@@ -313,6 +311,6 @@ class MatchStore:
     def by_ids(self, keys: Iterable[tuple[str, str]]) -> list[dict]:
         """The match documents of these (url, doc id) pairs."""
         found = []
-        for chunk in batches(sorted({f"{url}\x00{doc_id}" for url, doc_id in keys}), IN_BATCH):
+        for chunk in batches(sorted({f"{url}\x00{doc_id}" for url, doc_id in keys}), ID_BATCH):
             found += self.matches.find({"_id": {"$in": chunk}})
         return found

@@ -1,0 +1,57 @@
+"""``tracker serve [--host 127.0.0.1] [--port 8080]``: the web console (see
+:mod:`tracker.console`), on uvicorn, until Ctrl-C or SIGTERM.
+
+It listens on 127.0.0.1 unless told otherwise: put it behind a TLS-terminating proxy (which
+sends ``X-Forwarded-Proto``) to serve it to others, so cookies are marked Secure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+
+from tracker.config import Settings
+
+DEFAULT_PORT = 8080
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser("serve", help="serve the web console")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="port (8080)")
+    parser.add_argument(
+        "--forwarded-allow-ips",
+        default="127.0.0.1",
+        metavar="IPS",
+        help="proxies trusted for X-Forwarded-For/Proto (default: 127.0.0.1)",
+    )
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    import uvicorn
+
+    from tracker.cli._servers import connect
+    from tracker.console import create_app
+
+    if not 0 < args.port < 65536:
+        from tracker.config import ConfigError
+
+        raise ConfigError(f"--port {args.port}: expected 1-65535")
+    runtime = connect(settings)
+    logging.getLogger("tracker").setLevel(logging.DEBUG if args.verbose else logging.INFO)
+    app = create_app(settings, runtime, config=args.config)
+    print(f"tracker console on http://{args.host}:{args.port}/ (Ctrl-C stops it)", flush=True)
+    try:
+        uvicorn.run(
+            app,
+            host=args.host,
+            port=args.port,
+            proxy_headers=True,
+            forwarded_allow_ips=args.forwarded_allow_ips,
+            log_level="debug" if args.verbose else "info",
+            server_header=False,
+        )
+    finally:
+        runtime.close()
+    return 0

@@ -1,0 +1,195 @@
+"""The console's JSON API (drawn at ``/docs``; see the README's Console section).
+
+Every route takes HTTP Basic or the session cookie; without either it answers 401. Lists are
+paged (``page``, ``per_page``); a day's figures come from the day's report
+(:mod:`tracker.console.figures`), a page's evidence from its stored matches.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from datetime import date, datetime
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, HTTPException, Query, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import Response
+from pydantic import BaseModel, ConfigDict, Field
+
+from tracker.console import deps
+from tracker.console.deps import (
+    DateParam,
+    Operator,
+    PageParam,
+    PerPageParam,
+    ScoreParam,
+    SiteParam,
+    Viewer,
+    WorkParam,
+)
+from tracker.console.evidence import page_matches
+from tracker.console.figures import paged
+from tracker.console.jobs import job_rows, known_job, start_job
+from tracker.readers import Input, InputError, input_texts, read_url
+
+router = APIRouter(prefix="/api", tags=["api"])
+
+PAGE_FIELDS = {
+    "title": 1,
+    "site": 1,
+    "status": 1,
+    "extractor": 1,
+    "first_seen": 1,
+    "last_seen": 1,
+    "changed_at": 1,
+    "match_state": 1,
+    "matched_doc_ids": 1,
+}
+MAX_URL = 4096
+
+
+def json_response(value: Any, status_code: int = 200, headers: dict | None = None) -> Response:
+    """``value`` as JSON, Chinese kept as is, times in ISO 8601."""
+    body = json.dumps(value, ensure_ascii=False, default=_plain)
+    return Response(body, status_code, headers, media_type="application/json")
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    return str(value)  # ObjectId and the like
+
+
+@router.get("/pages", summary="The infringing pages of a day")
+def api_pages(
+    request: Request,
+    _: Viewer,
+    date: DateParam = None,
+    work: WorkParam = None,
+    site: SiteParam = None,
+    min_score: ScoreParam = None,
+    page: PageParam = 1,
+    per_page: PerPageParam = 100,
+) -> Response:
+    """``{"date", "pages": [...], "page", "per_page", "total"}``: the JSON report's ``pages``
+    objects (``url, site, doc_ids, copies, score, coverage, first_seen, last_seen, new,
+    group``), sorted by URL, filtered by work, site and minimum score."""
+    day = deps.day_of(date)
+    view = deps.console(request).reports.get(day)
+    found = paged(view.pages(work=work, site=site, min_score=min_score), page, per_page)
+    return json_response({"date": day.isoformat(), "pages": found.items, **found.to_dict()})
+
+
+@router.get("/page", summary="A stored page with its matches and evidence")
+def api_page(
+    request: Request, _: Viewer, url: Annotated[str, Query(min_length=1, max_length=MAX_URL)]
+) -> Response:
+    """``{"url", "site", "title", "first_seen", "last_seen", …, "matches": [{"doc_id", "work",
+    "title", "score", "coverage", "method", "spans": [{"page_start", "page_end",
+    "master_start", "master_end", "text"}], "active", "first_seen", "last_seen"}]}``; 404
+    when the page is not stored."""
+    db = deps.console(request).runtime.db
+    doc = db["pages"].find_one({"_id": url}, PAGE_FIELDS)
+    if doc is None:
+        raise HTTPException(404, "no such page is stored")
+    page = {"url": doc.pop("_id"), **doc}
+    return json_response({**page, "matches": page_matches(db, url)})
+
+
+class CheckRequest(BaseModel):
+    """One text, or one http(s) URL to fetch and check."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    text: str | None = Field(None, min_length=1, description="the text (or HTML) to check")
+    url: str | None = Field(None, min_length=1, max_length=MAX_URL, description="http(s) URL")
+
+
+def run_check(console, text: str | None, url: str | None) -> str:
+    """What ``tracker check --json`` prints for this text or URL (as JSON text)."""
+    from tracker.cli.check import answer, dumps
+
+    if (text is None) == (url is None):
+        raise InputError("give either a text or a URL")
+    max_bytes = console.settings.max_input_mb << 20
+    if url is not None:
+        allow = console.settings.console_allow_private_urls
+        source = read_url(url.strip(), max_bytes, allow_private=allow)
+    else:
+        data = text.encode("utf-8", "surrogatepass")
+        if len(data) > max_bytes:
+            limit = console.settings.max_input_mb
+            raise InputError(f"text: larger than the input limit of {limit} MiB")
+        source = Input("text", data)  # read as standard input is: HTML is recognised
+    texts = input_texts(source)
+    with console.check_lock:
+        found = console.detector().check_many([t for _, t in texts])
+    return dumps(answer(source, texts, found))
+
+
+@router.post("/check", summary="Check a text or a URL (operators)")
+async def api_check(request: Request, body: CheckRequest, _: Operator) -> Response:
+    """The object ``tracker check --json`` prints: ``{"matches": [...]}`` (a feed:
+    ``{"items": [{"id", "matches"}]}``). A URL is fetched only from public addresses unless
+    the ``console_allow_private_urls`` setting allows the others."""
+    _json_body(request)
+    text = await run_in_threadpool(run_check, deps.console(request), body.text, body.url)
+    return Response(text, media_type="application/json")
+
+
+def _json_body(request: Request) -> None:
+    """API POSTs are JSON: another site's page cannot send that without a CORS preflight."""
+    kind = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    if kind != "application/json":
+        raise HTTPException(415, "send Content-Type: application/json")
+
+
+@router.get("/reports/{day}.{fmt}", summary="A day's report, or its notices as a zip")
+def api_report(
+    request: Request, _: Viewer, day: str, fmt: Literal["json", "csv", "html", "zip"]
+) -> Response:
+    """``DATE.json``, ``DATE.csv``, ``DATE.html`` (the formats of ``tracker report``) or
+    ``DATE.zip``: the takedown notice drafts, one ``notice-SITE.txt`` per site."""
+    from tracker.reports.daily import notice_files
+    from tracker.reports.render import to_csv, to_html, to_json
+
+    when = deps.day_of(day)
+    report = deps.console(request).reports.get(when).report
+    name = f"report-{when.isoformat()}.{fmt}"
+    if fmt == "zip":
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+            for file_name, text in notice_files(report).items():
+                archive.writestr(f"notices-{when.isoformat()}/{file_name}", text)
+        body, media = buffer.getvalue(), "application/zip"
+        name = f"notices-{when.isoformat()}.zip"
+    elif fmt == "json":
+        body, media = to_json(report), "application/json"
+    elif fmt == "csv":
+        body, media = to_csv(report), "text/csv; charset=utf-8"
+    else:
+        body, media = to_html(report), "text/html; charset=utf-8"
+    disposition = "inline" if fmt == "html" else "attachment"
+    headers = {"Content-Disposition": f'{disposition}; filename="{name}"'}
+    return Response(body, media_type=media, headers=headers)
+
+
+@router.get("/jobs", summary="The scheduler's jobs, next and last runs")
+def api_jobs(request: Request, _: Viewer) -> Response:
+    """``{"acting_scheduler", "jobs": [{"job", "description", "schedule", "next_run",
+    "scheduled", "last_run", "history"}]}``, as ``tracker schedule --list --json``."""
+    console = deps.console(request)
+    return json_response(job_rows(console.settings, console.runtime))
+
+
+@router.post("/jobs/{name}/run", summary="Run a job now (operators)")
+def api_run_job(request: Request, _: Operator, name: str) -> Response:
+    """Starts ``tracker run-job NAME`` (never alongside the same job) and answers its ledger
+    entry (``{"_id", "job", "status": "running", …}``), or its answer when it ended at once
+    (``{"job", "status": "skipped", "error": "… is already running"}``)."""
+    _json_body(request)
+    console = deps.console(request)
+    if not known_job(console.settings, name):
+        raise HTTPException(404, f"no job named {name!r}")
+    return json_response(start_job(console.settings, console.runtime, name, console.config))
