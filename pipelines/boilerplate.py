@@ -1,14 +1,14 @@
 """Drop a site's own boilerplate — short lines repeated across many of its pages — from the text
 that is fingerprinted and matched (the stored text and every offset stay as they were). Each
 page counts once, and lines of master text are never dropped (see
-:mod:`tracker.text.site_boilerplate`)."""
+:mod:`tracker.text.site_boilerplate`). The counts are kept in Redis, page after page in the
+order the pages arrive, in a worker thread."""
 
 from __future__ import annotations
 
-from scrapy import Spider
 from scrapy.crawler import Crawler
 
-from pipelines import SERVER_ERRORS, count_failure
+from pipelines import SERVER_ERRORS, Tally, close_batcher, stage_batcher
 from tracker.context import tracker_context
 from tracker.items import PageItem
 from tracker.model import site_of
@@ -22,12 +22,22 @@ class SiteBoilerplatePipeline:
         self.stats = crawler.stats
         self.min_pages = crawler.settings.getint("TRACKER_BOILERPLATE_MIN_PAGES", 5)
         self._boilerplate: SiteBoilerplate | None = None
+        self.batcher = stage_batcher(crawler, self._mask_batch, "boilerplate")
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SiteBoilerplatePipeline:
         return cls(crawler)
 
-    def process_item(self, item: PageItem, spider: Spider | None = None) -> PageItem:
+    async def close_spider(self) -> None:
+        await close_batcher(self.crawler, self.batcher, "boilerplate")
+
+    async def process_item(self, item: PageItem) -> PageItem:
+        tally = await self.batcher.submit(item)
+        tally.apply(self.stats)
+        return item
+
+    def _mask_batch(self, items: list[PageItem]) -> list[Tally]:
+        """Mask each page's site boilerplate in ``normalized``, in order. In the worker."""
         context = tracker_context(self.crawler)
         if self._boilerplate is None:
             self._boilerplate = SiteBoilerplate(
@@ -41,13 +51,16 @@ class SiteBoilerplatePipeline:
             ],
             version=lambda: context.detector.version or 0,
         )
-        url = item["url"]
-        try:
-            mask, dropped = self._boilerplate.mask(site_of(url), item["text"], url, library)
-        except SERVER_ERRORS as exc:  # counts or library unavailable: match the page as it is
-            count_failure(self.stats, exc, url, "site boilerplate lookup")
-            return item
-        if dropped:
-            item["normalized"] = normalize(item["text"], drop=mask)
-            self.stats.inc_value("tracker/boilerplate_lines", dropped)
-        return item
+        tallies = []
+        for item in items:
+            url, tally = item["url"], Tally(item["url"])
+            tallies.append(tally)
+            try:
+                mask, dropped = self._boilerplate.mask(site_of(url), item["text"], url, library)
+            except SERVER_ERRORS as exc:  # counts or library unavailable: match it as it is
+                tally.failure(exc, "site boilerplate lookup")
+                continue
+            if dropped:
+                item["normalized"] = normalize(item["text"], drop=mask)
+                tally.inc("tracker/boilerplate_lines", dropped)
+        return tallies
