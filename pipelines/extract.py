@@ -52,7 +52,7 @@ class ExtractPipeline:
         self.recent: OrderedDict[str, str] = OrderedDict()  # url -> text digest, this crawl
         self.variants: OrderedDict[str, set[str]] = OrderedDict()  # canonical -> kept digests
         self.pool = ProcessPool(
-            crawler.settings.getint("TRACKER_EXTRACT_PROCESSES", 1), preload=["tracker.extract"]
+            crawler.settings.getint("TRACKER_EXTRACT_PROCESSES", 0), preload=["tracker.extract"]
         )
         self.lookups = stage_batcher(crawler, self._stored_digests, "canonical")
 
