@@ -201,8 +201,8 @@ def main(argv: list[str] | None = None) -> int:
         ratios = [r["pages_per_second"] / b for r, b in zip(rs, baselines, strict=True)]
         r = results[name] = {
             "pages": rs[0]["pages"],
-            "seconds": statistics.median(x["seconds"] for x in rs),
-            "pages_per_second": statistics.median(x["pages_per_second"] for x in rs),
+            "seconds": round(statistics.median(x["seconds"] for x in rs), 2),
+            "pages_per_second": round(statistics.median(x["pages_per_second"] for x in rs), 1),
             "vs_fetch_only": round(statistics.median(ratios), 3),
             "matched": rs[0]["matched"],
             "runs": rs,
