@@ -30,11 +30,10 @@ from scrapy.exceptions import DropItem
 from pipelines import SERVER_ERRORS, Tally, close_batcher, stage_batcher
 from spiders.base import canonical_of
 from tracker.context import tracker_context
-from tracker.extract import ExtractionRules, extract
+from tracker.extract import ExtractionRules, extract_normalized
 from tracker.items import PageItem
 from tracker.model import content_hash
 from tracker.process_pool import ProcessPool
-from tracker.text.normalize import normalize
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +69,9 @@ class ExtractPipeline:
     async def process_item(self, item: PageItem) -> PageItem:
         rules = ExtractionRules.from_dict(item.get("rules"))
         try:
-            extracted = await self.pool.run(extract, item["html"], item["url"], rules)
+            extracted, normalized = await self.pool.run(
+                extract_normalized, item["html"], item["url"], rules
+            )
         except Exception as exc:  # hostile markup must not stop the crawl
             log.warning("extraction failed for %s: %r", item["url"], exc)
             self.stats.inc_value("tracker/errors/extract")
@@ -80,7 +81,6 @@ class ExtractPipeline:
         if extracted.is_list and not (rules and rules.articles):
             self.stats.inc_value("tracker/skipped/list_page")
             raise DropItem(f"list page (main text mostly links): {item['url']}")
-        normalized = normalize(extracted.text)
         self.stats.inc_value(f"tracker/extractor/{extracted.extractor}")
         if len(normalized) < self.min_chars:
             self.stats.inc_value("tracker/pages_without_text")
