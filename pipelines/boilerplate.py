@@ -39,7 +39,8 @@ class SiteBoilerplatePipeline:
     def _mask_batch(self, items: list[PageItem]) -> list[Tally]:
         """Mask each page's site boilerplate in ``normalized``, in order. In the worker."""
         context = tracker_context(self.crawler)
-        if self._boilerplate is None:
+        if self._boilerplate is None or self._boilerplate.client is not context.runtime.redis:
+            # (again after a reconnection to a server that came back elsewhere)
             self._boilerplate = SiteBoilerplate(
                 context.runtime.redis, context.runtime.settings.redis_prefix, self.min_pages
             )
