@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pymongo.errors import PyMongoError
 from redis.exceptions import RedisError
@@ -92,3 +92,31 @@ async def close_batcher(crawler: Crawler, batcher: Batcher, name: str) -> None:
     if crawler.stats is not None and batcher.batches:
         crawler.stats.set_value(f"tracker/batches/{name}", batcher.batches)
         crawler.stats.set_value(f"tracker/batches/{name}/pages", batcher.items)
+
+
+class BatchedStage:
+    """A pipeline stage whose work runs in a worker thread of its own, a batch of pages at a
+    time: a subclass names its ``stage`` and implements :meth:`process_batch`."""
+
+    stage = "stage"
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        self.stats = crawler.stats
+        self.batcher = stage_batcher(crawler, self.process_batch, self.stage)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Any:
+        return cls(crawler)
+
+    async def process_item(self, item: Any) -> Any:
+        tally = await self.batcher.submit(item)
+        tally.apply(self.stats)
+        return item
+
+    async def close_spider(self) -> None:
+        await close_batcher(self.crawler, self.batcher, self.stage)
+
+    def process_batch(self, items: list[Any]) -> list[Any]:
+        """Process ``items`` (in the worker thread): a :class:`Tally` per item, in order."""
+        raise NotImplementedError

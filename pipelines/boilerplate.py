@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from scrapy.crawler import Crawler
 
-from pipelines import SERVER_ERRORS, Tally, close_batcher, stage_batcher
+from pipelines import SERVER_ERRORS, BatchedStage, Tally
 from tracker.context import tracker_context
 from tracker.items import PageItem
 from tracker.model import site_of
@@ -16,27 +16,15 @@ from tracker.text.normalize import normalize
 from tracker.text.site_boilerplate import MasterText, SiteBoilerplate
 
 
-class SiteBoilerplatePipeline:
+class SiteBoilerplatePipeline(BatchedStage):
+    stage = "boilerplate"
+
     def __init__(self, crawler: Crawler) -> None:
-        self.crawler = crawler
-        self.stats = crawler.stats
+        super().__init__(crawler)
         self.min_pages = crawler.settings.getint("TRACKER_BOILERPLATE_MIN_PAGES", 5)
         self._boilerplate: SiteBoilerplate | None = None
-        self.batcher = stage_batcher(crawler, self._mask_batch, "boilerplate")
 
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> SiteBoilerplatePipeline:
-        return cls(crawler)
-
-    async def close_spider(self) -> None:
-        await close_batcher(self.crawler, self.batcher, "boilerplate")
-
-    async def process_item(self, item: PageItem) -> PageItem:
-        tally = await self.batcher.submit(item)
-        tally.apply(self.stats)
-        return item
-
-    def _mask_batch(self, items: list[PageItem]) -> list[Tally]:
+    def process_batch(self, items: list[PageItem]) -> list[Tally]:
         """Mask each page's site boilerplate in ``normalized``, in order. In the worker."""
         context = tracker_context(self.crawler)
         if self._boilerplate is None or self._boilerplate.client is not context.runtime.redis:

@@ -7,33 +7,20 @@ hashing pays numpy's per-call cost once per batch (:func:`simhash_texts`)."""
 
 from __future__ import annotations
 
-from scrapy.crawler import Crawler
-
-from pipelines import close_batcher, stage_batcher
+from pipelines import BatchedStage, Tally
 from tracker.fingerprints.simhash import simhash_texts
 from tracker.items import PageItem
 from tracker.text.normalize import normalize
 
 
-class FingerprintPipeline:
-    def __init__(self, crawler: Crawler) -> None:
-        self.crawler = crawler
-        self.batcher = stage_batcher(crawler, self._fingerprint_batch, "fingerprint")
+class FingerprintPipeline(BatchedStage):
+    stage = "fingerprint"
 
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> FingerprintPipeline:
-        return cls(crawler)
-
-    async def close_spider(self) -> None:
-        await close_batcher(self.crawler, self.batcher, "fingerprint")
-
-    async def process_item(self, item: PageItem) -> PageItem:
-        item["simhash"] = await self.batcher.submit(item)
-        return item
-
-    @staticmethod
-    def _fingerprint_batch(items: list[PageItem]) -> list[int]:
+    def process_batch(self, items: list[PageItem]) -> list[Tally]:
         for item in items:
             if not item.get("normalized"):
                 item["normalized"] = normalize(item["text"])
-        return simhash_texts([item["normalized"].chars for item in items]).tolist()
+        simhashes = simhash_texts([item["normalized"].chars for item in items]).tolist()
+        for item, simhash in zip(items, simhashes, strict=True):
+            item["simhash"] = simhash
+        return [Tally(item["url"]) for item in items]

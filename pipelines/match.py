@@ -4,34 +4,18 @@ worker thread."""
 
 from __future__ import annotations
 
-from scrapy.crawler import Crawler
-
-from pipelines import SERVER_ERRORS, Tally, close_batcher, stage_batcher
+from pipelines import SERVER_ERRORS, BatchedStage, Tally
 from tracker.context import tracker_context
 from tracker.items import PageItem
 
 
-class MatchPipeline:
-    def __init__(self, crawler: Crawler) -> None:
-        self.crawler = crawler
-        self.stats = crawler.stats
-        self.batcher = stage_batcher(crawler, self._match_batch, "match")
+class MatchPipeline(BatchedStage):
+    """Sets each page's ``matches`` (None when matching failed: the page is stored as such
+    and matched again by the next crawl or ``tracker rematch``) and ``library_version``."""
 
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> MatchPipeline:
-        return cls(crawler)
+    stage = "match"
 
-    async def close_spider(self) -> None:
-        await close_batcher(self.crawler, self.batcher, "match")
-
-    async def process_item(self, item: PageItem) -> PageItem:
-        """Sets ``matches`` (None when matching failed: the page is stored as such and matched
-        again by the next crawl or ``tracker rematch``) and ``library_version``."""
-        tally = await self.batcher.submit(item)
-        tally.apply(self.stats)
-        return item
-
-    def _match_batch(self, items: list[PageItem]) -> list[Tally]:
+    def process_batch(self, items: list[PageItem]) -> list[Tally]:
         context = tracker_context(self.crawler)
         tallies = [Tally(item["url"]) for item in items]
         pages = [item["normalized"] for item in items]

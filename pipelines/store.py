@@ -15,34 +15,17 @@ from __future__ import annotations
 from collections import Counter
 from datetime import UTC, datetime
 
-from scrapy.crawler import Crawler
-
-from pipelines import SERVER_ERRORS, Tally, close_batcher, stage_batcher
+from pipelines import SERVER_ERRORS, BatchedStage, Tally
 from tracker.context import TrackerContext, tracker_context
 from tracker.fingerprints.document import to_signed
 from tracker.items import PageItem
 from tracker.stores.pages import PageRecord
 
 
-class StorePipeline:
-    def __init__(self, crawler: Crawler) -> None:
-        self.crawler = crawler
-        self.stats = crawler.stats
-        self.batcher = stage_batcher(crawler, self._store_batch, "store")
+class StorePipeline(BatchedStage):
+    stage = "store"
 
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> StorePipeline:
-        return cls(crawler)
-
-    async def close_spider(self) -> None:
-        await close_batcher(self.crawler, self.batcher, "store")
-
-    async def process_item(self, item: PageItem) -> PageItem:
-        tally = await self.batcher.submit(item)
-        tally.apply(self.stats)
-        return item
-
-    def _store_batch(self, items: list[PageItem]) -> list[Tally]:
+    def process_batch(self, items: list[PageItem]) -> list[Tally]:
         context = tracker_context(self.crawler)
         tallies = [Tally(item["url"]) for item in items]
         for group in _rounds([item["url"] for item in items]):

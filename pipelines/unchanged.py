@@ -17,28 +17,18 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem
 
-from pipelines import SERVER_ERRORS, Tally, close_batcher, stage_batcher
+from pipelines import SERVER_ERRORS, BatchedStage, Tally
 from tracker.context import TrackerContext, tracker_context
 from tracker.items import PageItem
 from tracker.model import content_hash
 from tracker.stores.pages import OK
+from tracker.stores.rematch import RematchMark
 
 
-class UnchangedPagePipeline:
-    def __init__(self, crawler: Crawler) -> None:
-        self.crawler = crawler
-        self.stats = crawler.stats
-        self.batcher = stage_batcher(crawler, self._check_batch, "unchanged")
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> UnchangedPagePipeline:
-        return cls(crawler)
-
-    async def close_spider(self) -> None:
-        await close_batcher(self.crawler, self.batcher, "unchanged")
+class UnchangedPagePipeline(BatchedStage):
+    stage = "unchanged"
 
     async def process_item(self, item: PageItem) -> PageItem:
         drop, tally = await self.batcher.submit(item)
@@ -47,7 +37,7 @@ class UnchangedPagePipeline:
             raise DropItem(drop)
         return item
 
-    def _check_batch(self, items: list[PageItem]) -> list[tuple[str | None, Tally]]:
+    def process_batch(self, items: list[PageItem]) -> list[tuple[str | None, Tally]]:
         """For each page: why it is dropped (None: it goes on), and what it counts. Sets
         ``content_hash`` and ``stored`` on the items. In the stage's worker thread."""
         context = tracker_context(self.crawler)
@@ -117,7 +107,7 @@ class _LibraryState:
 
     def __init__(self, context: TrackerContext) -> None:
         self.context = context
-        self._read: tuple[int, object] | Exception | None = None
+        self._read: tuple[int, RematchMark | None] | Exception | None = None
 
     def up_to_date(self, stored: dict, tally: Tally) -> bool:
         """Matching succeeded, against the library as it stands now."""

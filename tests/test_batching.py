@@ -24,6 +24,18 @@ def run(coroutine):
     return asyncio.run(coroutine)
 
 
+def submit_together(handler, items, **options) -> list:
+    """Each item's result (or exception) when all are submitted at once."""
+
+    async def main():
+        batcher = Batcher(handler, **options)
+        results = await asyncio.gather(*(batcher.submit(x) for x in items), return_exceptions=True)
+        await batcher.close()
+        return results
+
+    return run(main())
+
+
 def test_items_arriving_together_share_batches_of_at_most_size():
     seen: list[list[int]] = []
 
@@ -31,13 +43,8 @@ def test_items_arriving_together_share_batches_of_at_most_size():
         seen.append(list(items))
         return [x * 10 for x in items]
 
-    async def main():
-        batcher = Batcher(handler, size=4, delay=0.05)
-        results = await asyncio.gather(*(batcher.submit(x) for x in range(10)))
-        await batcher.close()
-        return results
-
-    assert run(main()) == [x * 10 for x in range(10)]
+    results = submit_together(handler, range(10), size=4, delay=0.05)
+    assert results == [x * 10 for x in range(10)]
     assert seen == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]  # in order, one after the other
 
 
@@ -75,15 +82,7 @@ def test_each_item_gets_its_own_error():
     def handler(items: list[str]) -> list[object]:
         return [ValueError(f"bad {x}") if x.startswith("bad") else x.upper() for x in items]
 
-    async def main():
-        batcher = Batcher(handler, size=8, delay=0.01)
-        results = await asyncio.gather(
-            *(batcher.submit(x) for x in ["a", "bad1", "b"]), return_exceptions=True
-        )
-        await batcher.close()
-        return results
-
-    a, bad, b = run(main())
+    a, bad, b = submit_together(handler, ["a", "bad1", "b"], size=8, delay=0.01)
     assert (a, b) == ("A", "B")
     assert isinstance(bad, ValueError) and str(bad) == "bad bad1"
 
@@ -97,15 +96,7 @@ def test_a_batch_that_raises_is_run_again_item_by_item():
             raise RuntimeError("cannot encode poison")
         return [x + "!" for x in items]
 
-    async def main():
-        batcher = Batcher(handler, size=8, delay=0.01)
-        results = await asyncio.gather(
-            *(batcher.submit(x) for x in ["a", "poison", "b"]), return_exceptions=True
-        )
-        await batcher.close()
-        return results
-
-    a, poison, b = run(main())
+    a, poison, b = submit_together(handler, ["a", "poison", "b"], size=8, delay=0.01)
     assert (a, b) == ("a!", "b!")
     assert isinstance(poison, RuntimeError)
     assert calls == [["a", "poison", "b"], ["a"], ["poison"], ["b"]]
