@@ -4,8 +4,8 @@ Extraction (lxml and trafilatura, ~8 ms a chapter page) holds the GIL, so thread
 overlap it with the rest of the crawl; a process can, on another core. The workers are forked
 from a *forkserver* that imported the modules named once (not from the crawl process, which
 has threads and open connections), ignore SIGINT (Ctrl-C stops the crawl, which stops them),
-and are replaced if one dies: the calls it took are tried once more in a fresh pool, so a
-page that kills a worker (a crash in a C parser) fails alone, with its own error.
+and are replaced if one dies: the calls it took are tried once more in a fresh pool, one at a
+time, so a page that kills a worker (a crash in a C parser) fails alone, with its own error.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ class ProcessPool:
         self.processes = processes
         self.preload = list(preload)
         self._executor: ProcessPoolExecutor | None = None
+        self._retrying: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
 
     def _pool(self) -> ProcessPoolExecutor:
         if self._executor is None:
@@ -57,18 +58,28 @@ class ProcessPool:
         """``function(*args)`` in a worker process; its exception is raised here."""
         if not self.processes:
             return function(*args)
-        for attempt in (1, 2):
-            pool = self._pool()
-            try:
-                return await asyncio.wrap_future(pool.submit(function, *args))
-            except BrokenProcessPool:
-                if self._executor is pool:
-                    log.error("a worker process died; starting new ones")
-                    self._executor = None
-                    pool.shutdown(wait=False, cancel_futures=True)
-                if attempt == 2:
-                    raise
-        raise AssertionError("unreachable")
+        try:
+            return await self._submit(function, args)
+        except BrokenProcessPool:
+            async with self._retry_lock():  # one retry at a time: a killer kills only itself
+                return await self._submit(function, args)
+
+    async def _submit(self, function: Callable[..., T], args: tuple) -> T:
+        pool = self._pool()
+        try:
+            return await asyncio.wrap_future(pool.submit(function, *args))
+        except BrokenProcessPool:
+            if self._executor is pool:
+                log.error("a worker process died; starting new ones")
+                self._executor = None
+                pool.shutdown(wait=False, cancel_futures=True)
+            raise
+
+    def _retry_lock(self) -> asyncio.Lock:
+        loop = asyncio.get_running_loop()
+        if self._retrying is None or self._retrying[0] is not loop:
+            self._retrying = (loop, asyncio.Lock())
+        return self._retrying[1]
 
     def close(self) -> None:
         if self._executor is not None:
