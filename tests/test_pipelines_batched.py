@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import subprocess
 import threading
 import time
 
@@ -22,10 +23,12 @@ from pipelines.fingerprint import FingerprintPipeline
 from pipelines.match import MatchPipeline
 from pipelines.store import StorePipeline
 from pipelines.unchanged import UnchangedPagePipeline
-from tests.test_record import book, crawl, expected, own, pirate_site  # noqa: F401 (fixture)
+from tests.test_crawl_novel import crawl_settings
+from tests.test_record import FAST, book, crawl, expected, own, pirate_site  # noqa: F401
 from tests.texts import prose
 from tracker import services
 from tracker.context import TrackerContext
+from tracker.crawl import crawl_command, crawl_environment
 from tracker.items import PageItem
 from tracker.library import MasterLibrary
 from tracker.text.normalize import normalize
@@ -112,9 +115,7 @@ def test_a_batch_is_written_index_then_matches_then_pages(runtime, crawler):
     assert len({d["n"] for d in stored.values()}) == 6
 
 
-def test_each_page_of_a_failed_batch_is_counted_and_finished_by_the_next_crawl(
-    runtime, crawler
-):
+def test_each_page_of_a_failed_batch_is_counted_and_finished_by_the_next_crawl(runtime, crawler):
     masters = book(3)
     MasterLibrary.from_runtime(runtime).ingest(masters)
     context = crawler._tracker_context
@@ -197,3 +198,37 @@ def test_a_server_that_stops_answering_does_not_stop_the_downloads(own, tmp_path
     stored = {d["_id"][len(site.url) :]: d for d in runtime.db["pages"].find()}
     assert {u: d["matched_doc_ids"] for u, d in stored.items()} == expected(masters)
     assert all(d["match_state"] == "ok" for d in stored.values())
+
+
+def test_ctrl_c_finishes_the_pages_in_hand_and_the_crawl_resumes(runtime, settings, tmp_path):
+    """SIGINT to the crawl's process group, as a terminal's Ctrl-C sends it (its extraction
+    worker included): the crawl closes gracefully, every page it extracted is stored and
+    matched (the pending batches are finished), it exits 0, and the same command resumes it
+    from its JOBDIR: every page stored once, nothing fetched twice."""
+    masters = book(30, chars=400)
+    MasterLibrary.from_runtime(runtime).ingest(masters)
+    site = pirate_site(masters)
+    for i in range(1, len(masters) + 1):
+        site.pages[f"/c/{i}.html"].delay = 0.2
+    options = {**FAST, "JOBDIR": tmp_path / "job", "CONCURRENT_REQUESTS_PER_DOMAIN": 4}
+    environment = crawl_environment(crawl_settings(settings))
+    with site:
+        command = crawl_command("novel", {"start_url": site.url}, options, tmp_path / "1.log")
+        crawl = subprocess.Popen(command, env=environment, start_new_session=True)
+        deadline = time.monotonic() + 120
+        while runtime.db["pages"].estimated_document_count() < 3:
+            assert time.monotonic() < deadline and crawl.poll() is None
+            time.sleep(0.02)
+        os.killpg(crawl.pid, signal.SIGINT)
+        assert crawl.wait(120) == 0
+        first = runtime.db["crawl_runs"].find_one()
+        assert first["reason"] == "shutdown" and first["status"] == "ok"
+        assert first["errors"] == {}  # no extraction lost to the signal
+        stored = runtime.db["pages"].count_documents({"match_state": "ok"})
+        assert 3 <= stored == first["pages"]["extracted"] < len(masters)
+        command = crawl_command("novel", {"start_url": site.url}, options, tmp_path / "2.log")
+        assert subprocess.run(command, env=environment, timeout=300).returncode == 0
+        fetched = site.fetched()
+    assert all(fetched[f"/c/{i}.html"] == 1 for i in range(1, len(masters) + 1))
+    pages = {d["_id"][len(site.url) :]: d["matched_doc_ids"] for d in runtime.db["pages"].find()}
+    assert pages == expected(masters)
