@@ -4,9 +4,11 @@ store (see ``ITEM_PIPELINES``).
 No stage blocks the reactor. Extraction runs in worker processes
 (``TRACKER_EXTRACT_PROCESSES``); every MongoDB and Redis call, and the pauses of a reconnection
 (:meth:`tracker.context.TrackerContext.call`), run in a worker thread per stage, a batch of
-pages at a time (:class:`tracker.batching.Batcher`: up to ``TRACKER_BATCH_SIZE`` pages, or what
-arrived within ``TRACKER_BATCH_DELAY`` seconds while the worker was busy), so a slow or absent
-server holds up the pages that need it, never the downloads.
+pages at a time (:class:`tracker.batching.Batcher`: a batch goes to the worker when it holds
+``TRACKER_BATCH_SIZE`` pages, or when the worker is free and ``TRACKER_BATCH_DELAY`` seconds have
+passed since its first page, so batches grow while the worker is busy), so a slow or absent
+server holds up the pages that need it, never the downloads. Stats are counted in the reactor
+thread (:class:`Tally`).
 
 A page that could not be matched or stored because a server failed is counted as
 ``tracker/errors/index`` (Redis) or ``tracker/errors/store`` (MongoDB) and as

@@ -31,11 +31,13 @@ class Batcher(Generic[T, R]):
     thread, so the loop never waits for it; ``await submit(item)`` returns the item's own
     result.
 
-    *Group commit*: a batch is handed to a worker when it holds ``size`` items, or when a
-    worker is free and ``delay`` seconds have passed since its first item. While every worker
+    *Group commit* (DeWitt et al., "Implementation techniques for main memory database
+    systems", SIGMOD 1984): a batch is handed to a worker when it holds ``size`` items, or when
+    a worker is free and ``delay`` seconds have passed since its first item. While every worker
     is busy the next batch keeps filling, so batches grow with the load and each round trip
-    serves more items, while a lone item waits ``delay`` at most. With ``workers=1`` (the
-    default) batches run one after the other, in the order their items were submitted.
+    serves more items, while an item meeting an idle worker waits ``delay`` at most. With
+    ``workers=1`` (the default) batches run one after the other, in the order their items were
+    submitted.
 
     Errors are each item's own: a result that is an exception is raised to that item's
     awaiter only. A batch whose handler raises is run again item by item (in the same
