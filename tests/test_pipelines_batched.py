@@ -223,7 +223,8 @@ def test_ctrl_c_finishes_the_pages_in_hand_and_the_crawl_resumes(runtime, settin
         assert crawl.wait(120) == 0
         first = runtime.db["crawl_runs"].find_one()
         assert first["reason"] == "shutdown" and first["status"] == "ok"
-        assert first["errors"] == {}  # no extraction lost to the signal
+        # No page lost to the signal (the site's /about.html may have been a 404 by then).
+        assert set(first["errors"]) <= {"http_404"}
         stored = runtime.db["pages"].count_documents({"match_state": "ok"})
         assert 3 <= stored == first["pages"]["extracted"] < len(masters)
         command = crawl_command("novel", {"start_url": site.url}, options, tmp_path / "2.log")
