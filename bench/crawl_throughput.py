@@ -8,14 +8,19 @@ database, with AutoThrottle off and 16 requests in flight:
 
 * ``fetch only``: no item pipelines (the baseline: Scrapy, the spider, decoding, link
   extraction);
-* ``+ extract``: the extract pipeline only;
-* ``full``: extract → unchanged check → fingerprint → match → store;
+* ``+ extract``: the extract pipeline only (in its worker process);
+* ``full``: extract → unchanged check → site boilerplate → fingerprint → match → store, the
+  server work in worker threads, batched; extraction in a worker process;
+* ``full, extraction in process``: the same with ``TRACKER_EXTRACT_PROCESSES=0``;
 * ``re-crawl unchanged``: the full crawl again over the stored pages (content-hash skip).
 
 Pages/s is responses over the spider's open time (from the run record in ``crawl_runs``, so
-process start-up is excluded). Ratios are against the baseline measured in the same run.
+process start-up is excluded). Ratios are against the baseline measured in the same round;
+with ``--rounds N`` the variants run N times, alternated, and the medians are reported (the
+machine is shared: the load average is printed too). The mean batch of each stage comes from
+the full crawl's stats.
 
-    python -m bench.crawl_throughput --pages 300
+    python -m bench.crawl_throughput --pages 300 --rounds 3
 """
 
 from __future__ import annotations
@@ -23,7 +28,9 @@ from __future__ import annotations
 import argparse
 import html
 import json
+import os
 import random
+import statistics
 import sys
 import tempfile
 import time
@@ -94,7 +101,10 @@ VARIANTS = {
     "fetch only": {"ITEM_PIPELINES": "{}"},
     "+ extract": {"ITEM_PIPELINES": json.dumps({"pipelines.extract.ExtractPipeline": 100})},
     "full": {},
+    "full, extraction in process": {"TRACKER_EXTRACT_PROCESSES": 0},
+    "re-crawl unchanged": {},  # over the pages the full crawl stored
 }
+STAGES = ("unchanged", "boilerplate", "fingerprint", "match", "store")
 COMMON = {
     "AUTOTHROTTLE_ENABLED": 0,
     "CONCURRENT_REQUESTS": 16,
@@ -121,6 +131,7 @@ def run_variant(
         raise SystemExit(f"{name}: crawl failed (exit {code}), see {log_dir}")
     run = runtime.db["crawl_runs"].find_one(sort=[("finished_at", -1)])
     seconds = (run["finished_at"] - run["started_at"]).total_seconds()
+    stats = run["stats"]
     return {
         "pages": run["pages"]["fetched"],
         "seconds": round(seconds, 2),
@@ -128,12 +139,18 @@ def run_variant(
         "stored": run["pages"]["stored"],
         "matched": run["pages"]["matched"],
         "unchanged": run["pages"]["unchanged"],
+        "mean_batch": {
+            stage: round(stats[f"tracker__batches__{stage}__pages"] / stats[key], 1)
+            for stage in STAGES
+            if (key := f"tracker__batches__{stage}") in stats
+        },
     }
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pages", type=int, default=300)
+    parser.add_argument("--rounds", type=int, default=1, help="runs of every variant, alternated")
     parser.add_argument("--data-dir", type=Path, help="tracker data dir (default: a temporary one)")
     args = parser.parse_args(argv)
 
@@ -144,18 +161,22 @@ def main(argv: list[str] | None = None) -> int:
             base = replace(base, data_dir=args.data_dir or tmp_path / "data")
         tag = f"bench_crawl_{int(time.time())}"
         copies = build_site(tmp_path / "site", args.pages)
-        results: dict[str, dict[str, float]] = {}
+        runs: dict[str, list[dict]] = {name: [] for name in VARIANTS}
+        load = [os.getloadavg()[0]]
         with serve(tmp_path / "site") as site:
-            for i, (name, extra) in enumerate([*VARIANTS.items(), ("re-crawl unchanged", {})]):
-                db = f"{tag}_{i if name != 're-crawl unchanged' else len(VARIANTS) - 1}"
-                settings = replace(base, mongo_db=db, redis_prefix=f"{tag}:")
-                runtime = Runtime(settings)
-                if name in ("full", "re-crawl unchanged") and not runtime.db[
-                    "masters"
-                ].count_documents({}):
-                    MasterLibrary.from_runtime(runtime).ingest(master_documents())
-                results[name] = run_variant(name, settings, site.url, extra, tmp_path)
-                print(f"{name:>20}: {results[name]}", file=sys.stderr)
+            for round_no in range(args.rounds):
+                for name, extra in VARIANTS.items():
+                    # Each crawl into a fresh database and index; the re-crawl into the full's.
+                    own = "full" if name == "re-crawl unchanged" else name
+                    db = f"{tag}_{round_no}_{list(VARIANTS).index(own)}"
+                    settings = replace(base, mongo_db=db, redis_prefix=f"{tag}:{db}:")
+                    runtime = Runtime(settings)
+                    if name.startswith("full") and not runtime.db["masters"].count_documents({}):
+                        MasterLibrary.from_runtime(runtime).ingest(master_documents())
+                    result = run_variant(name, settings, site.url, extra, tmp_path)
+                    runs[name].append(result)
+                    print(f"{name:>28}: {result}", file=sys.stderr)
+                load.append(os.getloadavg()[0])
         cleanup = Runtime(replace(base, redis_prefix=f"{tag}:"))
         for name in cleanup.mongo.list_database_names():
             if name.startswith(tag):
@@ -167,16 +188,33 @@ def main(argv: list[str] | None = None) -> int:
 
             services.stop(replace(base, mongo_url=None, redis_url=None))
 
-    baseline = results["fetch only"]["pages_per_second"]
+    baselines = [r["pages_per_second"] for r in runs["fetch only"]]
     title = f"variant ({args.pages} chapter pages, {copies} copies)"
-    print(f"| {title} | pages | s | pages/s | vs fetch only |")
-    print("|---|---:|---:|---:|---:|")
-    for name, r in results.items():
-        ratio = r["pages_per_second"] / baseline
+    print(
+        f"{args.rounds} round(s); load average (1 min) before and after each round: "
+        + ", ".join(f"{x:.1f}" for x in load)
+    )
+    print(f"| {title} | pages | s | pages/s | vs fetch only | matched |")
+    print("|---|---:|---:|---:|---:|---:|")
+    results = {}
+    for name, rs in runs.items():
+        ratios = [r["pages_per_second"] / b for r, b in zip(rs, baselines, strict=True)]
+        r = results[name] = {
+            "pages": rs[0]["pages"],
+            "seconds": round(statistics.median(x["seconds"] for x in rs), 2),
+            "pages_per_second": round(statistics.median(x["pages_per_second"] for x in rs), 1),
+            "vs_fetch_only": round(statistics.median(ratios), 3),
+            "matched": rs[0]["matched"],
+            "runs": rs,
+        }
         print(
-            f"| {name} | {r['pages']} | {r['seconds']} | {r['pages_per_second']} | {ratio:.2f}× |"
+            f"| {name} | {r['pages']} | {r['seconds']} | {r['pages_per_second']} | "
+            f"{r['vs_fetch_only']:.2f}× | {r['matched']} |"
         )
-    print(json.dumps({"pages": args.pages, "copies": copies, "results": results}))
+    batches = runs["full"][0]["mean_batch"]
+    if batches:
+        print("mean batch (full): " + ", ".join(f"{k} {v}" for k, v in batches.items()))
+    print(json.dumps({"pages": args.pages, "copies": copies, "load": load, "results": results}))
     return 0
 
 

@@ -1,14 +1,14 @@
 """Drop a site's own boilerplate — short lines repeated across many of its pages — from the text
 that is fingerprinted and matched (the stored text and every offset stay as they were). Each
 page counts once, and lines of master text are never dropped (see
-:mod:`tracker.text.site_boilerplate`)."""
+:mod:`tracker.text.site_boilerplate`). The counts are kept in Redis, page after page in the
+order the pages arrive, in a worker thread."""
 
 from __future__ import annotations
 
-from scrapy import Spider
 from scrapy.crawler import Crawler
 
-from pipelines import SERVER_ERRORS, count_failure
+from pipelines import SERVER_ERRORS, BatchedStage, Tally
 from tracker.context import tracker_context
 from tracker.items import PageItem
 from tracker.model import site_of
@@ -16,20 +16,19 @@ from tracker.text.normalize import normalize
 from tracker.text.site_boilerplate import MasterText, SiteBoilerplate
 
 
-class SiteBoilerplatePipeline:
+class SiteBoilerplatePipeline(BatchedStage):
+    stage = "boilerplate"
+
     def __init__(self, crawler: Crawler) -> None:
-        self.crawler = crawler
-        self.stats = crawler.stats
+        super().__init__(crawler)
         self.min_pages = crawler.settings.getint("TRACKER_BOILERPLATE_MIN_PAGES", 5)
         self._boilerplate: SiteBoilerplate | None = None
 
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> SiteBoilerplatePipeline:
-        return cls(crawler)
-
-    def process_item(self, item: PageItem, spider: Spider | None = None) -> PageItem:
+    def process_batch(self, items: list[PageItem]) -> list[Tally]:
+        """Mask each page's site boilerplate in ``normalized``, in order. In the worker."""
         context = tracker_context(self.crawler)
-        if self._boilerplate is None:
+        if self._boilerplate is None or self._boilerplate.client is not context.runtime.redis:
+            # (again after a reconnection to a server that came back elsewhere)
             self._boilerplate = SiteBoilerplate(
                 context.runtime.redis, context.runtime.settings.redis_prefix, self.min_pages
             )
@@ -41,13 +40,16 @@ class SiteBoilerplatePipeline:
             ],
             version=lambda: context.detector.version or 0,
         )
-        url = item["url"]
-        try:
-            mask, dropped = self._boilerplate.mask(site_of(url), item["text"], url, library)
-        except SERVER_ERRORS as exc:  # counts or library unavailable: match the page as it is
-            count_failure(self.stats, exc, url, "site boilerplate lookup")
-            return item
-        if dropped:
-            item["normalized"] = normalize(item["text"], drop=mask)
-            self.stats.inc_value("tracker/boilerplate_lines", dropped)
-        return item
+        tallies = []
+        for item in items:
+            url, tally = item["url"], Tally(item["url"])
+            tallies.append(tally)
+            try:
+                mask, dropped = self._boilerplate.mask(site_of(url), item["text"], url, library)
+            except SERVER_ERRORS as exc:  # counts or library unavailable: match it as it is
+                tally.failure(exc, "site boilerplate lookup")
+                continue
+            if dropped:
+                item["normalized"] = normalize(item["text"], drop=mask)
+                tally.inc("tracker/boilerplate_lines", dropped)
+        return tallies

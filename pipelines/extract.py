@@ -10,6 +10,11 @@ pages, textless pages and copies of a page's canonical.
   stored; when the page is met before its canonical, the page is kept and the canonical,
   arriving later with the same text, is the copy dropped. Counted as
   ``tracker/pages_canonical_copy``.
+
+Extraction runs in ``TRACKER_EXTRACT_PROCESSES`` worker processes (0: in the crawl process),
+beside the downloads and the other stages; a page whose extraction fails, or kills its worker
+twice, is counted as ``tracker/errors/extract`` and dropped. Stored canonicals are looked up a
+batch at a time in a worker thread.
 """
 
 from __future__ import annotations
@@ -22,13 +27,13 @@ from scrapy import Spider
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem
 
-from pipelines import SERVER_ERRORS, count_failure
+from pipelines import SERVER_ERRORS, Tally, close_batcher, stage_batcher
 from spiders.base import canonical_of
 from tracker.context import tracker_context
-from tracker.extract import ExtractionRules, extract
+from tracker.extract import ExtractionRules, extract_normalized
 from tracker.items import PageItem
 from tracker.model import content_hash
-from tracker.text.normalize import normalize
+from tracker.process_pool import ProcessPool
 
 log = logging.getLogger(__name__)
 
@@ -45,15 +50,28 @@ class ExtractPipeline:
         self.min_chars = crawler.settings.getint("TRACKER_MIN_TEXT_CHARS", 80)
         self.recent: OrderedDict[str, str] = OrderedDict()  # url -> text digest, this crawl
         self.variants: OrderedDict[str, set[str]] = OrderedDict()  # canonical -> kept digests
+        self.pool = ProcessPool(
+            crawler.settings.getint("TRACKER_EXTRACT_PROCESSES", 0), preload=["tracker.extract"]
+        )
+        self.lookups = stage_batcher(crawler, self._stored_digests, "canonical")
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ExtractPipeline:
         return cls(crawler)
 
-    def process_item(self, item: PageItem, spider: Spider | None = None) -> PageItem:
+    def open_spider(self, spider: Spider | None = None) -> None:
+        self.pool.start()
+
+    async def close_spider(self, spider: Spider | None = None) -> None:
+        await close_batcher(self.crawler, self.lookups, "canonical")
+        self.pool.close()
+
+    async def process_item(self, item: PageItem) -> PageItem:
         rules = ExtractionRules.from_dict(item.get("rules"))
         try:
-            extracted = extract(item["html"], item["url"], rules)
+            extracted, normalized = await self.pool.run(
+                extract_normalized, item["html"], item["url"], rules
+            )
         except Exception as exc:  # hostile markup must not stop the crawl
             log.warning("extraction failed for %s: %r", item["url"], exc)
             self.stats.inc_value("tracker/errors/extract")
@@ -63,12 +81,13 @@ class ExtractPipeline:
         if extracted.is_list and not (rules and rules.articles):
             self.stats.inc_value("tracker/skipped/list_page")
             raise DropItem(f"list page (main text mostly links): {item['url']}")
-        normalized = normalize(extracted.text)
         self.stats.inc_value(f"tracker/extractor/{extracted.extractor}")
         if len(normalized) < self.min_chars:
             self.stats.inc_value("tracker/pages_without_text")
             raise DropItem(f"no body text ({len(normalized)} characters): {item['url']}")
-        self._drop_canonical_copy(item["url"], extracted.text, extracted.metadata.get("canonical"))
+        await self._drop_canonical_copy(
+            item["url"], extracted.text, extracted.metadata.get("canonical")
+        )
         self.stats.inc_value("tracker/pages_extracted")
         item["text"] = extracted.text
         item["title"] = extracted.title
@@ -78,13 +97,18 @@ class ExtractPipeline:
         item["normalized"] = normalized
         return item
 
-    def _drop_canonical_copy(self, url: str, text: str, href: str | None) -> None:
+    async def _drop_canonical_copy(self, url: str, text: str, href: str | None) -> None:
         """Raise DropItem when the page is a copy of its canonical, or the canonical of a page
         already kept with the same text; remember the page's digest otherwise."""
         digest = content_hash(text)
         canonical = canonical_of(url, href)
         if canonical is not None:
-            if self._known_digest(canonical) == digest:
+            known = self.recent.get(canonical)
+            if known is None:
+                stored, tally = await self.lookups.submit(canonical)
+                tally.apply(self.stats)
+                known = self.recent.get(canonical, stored)  # met meanwhile: that text wins
+            if known == digest:
                 self.stats.inc_value("tracker/pages_canonical_copy")
                 raise DropItem(f"same text as its canonical {canonical}: {url}")
             _remember(self.variants, canonical, set()).add(digest)
@@ -93,16 +117,18 @@ class ExtractPipeline:
             raise DropItem(f"same text as a page naming it canonical, kept: {url}")
         _remember(self.recent, url, digest)
 
-    def _known_digest(self, url: str) -> str | None:
-        """The text digest of ``url`` met in this crawl, or stored."""
-        if url in self.recent:
-            return self.recent[url]
+    def _stored_digests(self, urls: list[str]) -> list[tuple[str | None, Tally]]:
+        """The stored text digest of each of ``urls`` (None: not stored, or unknown when the
+        store is away: the page is kept). In the lookup worker."""
         context = tracker_context(self.crawler)
+        tallies = [Tally(url) for url in urls]
         try:
-            return context.call(lambda: context.pages.known_hash(url), "page lookup")
-        except SERVER_ERRORS as exc:  # unknown: the page is kept
-            count_failure(self.stats, exc, url, "page lookup")
-            return None
+            known = context.call(lambda: context.pages.known_hashes(urls), "page lookup")
+        except SERVER_ERRORS as exc:
+            for tally in tallies:
+                tally.failure(exc, "page lookup")
+            known = {}
+        return [(known.get(url), tally) for url, tally in zip(urls, tallies, strict=True)]
 
 
 def _remember(table: OrderedDict[str, V], key: str, value: V) -> V:

@@ -1,18 +1,26 @@
 """Fingerprint a page's text: its SimHash-64 (matched against the library's near-duplicate
-index and used to group mirror copies). The page's shingles are hashed by the match itself."""
+index and used to group mirror copies). The page's shingles are hashed by the match itself.
+
+The SimHash of a batch of pages is computed together in a worker thread: the jieba
+segmentation runs there without the GIL (on another core than the downloads), and the
+hashing pays numpy's per-call cost once per batch (:func:`simhash_texts`)."""
 
 from __future__ import annotations
 
-from scrapy import Spider
-
-from tracker.fingerprints.document import text_simhash
+from pipelines import BatchedStage, Tally
+from tracker.fingerprints.simhash import simhash_texts
 from tracker.items import PageItem
 from tracker.text.normalize import normalize
 
 
-class FingerprintPipeline:
-    def process_item(self, item: PageItem, spider: Spider | None = None) -> PageItem:
-        normalized = item.get("normalized") or normalize(item["text"])
-        item["normalized"] = normalized
-        item["simhash"] = text_simhash(normalized)
-        return item
+class FingerprintPipeline(BatchedStage):
+    stage = "fingerprint"
+
+    def process_batch(self, items: list[PageItem]) -> list[Tally]:
+        for item in items:
+            if not item.get("normalized"):
+                item["normalized"] = normalize(item["text"])
+        simhashes = simhash_texts([item["normalized"].chars for item in items]).tolist()
+        for item, simhash in zip(items, simhashes, strict=True):
+            item["simhash"] = simhash
+        return [Tally(item["url"]) for item in items]

@@ -1,40 +1,39 @@
-"""Match a fingerprinted page against the master library index."""
+"""Match fingerprinted pages against the master library index, a batch at a time: the index
+is read in one round trip for the whole batch (:meth:`Detector.check_normalized_many`), in a
+worker thread."""
 
 from __future__ import annotations
 
-from scrapy import Spider
-from scrapy.crawler import Crawler
-
-from pipelines import SERVER_ERRORS, count_failure
+from pipelines import SERVER_ERRORS, BatchedStage, Tally
 from tracker.context import tracker_context
 from tracker.items import PageItem
 
 
-class MatchPipeline:
-    def __init__(self, crawler: Crawler) -> None:
-        self.crawler = crawler
-        self.stats = crawler.stats
+class MatchPipeline(BatchedStage):
+    """Sets each page's ``matches`` (None when matching failed: the page is stored as such
+    and matched again by the next crawl or ``tracker rematch``) and ``library_version``."""
 
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> MatchPipeline:
-        return cls(crawler)
+    stage = "match"
 
-    def process_item(self, item: PageItem, spider: Spider | None = None) -> PageItem:
-        """Sets ``matches`` (None when matching failed: the page is stored as such and matched
-        again by the next crawl or ``tracker rematch``) and ``library_version``."""
+    def process_batch(self, items: list[PageItem]) -> list[Tally]:
         context = tracker_context(self.crawler)
+        tallies = [Tally(item["url"]) for item in items]
+        pages = [item["normalized"] for item in items]
+        simhashes = [item["simhash"] for item in items]
         try:
-            matches = context.call(
-                lambda: context.detector.check_normalized(item["normalized"], item["simhash"]),
-                "matching",
+            found = context.call(
+                lambda: context.detector.check_normalized_many(pages, simhashes), "matching"
             )
-        except SERVER_ERRORS as exc:  # keep the page, unmatched; count it
-            count_failure(self.stats, exc, item["url"], "matching", "unmatched")
-            item["matches"] = None
-            return item
-        item["matches"] = [m.to_dict() for m in matches]
-        item["library_version"] = context.detector.version or 0
-        if matches:
-            self.stats.inc_value("tracker/pages_matched")
-            self.stats.inc_value("tracker/matches", len(matches))
-        return item
+            version = context.detector.version or 0
+        except SERVER_ERRORS as exc:  # keep the pages, unmatched; count each
+            for item, tally in zip(items, tallies, strict=True):
+                tally.failure(exc, "matching", "unmatched")
+                item["matches"] = None
+            return tallies
+        for item, tally, matches in zip(items, tallies, found, strict=True):
+            item["matches"] = [m.to_dict() for m in matches]
+            item["library_version"] = version
+            if matches:
+                tally.inc("tracker/pages_matched")
+                tally.inc("tracker/matches", len(matches))
+        return tallies

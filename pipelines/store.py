@@ -1,81 +1,119 @@
-"""Store the page (upsert by URL), its matches and its page-index anchors.
+"""Store the pages (upserted by URL), their matches and their page-index anchors, a batch at a
+time in a worker thread.
 
 Order, so that a failure at any step leaves a page that the next crawl or ``tracker rematch``
-processes again rather than one that looks done: a new text gets a new page number and its
+processes again rather than one that looks done: new texts get new page numbers and their
 anchors in the page index (:mod:`tracker.index.page_index`) first, then the matches (upserted,
-the page's others closed), and the page document last, with its match state.
+the pages' others closed), and the page documents last, with their match state. Each step is
+one round trip for the batch; a step that fails counts every page it concerned, and the pages
+it did not concern go on (a page that could not be matched is still stored as such). A URL met
+twice in a batch is written twice, in order.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import UTC, datetime
 
-from scrapy import Spider
-from scrapy.crawler import Crawler
-
-from pipelines import SERVER_ERRORS, count_failure
-from tracker.context import tracker_context
+from pipelines import SERVER_ERRORS, BatchedStage, Tally
+from tracker.context import TrackerContext, tracker_context
 from tracker.fingerprints.document import to_signed
 from tracker.items import PageItem
 from tracker.stores.pages import PageRecord
 
 
-class StorePipeline:
-    def __init__(self, crawler: Crawler) -> None:
-        self.crawler = crawler
-        self.stats = crawler.stats
+class StorePipeline(BatchedStage):
+    stage = "store"
 
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> StorePipeline:
-        return cls(crawler)
-
-    def process_item(self, item: PageItem, spider: Spider | None = None) -> PageItem:
+    def process_batch(self, items: list[PageItem]) -> list[Tally]:
         context = tracker_context(self.crawler)
-        url, now = item["url"], datetime.now(UTC)
-        matches = item.get("matches")
-        record = PageRecord(
-            url=url,
-            text=item["text"],
-            title=item.get("title") or "",
-            extractor=item.get("extractor") or "",
-            status=item.get("status", 200),
-            simhash=to_signed(item["simhash"]) if item.get("simhash") is not None else None,
-            extra={
-                "encoding": item.get("encoding"),
-                "chapter_title": item.get("chapter_title") or "",
-                "metadata": item.get("metadata") or {},
-                "truncated": bool(item.get("truncated")),
-            },
-            matched=[m["doc_id"] for m in matches] if matches is not None else None,
-            library_version=item.get("library_version") or 0,
-        )
-        new_matches = 0
-        stored = item.get("stored") or {}
-        if stored.get("content_hash") != item.get("content_hash") or not stored.get("n"):
-            # A new text (or one never filed): a new page number, its anchors filed; not for
-            # a page that could not be matched (0: rematch files it when it matches it).
-            record.n = 0
-            if record.matched is not None:
-                try:
-                    record.n = context.call(context.pages.allocate_n, "page number")
-                    tokens = item["normalized"].tokens
-                    context.call(lambda: context.page_index.add([(record.n, tokens)]), "page index")
-                except SERVER_ERRORS as exc:  # not in the page index: let rematch redo it all
-                    count_failure(self.stats, exc, url, "filing the page's anchors", "unmatched")
-                    record.n, record.matched = 0, None
-        try:
-            if record.matched is not None:
-                new_matches, closed = context.call(
-                    lambda: context.matches.record(url, matches, now), "storing matches"
+        tallies = [Tally(item["url"]) for item in items]
+        for group in _rounds([item["url"] for item in items]):
+            self._store([items[k] for k in group], [tallies[k] for k in group], context)
+        return tallies
+
+    def _store(self, items: list[PageItem], tallies: list[Tally], ctx: TrackerContext) -> None:
+        """Store pages of distinct URLs (see the module doc for the order)."""
+        now = datetime.now(UTC)
+        records = [_record(item) for item in items]
+        # A new text (or one never filed) gets a new page number and its anchors filed; not a
+        # page that could not be matched (0: rematch files it when it matches it).
+        filing = []
+        for k, (item, record) in enumerate(zip(items, records, strict=True)):
+            stored = item.get("stored") or {}
+            if stored.get("content_hash") != item.get("content_hash") or not stored.get("n"):
+                record.n = 0
+                if record.matched is not None:
+                    filing.append(k)
+        if filing:
+            try:
+                numbers = ctx.call(lambda: ctx.pages.allocate_ns(len(filing)), "page number")
+                for k, n in zip(filing, numbers, strict=True):
+                    records[k].n = n
+                anchors = [(records[k].n, items[k]["normalized"].tokens) for k in filing]
+                ctx.call(lambda: ctx.page_index.add(anchors), "page index")
+            except SERVER_ERRORS as exc:  # not in the page index: let rematch redo it all
+                for k in filing:
+                    tallies[k].failure(exc, "filing the page's anchors", "unmatched")
+                    records[k].n, records[k].matched = 0, None
+        saving = list(range(len(items)))
+        matched = [k for k in saving if records[k].matched is not None]
+        if matched:
+            found = {records[k].url: items[k]["matches"] for k in matched}
+            try:
+                new, closed = ctx.call(
+                    lambda: ctx.matches.record_many(found, now), "storing matches"
                 )
-                self.stats.inc_value("tracker/matches_closed", closed)
-            changed = context.call(lambda: context.pages.save(record, now), "storing the page")
-        except SERVER_ERRORS as exc:  # the store is away: count it, keep crawling
-            count_failure(self.stats, exc, url, "storing", "unstored")
-            return item
-        self.stats.inc_value("tracker/pages_stored")
-        if not changed:
-            self.stats.inc_value("tracker/pages_unchanged_rematched")
-        if new_matches:
-            self.stats.inc_value("tracker/matches_new", new_matches)
-        return item
+                tallies[matched[0]].inc("tracker/matches_closed", closed)  # the batch's totals
+                tallies[matched[0]].inc("tracker/matches_new", new)
+            except SERVER_ERRORS as exc:  # the store is away: these pages are not stored
+                for k in matched:
+                    tallies[k].failure(exc, "storing", "unstored")
+                saving = [k for k in saving if records[k].matched is None]
+        if not saving:
+            return
+        try:
+            changed = ctx.call(
+                lambda: ctx.pages.save_many([records[k] for k in saving], now), "storing the page"
+            )
+        except SERVER_ERRORS as exc:  # the store is away: count each page, keep crawling
+            for k in saving:
+                tallies[k].failure(exc, "storing", "unstored")
+            return
+        for k, new_text in zip(saving, changed, strict=True):
+            tallies[k].inc("tracker/pages_stored")
+            if not new_text:
+                tallies[k].inc("tracker/pages_unchanged_rematched")
+
+
+def _record(item: PageItem) -> PageRecord:
+    matches = item.get("matches")
+    return PageRecord(
+        url=item["url"],
+        text=item["text"],
+        title=item.get("title") or "",
+        extractor=item.get("extractor") or "",
+        status=item.get("status", 200),
+        simhash=to_signed(item["simhash"]) if item.get("simhash") is not None else None,
+        extra={
+            "encoding": item.get("encoding"),
+            "chapter_title": item.get("chapter_title") or "",
+            "metadata": item.get("metadata") or {},
+            "truncated": bool(item.get("truncated")),
+        },
+        matched=[m["doc_id"] for m in matches] if matches is not None else None,
+        library_version=item.get("library_version") or 0,
+    )
+
+
+def _rounds(urls: list[str]) -> list[list[int]]:
+    """Positions of ``urls`` in rounds where each URL appears once, its repeats in later
+    rounds (bulk writes of one URL twice would race each other)."""
+    rounds: list[list[int]] = []
+    met: Counter[str] = Counter()
+    for k, url in enumerate(urls):
+        if met[url] == len(rounds):
+            rounds.append([])
+        rounds[met[url]].append(k)
+        met[url] += 1
+    return rounds

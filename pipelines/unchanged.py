@@ -8,81 +8,122 @@ matches then only get their ``last_seen`` refreshed, so the day's report lists t
 whose matching failed, or that was matched before masters were added or changed, goes on
 through the pipelines and is matched again. A page cut short in transfer is never stored over
 a complete earlier copy.
+
+The stored states of a batch of pages are read with one query, and their refreshes written
+with one bulk write per collection, in a worker thread.
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from scrapy import Spider
-from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem
 
-from pipelines import SERVER_ERRORS, count_failure
-from tracker.context import tracker_context
+from pipelines import SERVER_ERRORS, BatchedStage, Tally
+from tracker.context import TrackerContext, tracker_context
 from tracker.items import PageItem
 from tracker.model import content_hash
 from tracker.stores.pages import OK
+from tracker.stores.rematch import RematchMark
 
 
-class UnchangedPagePipeline:
-    def __init__(self, crawler: Crawler) -> None:
-        self.crawler = crawler
-        self.stats = crawler.stats
+class UnchangedPagePipeline(BatchedStage):
+    stage = "unchanged"
 
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> UnchangedPagePipeline:
-        return cls(crawler)
+    async def process_item(self, item: PageItem) -> PageItem:
+        drop, tally = await self.batcher.submit(item)
+        tally.apply(self.stats)
+        if drop:
+            raise DropItem(drop)
+        return item
 
-    def process_item(self, item: PageItem, spider: Spider | None = None) -> PageItem:
+    def process_batch(self, items: list[PageItem]) -> list[tuple[str | None, Tally]]:
+        """For each page: why it is dropped (None: it goes on), and what it counts. Sets
+        ``content_hash`` and ``stored`` on the items. In the stage's worker thread."""
         context = tracker_context(self.crawler)
-        url = item["url"]
-        digest = content_hash(item["text"])
-        item["content_hash"] = digest
+        tallies = [Tally(item["url"]) for item in items]
+        for item in items:
+            item["content_hash"] = content_hash(item["text"])
         try:
-            stored = context.call(lambda: context.pages.state(url), "page lookup")
-        except SERVER_ERRORS as exc:  # the store is away: process the page as new
-            count_failure(self.stats, exc, url, "page lookup")
-            return item
-        item["stored"] = stored
-        if stored is None or (stored.get("content_hash") != digest and not item.get("truncated")):
-            return item
-        unchanged = stored.get("content_hash") == digest
-        if unchanged and not self._up_to_date(stored):
-            self.stats.inc_value("tracker/pages_rematched")  # unchanged, but matched again
-            return item
-        now = datetime.now(UTC)
-        try:
-            context.call(lambda: context.pages.touch(url, now, status=item.get("status")), "touch")
-            refreshed = context.call(lambda: context.matches.touch(url, now), "touch")
-        except SERVER_ERRORS as exc:
-            count_failure(self.stats, exc, url, "refreshing the stored page", "unstored")
-            refreshed = None
-        if unchanged and refreshed is not None and sorted(refreshed) != sorted(
-            stored.get("matched_doc_ids") or []
-        ):
-            # The page's matches disagree with what it was found to carry (a write lost by a
-            # server without a journal): match it again rather than trust either.
-            self.stats.inc_value("tracker/pages_repaired")
-            return item
-        if unchanged:
-            self.stats.inc_value("tracker/pages_unchanged")
-            self.stats.inc_value("tracker/matches_refreshed", len(refreshed or ()))
-            raise DropItem(f"unchanged since last crawl: {url}")
-        self.stats.inc_value("tracker/pages_truncated_kept")
-        raise DropItem(f"truncated copy of a stored page, stored copy kept: {url}")
+            urls = [item["url"] for item in items]
+            states = context.call(lambda: context.pages.states(urls), "page lookup")
+        except SERVER_ERRORS as exc:  # the store is away: process the pages as new
+            for tally in tallies:
+                tally.failure(exc, "page lookup")
+            return [(None, tally) for tally in tallies]
+        library = _LibraryState(context)
+        touch: list[int] = []  # the pages only seen again
+        for k, item in enumerate(items):
+            stored = item["stored"] = states.get(item["url"])
+            same = stored is not None and stored.get("content_hash") == item["content_hash"]
+            if not same and (stored is None or not item.get("truncated")):
+                continue
+            if same and not library.up_to_date(stored, tallies[k]):
+                tallies[k].inc("tracker/pages_rematched")  # unchanged, but matched again
+                continue
+            touch.append(k)
+        refreshed = self._touch([items[k] for k in touch], [tallies[k] for k in touch], context)
+        results: list[tuple[str | None, Tally]] = [(None, tally) for tally in tallies]
+        for k in touch:
+            item, tally, carried = items[k], tallies[k], refreshed.get(items[k]["url"])
+            stored, url = item["stored"], item["url"]
+            if stored.get("content_hash") != item["content_hash"]:
+                tally.inc("tracker/pages_truncated_kept")
+                results[k] = (f"truncated copy of a stored page, stored copy kept: {url}", tally)
+            elif carried is not None and sorted(carried) != sorted(
+                stored.get("matched_doc_ids") or []
+            ):
+                # The page's matches disagree with what it was found to carry (a write lost by
+                # a server without a journal): match it again rather than trust either.
+                tally.inc("tracker/pages_repaired")
+            else:
+                tally.inc("tracker/pages_unchanged")
+                tally.inc("tracker/matches_refreshed", len(carried or ()))
+                results[k] = (f"unchanged since last crawl: {url}", tally)
+        return results
 
-    def _up_to_date(self, stored: dict) -> bool:
+    @staticmethod
+    def _touch(
+        items: list[PageItem], tallies: list[Tally], context: TrackerContext
+    ) -> dict[str, list[str]]:
+        """Mark the pages and their open matches seen now; the doc ids each carries (none
+        when the store failed: counted)."""
+        if not items:
+            return {}
+        now = datetime.now(UTC)
+        seen = [(item["url"], item.get("status")) for item in items]
+        try:
+            context.call(lambda: context.pages.touch_many(seen, now), "touch")
+            urls = [url for url, _ in seen]
+            return context.call(lambda: context.matches.touch_many(urls, now), "touch")
+        except SERVER_ERRORS as exc:
+            for tally in tallies:
+                tally.failure(exc, "refreshing the stored page", "unstored")
+            return {}
+
+
+class _LibraryState:
+    """Whether a stored match is up to date, the library version read once per batch."""
+
+    def __init__(self, context: TrackerContext) -> None:
+        self.context = context
+        self._read: tuple[int, RematchMark | None] | Exception | None = None
+
+    def up_to_date(self, stored: dict, tally: Tally) -> bool:
         """Matching succeeded, against the library as it stands now."""
         if stored.get("match_state", OK) != OK:
             return False
-        context = tracker_context(self.crawler)
-        try:
-            version = context.call(context.library_version, "library version")
-            mark = context.call(context.rematch_mark, "rematch mark")
-        except SERVER_ERRORS as exc:
-            count_failure(self.stats, exc, stored["_id"], "library version lookup")
+        if self._read is None:
+            context = self.context
+            try:
+                version = context.call(context.library_version, "library version")
+                self._read = (version, context.call(context.rematch_mark, "rematch mark"))
+            except SERVER_ERRORS as exc:
+                self._read = exc
+        if isinstance(self._read, Exception):
+            tally.failure(self._read, "library version lookup")
             return False
+        version, mark = self._read
         if int(stored.get("matched_version") or 0) >= version:
             return True
         return mark is not None and mark.covers(stored, version)

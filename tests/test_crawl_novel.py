@@ -20,7 +20,7 @@ from tracker.stores.pages import PageRecord, PageStore
 pytestmark = pytest.mark.integration
 
 # Fast and deterministic: no AutoThrottle delays, one retry with a short backoff, 3 s timeout
-# (the pipelines share the reactor thread: a shorter one can expire on a busy machine).
+# (a shorter one can expire on a busy machine).
 FAST = {
     "AUTOTHROTTLE_ENABLED": 0,
     "RETRY_TIMES": 1,

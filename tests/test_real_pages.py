@@ -54,8 +54,8 @@ def test_real_pages_through_a_crawl(runtime, settings, tmp_path):
     ]
     MasterLibrary.from_runtime(runtime).ingest(masters)
     with site:
-        # 73 real pages, some large: on a loaded machine the pipelines (in the reactor thread)
-        # can hold a download past the fast crawls' 3 s timeout.
+        # 73 real pages, some large: on a loaded machine a download can take longer than the
+        # fast crawls' 3 s timeout.
         crawl(
             "novel",
             settings,

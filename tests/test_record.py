@@ -29,6 +29,7 @@ import redis
 
 from tests.disguise import typos, with_ads
 from tests.sites import Page, TestSite, chapter_p, encoded, html_page, link_list
+from tests.stages import process
 from tests.texts import prose
 from tracker import services
 from tracker.config import Settings
@@ -555,7 +556,7 @@ def test_server_errors_in_the_match_and_store_stages_are_counted_and_repaired(ow
     context = crawler._tracker_context = TrackerContext(runtime)
     stages = [
         UnchangedPagePipeline.from_crawler(crawler),
-        FingerprintPipeline(),
+        FingerprintPipeline.from_crawler(crawler),
         MatchPipeline.from_crawler(crawler),
         StorePipeline.from_crawler(crawler),
     ]
@@ -563,7 +564,7 @@ def test_server_errors_in_the_match_and_store_stages_are_counted_and_repaired(ow
     def crawl_page(url: str, text: str) -> None:
         item = PageItem(url=url, text=text, status=200)
         for stage in stages:
-            item = stage.process_item(item)
+            item = process(stage, item)
 
     def refuses(*args, **kwargs):
         raise OperationFailure("not primary", code=10107)

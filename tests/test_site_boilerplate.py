@@ -6,6 +6,7 @@ from __future__ import annotations
 from scrapy.utils.test import get_crawler
 
 from pipelines.boilerplate import SiteBoilerplatePipeline
+from tests.stages import process
 from tracker.context import TrackerContext
 from tracker.items import PageItem
 from tracker.library import MasterLibrary
@@ -48,10 +49,11 @@ def test_pipeline_masks_boilerplate_without_touching_the_stored_text(runtime):
     for i in range(3):
         text = f"{prose(seed=20 + i, chars=300)}\n{stamp}"
         items.append(
-            pipeline.process_item(
+            process(
+                pipeline,
                 PageItem(
                     url=f"http://127.0.0.1:9/book/{i}.html", text=text, normalized=normalize(text)
-                )
+                ),
             )
         )
     assert normalize(stamp).chars in items[0]["normalized"].chars  # seen once: kept
@@ -130,8 +132,9 @@ def test_pipeline_keeps_a_repeated_master_passage_and_still_matches_it(runtime):
     stamp = "本书由某某文学网独家首放欢迎收藏"
     for i in range(5):  # the same passage of the master repeated on every page of the site
         text = f"{stamp}\n{prose(seed=80 + i, chars=300)}\n{copied}"
-        item = pipeline.process_item(
-            PageItem(url=f"http://127.0.0.1:9/p/{i}.html", text=text, normalized=normalize(text))
+        item = process(
+            pipeline,
+            PageItem(url=f"http://127.0.0.1:9/p/{i}.html", text=text, normalized=normalize(text)),
         )
     assert normalize(stamp).chars not in item["normalized"].chars  # the stamp is dropped
     assert normalize(copied).chars in item["normalized"].chars  # the copied passage is not

@@ -18,6 +18,7 @@ from pipelines.unchanged import UnchangedPagePipeline
 from spiders.base import canonical_of, decode_page, error_kind, link_text, looks_truncated
 from spiders.news import document_kind, is_article_url, is_list_url
 from spiders.siteconfig import SiteConfigError, load_site_config, parse_site_config
+from tests.stages import process
 from tests.texts import prose
 from tracker.context import TrackerContext
 from tracker.extract import ExtractionRules, extract, strip_boilerplate_lines
@@ -339,17 +340,17 @@ def test_a_copy_of_its_canonical_is_stored_once_in_either_order(runtime):
 
     text, other = prose(14, 500), prose(15, 500)
     # The variant first: kept; its canonical, with the same text, is then the copy dropped.
-    assert pipeline.process_item(page("http://x/1.html?from=a", text, "/1.html"))
+    assert process(pipeline, page("http://x/1.html?from=a", text, "/1.html"))
     with pytest.raises(DropItem, match="canonical"):
-        pipeline.process_item(page("http://x/1.html", text))
+        process(pipeline, page("http://x/1.html", text))
     # The canonical first (here: stored by an earlier crawl): the variant is the copy.
     PageStore(runtime.db).save(PageRecord(url="http://x/2.html", text=text))
     with pytest.raises(DropItem, match="canonical"):
-        pipeline.process_item(page("http://x/2.html?from=b", text, "/2.html"))
+        process(pipeline, page("http://x/2.html?from=b", text, "/2.html"))
     # Another text than its canonical's: kept (markup does not hide a page), and so is the
     # canonical.
-    assert pipeline.process_item(page("http://x/pirate/3.html", other, "/about.html"))
-    assert pipeline.process_item(page("http://x/about.html", text))
+    assert process(pipeline, page("http://x/pirate/3.html", other, "/about.html"))
+    assert process(pipeline, page("http://x/about.html", text))
     assert crawler.stats.get_value("tracker/pages_canonical_copy") == 2
 
 
@@ -399,7 +400,7 @@ def test_unchanged_page_is_not_reprocessed_but_seen_again(runtime):
     )
 
     with pytest.raises(DropItem, match="unchanged"):
-        pipeline.process_item(PageItem(url=url, text=CHAPTER, status=200))
+        process(pipeline, PageItem(url=url, text=CHAPTER, status=200))
     page = runtime.db["pages"].find_one({"_id": url})
     match = runtime.db["matches"].find_one({"url": url})
     assert page["last_seen"] > yesterday + timedelta(hours=23)
@@ -407,12 +408,12 @@ def test_unchanged_page_is_not_reprocessed_but_seen_again(runtime):
     assert match["first_seen"] < yesterday + timedelta(minutes=1)
 
     changed = PageItem(url=url, text=CHAPTER + "新增一段。", status=200)
-    assert pipeline.process_item(changed) is changed  # goes on to be fingerprinted
+    assert process(pipeline, changed) is changed  # goes on to be fingerprinted
     new = PageItem(url="http://x/2.html", text=CHAPTER, status=200)
-    assert pipeline.process_item(new) is new
+    assert process(pipeline, new) is new
     cut = PageItem(url=url, text=CHAPTER[:100], status=200, truncated=True)
     with pytest.raises(DropItem, match="truncated"):
-        pipeline.process_item(cut)
+        process(pipeline, cut)
     assert runtime.db["pages"].find_one({"_id": url})["text"] == CHAPTER
     stats = crawler.stats.get_stats()
     assert stats["tracker/pages_unchanged"] == 1
@@ -442,5 +443,5 @@ def test_an_unchanged_page_is_matched_again_when_its_record_is_not_good(runtime,
     MatchStore(runtime.db).record(url, [{"doc_id": "书/0001", "score": 1.0}])
     PageStore(runtime.db).save(PageRecord(url=url, text=CHAPTER, **state))
     item = PageItem(url=url, text=CHAPTER, status=200)
-    assert pipeline.process_item(item) is item, why  # goes on to be matched again
+    assert process(pipeline, item) is item, why  # goes on to be matched again
     assert item["stored"]["content_hash"] == item["content_hash"]

@@ -1,9 +1,14 @@
 """One shared set of tracker components per Scrapy crawler (connections, library, detector,
-stores), and what a long crawl does when a server goes away."""
+stores), and what a long crawl does when a server goes away.
+
+The pipelines call it from their worker threads: the components are safe to share (pymongo's
+and redis-py's clients are; the detector checks one batch at a time), and a reconnection is
+made by one thread at a time."""
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from functools import cached_property
@@ -45,6 +50,7 @@ class TrackerContext:
         self._generation = runtime.generation
         self._away_until = 0.0
         self._mark: tuple[float, RematchMark | None] = (0.0, None)
+        self._recovering = threading.Lock()
 
     @cached_property
     def library(self) -> MasterLibrary:
@@ -108,25 +114,34 @@ class TrackerContext:
 
     def recover(self, pause: float = 1.0) -> None:
         """Reconnect after a server went away; components built on the old connections are
-        built again, and the index is verified (a restarted Redis may have lost writes)."""
-        try:
-            self.runtime.recover(pause)
-        except Exception as exc:  # the servers' own errors: the retry will tell
-            log.error("could not recover the servers: %s", exc)
-            return
-        if self.runtime.generation != self._generation:
-            self._generation = self.runtime.generation
-            for name in _COMPONENTS:
-                self.__dict__.pop(name, None)
-        try:
-            self.library.verify()
-        except Exception as exc:
-            log.error("could not verify the index after reconnecting: %s", exc)
+        built again, and the index is verified (a restarted Redis may have lost writes). One
+        thread at a time: the others wait, then find the servers back."""
+        with self._recovering:
+            try:
+                self.runtime.recover(pause)
+            except Exception as exc:  # the servers' own errors: the retry will tell
+                log.error("could not recover the servers: %s", exc)
+                return
+            if self.runtime.generation != self._generation:
+                self._generation = self.runtime.generation
+                for name in _COMPONENTS:
+                    self.__dict__.pop(name, None)
+            try:
+                self.library.verify()
+            except Exception as exc:
+                log.error("could not verify the index after reconnecting: %s", exc)
+
+
+_CREATING = threading.Lock()
 
 
 def tracker_context(crawler: Crawler) -> TrackerContext:
+    """The crawler's context, made on first use (by whichever thread comes first)."""
     context = getattr(crawler, "_tracker_context", None)
     if context is None:
-        context = TrackerContext(Runtime(Settings.load()))
-        crawler._tracker_context = context  # type: ignore[attr-defined]
+        with _CREATING:
+            context = getattr(crawler, "_tracker_context", None)
+            if context is None:
+                context = TrackerContext(Runtime(Settings.load()))
+                crawler._tracker_context = context  # type: ignore[attr-defined]
     return context

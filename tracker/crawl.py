@@ -34,6 +34,23 @@ def crawl_environment(settings: Settings) -> dict[str, str]:
     return env
 
 
+def crawl_command(
+    spider: str,
+    arguments: Mapping[str, object] | None = None,
+    scrapy_settings: Mapping[str, object] | None = None,
+    log_file: Path | None = None,
+) -> list[str]:
+    """``python -m scrapy crawl spider -a k=v … -s K=V …``."""
+    command = [sys.executable, "-m", "scrapy", "crawl", spider]
+    for key, value in (arguments or {}).items():
+        command += ["-a", f"{key}={value}"]
+    for key, value in (scrapy_settings or {}).items():
+        command += ["-s", f"{key}={value}"]
+    if log_file:
+        command += ["-s", f"LOG_FILE={log_file}"]
+    return command
+
+
 def run_crawl(
     spider: str,
     settings: Settings,
@@ -43,15 +60,8 @@ def run_crawl(
     timeout: float | None = 1800,
 ) -> int:
     """Run ``scrapy crawl spider -a k=v … -s K=V …``; returns the process exit code."""
-    command = [sys.executable, "-m", "scrapy", "crawl", spider]
-    for key, value in (arguments or {}).items():
-        command += ["-a", f"{key}={value}"]
-    for key, value in (scrapy_settings or {}).items():
-        command += ["-s", f"{key}={value}"]
-    if log_file:
-        command += ["-s", f"LOG_FILE={log_file}"]
     result = subprocess.run(
-        command,
+        crawl_command(spider, arguments, scrapy_settings, log_file),
         env=crawl_environment(settings),
         timeout=timeout,
         check=False,

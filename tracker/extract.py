@@ -38,7 +38,7 @@ import trafilatura
 from parsel import Selector
 
 from tracker.text.chapters import CHAPTER_NUMBER
-from tracker.text.normalize import boilerplate_mask
+from tracker.text.normalize import NormalizedText, boilerplate_mask, normalize
 
 MAX_HTML_CHARS = 3_000_000
 MIN_TEXT_CHARS = 50
@@ -168,6 +168,15 @@ def extract(html: str, url: str | None = None, rules: ExtractionRules | None = N
     if len(fallback) > len(text):
         return done(fallback, "fallback")
     return done(text, "trafilatura" if text else "none")
+
+
+def extract_normalized(
+    html: str, url: str | None = None, rules: ExtractionRules | None = None
+) -> tuple[Extracted, NormalizedText]:
+    """:func:`extract`, and its text normalised: a crawl's extraction worker does both (the
+    arrays cost less to send back than to compute in the crawl process)."""
+    extracted = extract(html, url, rules)
+    return extracted, normalize(extracted.text)
 
 
 def page_metadata(selector: Selector) -> dict[str, str]:

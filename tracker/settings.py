@@ -92,6 +92,12 @@ ITEM_PIPELINES = {
 }
 # A short line on at least this many pages of a site is that site's boilerplate.
 TRACKER_BOILERPLATE_MIN_PAGES = 5
+# The stages' MongoDB and Redis work runs in worker threads, in batches of up to this many
+# pages, or what arrived within this many seconds while the worker was busy (see pipelines).
+TRACKER_BATCH_SIZE = 16
+TRACKER_BATCH_DELAY = 0.005
+# Pages are extracted in this many worker processes (0: in the crawl process).
+TRACKER_EXTRACT_PROCESSES = 1
 
 EXTENSIONS = {
     "tracker.extensions.CrawlRunRecorder": 500,

@@ -27,6 +27,7 @@ the share of the master found in the text.
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -143,6 +144,7 @@ class Detector:
         # The library version the last check ran against (read with its lookups): pages record
         # it; cached masters are dropped when it moves (masters added, replaced or deleted).
         self.version: int | None = None
+        self._checking = threading.RLock()  # one check at a time: the caches are shared
 
     def _io(self) -> ThreadPoolExecutor:
         if self._io_pool is None:
@@ -168,7 +170,16 @@ class Detector:
     ) -> list[Match]:
         """Check a page already normalised, with its SimHash (as the crawl pipelines have them).
         A long page is checked in segments (see :meth:`_check_long`), its SimHash unused."""
-        return self._check([page], [simhash], progress)[0]
+        return self.check_normalized_many([page], [simhash], progress)[0]
+
+    def check_normalized_many(
+        self,
+        pages: Sequence[NormalizedText],
+        simhashes: Sequence[int],
+        progress: Progress | None = None,
+    ) -> list[list[Match]]:
+        """:meth:`check_normalized` of a batch of pages, looked up in one round trip."""
+        return self._check(list(pages), list(simhashes), progress)
 
     def _check(
         self,
@@ -177,7 +188,17 @@ class Detector:
         progress: Progress | None = None,
     ) -> list[list[Match]]:
         """Pages up to ``LONG_PAGE_TOKENS`` are checked together in one batch, longer ones one
-        at a time in segments; ``progress`` is told of the long ones."""
+        at a time in segments; ``progress`` is told of the long ones. Threads calling the
+        same detector take turns."""
+        with self._checking:
+            return self._check_locked(pages, simhashes, progress)
+
+    def _check_locked(
+        self,
+        pages: list[NormalizedText],
+        simhashes: list[int] | None,
+        progress: Progress | None,
+    ) -> list[list[Match]]:
         results: list[list[Match]] = [[] for _ in pages]
         short = [i for i, page in enumerate(pages) if 0 < len(page) <= LONG_PAGE_TOKENS]
         if short:

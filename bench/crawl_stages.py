@@ -1,0 +1,164 @@
+"""Where a crawl's time goes: the cost of each pipeline stage per page, in CPU of the crawl
+process and of the servers, on the crawl-throughput bench's pages.
+
+Each stage runs as the crawl runs it (the pipelines' own ``process_batch`` on batches of
+``--batch`` pages, extraction through :func:`tracker.extract.extract_normalized`), one stage
+after the other over all the pages, so each is timed alone: wall time, CPU time of this
+process (all its threads: the detector's jieba and I/O threads too), and CPU time of the
+embedded SecantusDB and valkey (read from ``/proc``; Linux, embedded servers only). A second
+pass of the first two stages over the stored pages is the unchanged re-crawl.
+
+The sum says how many pages per second the machine's cores can carry: the crawl process's
+work beside the downloads (Scrapy's own cost is the fetch-only crawl of
+:mod:`bench.crawl_throughput`) and the servers' on other cores.
+
+    python -m bench.crawl_stages --pages 300
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+from scrapy.utils.test import get_crawler
+
+from bench.crawl_throughput import build_site
+from pipelines.boilerplate import SiteBoilerplatePipeline
+from pipelines.fingerprint import FingerprintPipeline
+from pipelines.match import MatchPipeline
+from pipelines.store import StorePipeline
+from pipelines.unchanged import UnchangedPagePipeline
+from tracker import services
+from tracker.batching import batches
+from tracker.config import Settings
+from tracker.context import TrackerContext
+from tracker.demo.site import master_documents
+from tracker.extract import extract_normalized
+from tracker.items import PageItem
+from tracker.library import MasterLibrary
+from tracker.runtime import Runtime
+
+
+def server_cpu(settings: Settings, name: str) -> float:
+    """CPU seconds used so far by the embedded server ``name`` (0 when unknown)."""
+    state = services.read_state(settings, name)
+    try:
+        with open(f"/proc/{state.pid}/stat") as stat:  # type: ignore[union-attr]
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except (AttributeError, OSError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def measure(settings: Settings, pages: int, work: Callable[[], object]) -> dict[str, float]:
+    """Milliseconds per page of ``work``: wall, this process's CPU, the servers' CPU."""
+    before = (
+        time.perf_counter(),
+        time.process_time(),
+        *(server_cpu(settings, n) for n in ("mongo", "redis")),
+    )
+    work()
+    after = (
+        time.perf_counter(),
+        time.process_time(),
+        *(server_cpu(settings, n) for n in ("mongo", "redis")),
+    )
+    wall, crawl, mongo, redis_ = (
+        1000 * (b - a) / pages for a, b in zip(before, after, strict=True)
+    )
+    return {"wall": wall, "crawl": crawl, "mongo": mongo, "redis": redis_}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pages", type=int, default=300)
+    parser.add_argument(
+        "--batch", type=int, default=16, help="pages per batch (the crawl's mean batch is 8-14)"
+    )
+    args = parser.parse_args(argv)
+
+    with tempfile.TemporaryDirectory(prefix="tracker-bench-stages-") as tmp:
+        base = Settings.load()
+        if not (base.mongo_url and base.redis_url):
+            base = replace(base, data_dir=Path(tmp) / "data")
+        tag = f"bench_stages_{int(time.time())}"
+        settings = replace(base, mongo_db=tag, redis_prefix=f"{tag}:")
+        runtime = Runtime(settings)
+        MasterLibrary.from_runtime(runtime).ingest(master_documents())
+        build_site(Path(tmp) / "site", args.pages)
+        files = sorted((Path(tmp) / "site" / "p").glob("*.html"), key=lambda p: int(p.stem))
+        html = [(f"http://127.0.0.1/p/{p.stem}.html", p.read_text(encoding="utf-8")) for p in files]
+        crawler = get_crawler(settings_dict={"TRACKER_BATCH_SIZE": args.batch})
+        crawler.stats.open_spider()
+        context = crawler._tracker_context = TrackerContext(runtime)
+        context.detector.check("预热")  # connections, tables and caches warm, as mid-crawl
+        stages = [
+            UnchangedPagePipeline(crawler),
+            SiteBoilerplatePipeline(crawler),
+            FingerprintPipeline(crawler),
+            MatchPipeline(crawler),
+            StorePipeline(crawler),
+        ]
+        items: list[PageItem] = []
+
+        def extract() -> None:
+            for url, page in html:
+                extracted, normalized = extract_normalized(page, url)
+                items.append(
+                    PageItem(
+                        url=url,
+                        text=extracted.text,
+                        title=extracted.title,
+                        extractor=extracted.extractor,
+                        normalized=normalized,
+                        status=200,
+                    )
+                )
+
+        def run(stage) -> Callable[[], None]:
+            def batched() -> None:
+                for batch in batches(items, args.batch):
+                    for result in stage.process_batch(batch):  # a Tally, or (drop, Tally)
+                        (result[1] if isinstance(result, tuple) else result).apply(crawler.stats)
+
+            return batched
+
+        rows = {"extract (worker process)": measure(settings, len(html), extract)}
+        for stage in stages:
+            rows[stage.stage] = measure(settings, len(items), run(stage))
+        again = UnchangedPagePipeline(crawler)
+        rows["re-crawl: unchanged"] = measure(settings, len(items), run(again))
+        assert crawler.stats.get_value("tracker/pages_unchanged") == len(items)
+        matched = crawler.stats.get_value("tracker/pages_matched")
+
+        runtime.mongo.drop_database(tag)
+        for key in runtime.redis.scan_iter(match=f"{tag}:*"):
+            runtime.redis.delete(key)
+        runtime.close()
+        if not (Settings.load().mongo_url and Settings.load().redis_url):
+            services.stop(replace(base, mongo_url=None, redis_url=None))
+
+    load = os.getloadavg()[0]
+    print(
+        f"{len(items)} pages ({matched} matched), batches of {args.batch}; load average {load:.1f}"
+    )
+    print("| stage | wall ms/page | crawl process CPU | SecantusDB CPU | valkey CPU |")
+    print("|---|---:|---:|---:|---:|")
+    columns = ("wall", "crawl", "mongo", "redis")
+    full = dict.fromkeys(columns, 0.0)
+    for name, row in rows.items():
+        print(f"| {name} | " + " | ".join(f"{row[k]:.2f}" for k in columns) + " |")
+        if not name.startswith("re-crawl"):
+            full = {k: full[k] + row[k] for k in columns}
+    print("| **all stages** | " + " | ".join(f"{full[k]:.2f}" for k in columns) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,152 @@
+"""The batching helper the pipelines share (:class:`tracker.batching.Batcher`) and the worker
+processes of extraction (:class:`tracker.process_pool.ProcessPool`): no servers needed."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import time
+from concurrent.futures.process import BrokenProcessPool
+
+import pytest
+
+from tracker.batching import Batcher, batches
+from tracker.process_pool import ProcessPool
+
+
+def test_batches_of_a_stream():
+    assert list(batches(range(7), 3)) == [[0, 1, 2], [3, 4, 5], [6]]
+    assert list(batches([], 3)) == []
+
+
+def run(coroutine):
+    return asyncio.run(coroutine)
+
+
+def submit_together(handler, items, **options) -> list:
+    """Each item's result (or exception) when all are submitted at once."""
+
+    async def main():
+        batcher = Batcher(handler, **options)
+        results = await asyncio.gather(*(batcher.submit(x) for x in items), return_exceptions=True)
+        await batcher.close()
+        return results
+
+    return run(main())
+
+
+def test_items_arriving_together_share_batches_of_at_most_size():
+    seen: list[list[int]] = []
+
+    def handler(items: list[int]) -> list[int]:
+        seen.append(list(items))
+        return [x * 10 for x in items]
+
+    results = submit_together(handler, range(10), size=4, delay=0.05)
+    assert results == [x * 10 for x in range(10)]
+    assert seen == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]  # in order, one after the other
+
+
+def test_a_busy_worker_lets_the_next_batch_grow_and_the_loop_runs_meanwhile():
+    """Group commit: while a batch runs (in another thread), the items arriving form the next
+    batch, whatever the delay; the event loop is never blocked by the handler."""
+    sizes, threads = [], set()
+
+    def handler(items: list[int]) -> list[int]:
+        sizes.append(len(items))
+        threads.add(threading.get_ident())
+        time.sleep(0.2)
+        return items
+
+    async def main():
+        batcher = Batcher(handler, size=16, delay=0.001)
+        first = asyncio.ensure_future(batcher.submit(0))
+        await asyncio.sleep(0.02)  # the first batch (one item) is running
+        ticks = 0
+        rest = [asyncio.ensure_future(batcher.submit(x)) for x in range(1, 8)]
+        while not first.done():
+            await asyncio.sleep(0.01)
+            ticks += 1
+        await asyncio.gather(*rest)
+        await batcher.close()
+        return ticks, batcher.batches, batcher.items
+
+    ticks, batches_run, items = run(main())
+    assert sizes == [1, 7] and (batches_run, items) == (2, 8)
+    assert threading.get_ident() not in threads
+    assert ticks >= 5  # the loop kept turning while the handler slept
+
+
+def test_each_item_gets_its_own_error():
+    def handler(items: list[str]) -> list[object]:
+        return [ValueError(f"bad {x}") if x.startswith("bad") else x.upper() for x in items]
+
+    a, bad, b = submit_together(handler, ["a", "bad1", "b"], size=8, delay=0.01)
+    assert (a, b) == ("A", "B")
+    assert isinstance(bad, ValueError) and str(bad) == "bad bad1"
+
+
+def test_a_batch_that_raises_is_run_again_item_by_item():
+    calls: list[list[str]] = []
+
+    def handler(items: list[str]) -> list[str]:
+        calls.append(list(items))
+        if "poison" in items:
+            raise RuntimeError("cannot encode poison")
+        return [x + "!" for x in items]
+
+    a, poison, b = submit_together(handler, ["a", "poison", "b"], size=8, delay=0.01)
+    assert (a, b) == ("a!", "b!")
+    assert isinstance(poison, RuntimeError)
+    assert calls == [["a", "poison", "b"], ["a"], ["poison"], ["b"]]
+
+
+def test_close_runs_what_is_pending_at_once():
+    def handler(items: list[int]) -> list[int]:
+        return items
+
+    async def main():
+        batcher = Batcher(handler, size=100, delay=60.0)  # would wait a minute for more
+        pending = [asyncio.ensure_future(batcher.submit(x)) for x in range(3)]
+        await asyncio.sleep(0)
+        started = time.monotonic()
+        await batcher.close()
+        return await asyncio.gather(*pending), time.monotonic() - started
+
+    results, waited = run(main())
+    assert results == [0, 1, 2] and waited < 30
+
+
+def test_wrong_sizes_are_refused():
+    with pytest.raises(ValueError):
+        Batcher(lambda items: items, size=0)
+
+
+def _dies(code: int) -> int:
+    os._exit(code)
+
+
+def _slow_divmod(a: int, b: int) -> tuple[int, int]:
+    time.sleep(0.05)
+    return divmod(a, b)
+
+
+def test_a_dead_worker_process_fails_its_call_only():
+    async def main():
+        pool = ProcessPool(1)
+        try:
+            assert await pool.run(divmod, 7, 2) == (3, 1)
+            # A call that kills its worker (and the one it is tried again in), among others
+            # queued with it: they are tried again in a fresh worker and succeed.
+            calls = [pool.run(_slow_divmod, n, 2) for n in range(3)]
+            results = await asyncio.gather(pool.run(_dies, 3), *calls, return_exceptions=True)
+            assert isinstance(results[0], BrokenProcessPool)
+            assert results[1:] == [divmod(n, 2) for n in range(3)]
+            with pytest.raises(ZeroDivisionError):
+                await pool.run(divmod, 1, 0)
+        finally:
+            pool.close()
+
+    run(main())
+    assert run(ProcessPool(0).run(divmod, 5, 5)) == (1, 0)  # no workers: in this process
