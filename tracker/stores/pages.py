@@ -79,9 +79,10 @@ class PageStore:
         return self.states([url]).get(url)
 
     def states(self, urls: Iterable[str]) -> dict[str, dict[str, Any]]:
-        """:meth:`state` of the stored pages among ``urls``, by URL, in one query a thousand."""
+        """:meth:`state` of the stored pages among ``urls``, by URL (ids read in lists of
+        ``ID_BATCH``)."""
         found = {}
-        for chunk in batches(sorted(set(urls)), IN_BATCH):
+        for chunk in batches(sorted(set(urls)), ID_BATCH):
             found.update(
                 (doc["_id"], doc) for doc in self.pages.find({"_id": {"$in": chunk}}, _STATE)
             )
