@@ -20,11 +20,26 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 import redis
 
+from tracker.redis_cluster import (
+    GROUPS,
+    STATE_TAG,
+    by_slot,
+    check_prefix,
+    group_tags,
+    is_cluster,
+    per_slot,
+)
+
 
 class Storage(ABC):
     @abstractmethod
     def key(self, name: str) -> bytes:
         """The key of the bucket ``name`` in this storage, as the other methods take it."""
+
+    def bucket_key(self, table: str, bucket: int) -> bytes:
+        """The key of bucket number ``bucket`` of the table ``table`` (a storage may lay a
+        table's buckets out over several servers, see :class:`RedisStorage`)."""
+        return self.key(f"{table}:{bucket:x}")
 
     @abstractmethod
     def append(self, chunks: Mapping[bytes, bytes]) -> None:
@@ -144,48 +159,95 @@ return #KEYS
 
 
 class RedisStorage(Storage):
+    """Buckets in Redis, or on a Redis Cluster when ``client`` is a cluster client.
+
+    On a cluster, buckets carry hash tags spreading every table over the slots of
+    :func:`tracker.redis_cluster.group_tags`, singletons the tag ``{state}``, and each batch
+    runs one command per slot (an ``MGET``, or a Lua script over that slot's keys), each
+    node's commands pipelined; on one server, keys are as they always were and a batch is one
+    command (a script carries :attr:`BATCH` keys at most)."""
+
     BATCH = 2000
 
     def __init__(self, client: redis.Redis, prefix: str = "tracker:ix:") -> None:
         self.client = client
         self.prefix = prefix
-        self._append = client.register_script(_APPEND)
-        self._compact = client.register_script(_COMPACT)
-        self._remove = client.register_script(_REMOVE)
-        self._maximize = client.register_script(_MAXIMIZE)
+        self.cluster = is_cluster(client)
+        if self.cluster:
+            check_prefix(prefix)
         self._appended: set[bytes] = set()
 
     def key(self, name: str) -> bytes:
-        return (self.prefix + name).encode()
+        return (self.prefix + name + (STATE_TAG if self.cluster else "")).encode()
+
+    def bucket_key(self, table: str, bucket: int) -> bytes:
+        if not self.cluster:
+            return f"{self.prefix}{table}:{bucket:x}".encode()
+        tag = group_tags()[bucket % GROUPS]
+        return f"{self.prefix}{table}:{{{tag}}}{bucket:x}".encode()
+
+    def _batches(self, keys: Sequence[bytes], size: int) -> list[tuple[int, list[int]]]:
+        """Positions of ``keys`` in batches of at most ``size``, each within one slot on a
+        cluster (slot 0 on one server)."""
+        groups = by_slot(keys) if self.cluster else {0: list(range(len(keys)))}
+        return [
+            (slot, at[start : start + size])
+            for slot, at in groups.items()
+            for start in range(0, len(at), size)
+        ]
+
+    def _run(self, commands: list[tuple[int, Sequence]]) -> list:
+        """Run ``(slot, command)`` pairs in one round trip (one per node on a cluster)."""
+        if self.cluster:
+            return per_slot(self.client, commands)
+        if len(commands) == 1:
+            return [self.client.execute_command(*commands[0][1])]
+        pipe = self.client.pipeline(transaction=False)
+        for _, args in commands:
+            pipe.execute_command(*args)
+        return pipe.execute()
+
+    def _script(
+        self, script: str, keys: Sequence[bytes], args: Sequence | None = None, extra: Sequence = ()
+    ) -> None:
+        """Run ``script`` over ``keys`` in batches of :attr:`BATCH` (per slot on a cluster),
+        with ``args[i]`` for ``keys[i]`` (if given) after the shared ``extra`` arguments."""
+        commands = []
+        for slot, at in self._batches(keys, self.BATCH):
+            chosen = [keys[i] for i in at]
+            values = [args[i] for i in at] if args is not None else []
+            commands.append((slot, ("EVAL", script, len(chosen), *chosen, *extra, *values)))
+        self._run(commands)
 
     def append(self, chunks: Mapping[bytes, bytes]) -> None:
-        keys, values = list(chunks), list(chunks.values())
-        pipe = self.client.pipeline(transaction=False)
-        for start in range(0, len(keys), self.BATCH):
-            end = start + self.BATCH
-            self._append(keys=keys[start:end], args=values[start:end], client=pipe)
-        pipe.execute()
+        keys = list(chunks)
+        self._script(_APPEND, keys, list(chunks.values()))
         self._appended.update(keys)
 
     def set_values(self, values: Mapping[bytes, int]) -> None:
-        pipe = self.client.pipeline(transaction=True)  # MULTI/EXEC: both or neither
+        # MULTI/EXEC: both or neither (on a cluster, the keys share the {state} slot).
+        pipe = self.client.pipeline(transaction=True)
         for key, value in values.items():
             pipe.set(key, value)
         pipe.execute()
 
     def maximize(self, key: bytes, value: int) -> None:
-        self._maximize(keys=[key], args=[value])
+        self.client.eval(_MAXIMIZE, 1, key, value)
 
     def compact(self) -> None:
         keys, self._appended = sorted(self._appended), set()
-        for start in range(0, len(keys), self.BATCH):
-            self._compact(keys=keys[start : start + self.BATCH])
+        self._script(_COMPACT, keys)
 
     def get(self, keys: Sequence[bytes]) -> list[bytes]:
-        blobs: list[bytes] = []
-        for start in range(0, len(keys), 10 * self.BATCH):
-            chunk = keys[start : start + 10 * self.BATCH]
-            blobs.extend(b or b"" for b in self.client.execute_command("MGET", *chunk))
+        if not keys:
+            return []
+        batches = self._batches(keys, 10 * self.BATCH)
+        replies = self._run([(slot, ("MGET", *(keys[i] for i in at))) for slot, at in batches])
+        blobs: list[bytes] = [b""] * len(keys)
+        for (_, at), found in zip(batches, replies, strict=True):
+            for i, blob in zip(at, found, strict=True):
+                if blob:
+                    blobs[i] = blob
         return blobs
 
     def remove_doc(self, keys: Iterable[bytes], doc: int, record: np.dtype) -> None:
@@ -202,18 +264,20 @@ class RedisStorage(Storage):
             sample["doc_lo"], sample["doc_hi"] = doc & 0xFFFF, doc >> 16
             width = 3
         target = sample.tobytes()[offset : offset + width]
-        for start in range(0, len(unique), self.BATCH):
-            self._remove(
-                keys=unique[start : start + self.BATCH],
-                args=[record.itemsize, offset, target],
-            )
+        self._script(_REMOVE, unique, extra=[record.itemsize, offset, target])
 
     def clear(self) -> None:
-        batch = []
+        """Unlink every key under the prefix, scanning every primary of a cluster (a node
+        that does not answer raises: a clear must not leave part of the index behind)."""
+        batch: list[bytes] = []
         for key in self.client.scan_iter(match=self.prefix + "*", count=5000):
             batch.append(key)
-            if len(batch) >= self.BATCH:
-                self.client.unlink(*batch)
+            if len(batch) >= 10 * self.BATCH:
+                self._unlink(batch)
                 batch = []
-        if batch:
-            self.client.unlink(*batch)
+        self._unlink(batch)
+
+    def _unlink(self, keys: list[bytes]) -> None:
+        batches = self._batches(keys, self.BATCH)
+        if batches:
+            self._run([(slot, ("UNLINK", *(keys[i] for i in at))) for slot, at in batches])
