@@ -267,6 +267,14 @@ def test_a_killed_node_is_named_never_a_silent_miss(doomed, monkeypatch):
     library.ingest(masters)
     detector = library.detector()
     assert [m.doc_id for m in detector.check(masters[5].text)] == [masters[5].doc_id]
+
+    # A slot of the index moves to another node (resharding) behind the client's back: the
+    # lookups follow it (MOVED), and nothing is missed.
+    slot = key_slot(group_tags()[0].encode())
+    moved = _migrate(cluster, slot, source=0, target=2)
+    assert moved > 0
+    assert [m.doc_id for m in detector.check(masters[5].text)] == [masters[5].doc_id]
+    assert runtime.redis.nodes_manager.slots_cache[slot][0].port == cluster.ports[2]
     dead = f"127.0.0.1:{cluster.ports[1]}"
     cluster.kill(1)
 
@@ -329,3 +337,27 @@ def _sees_failed(cluster: services.LocalCluster, i: int, name: str) -> bool:
         return "fail" in flags.split(",")
     finally:
         client.close()
+
+
+def _migrate(cluster: services.LocalCluster, slot: int, source: int, target: int) -> int:
+    """Move ``slot`` and its keys from node ``source`` to node ``target`` as
+    ``valkey-cli --cluster reshard`` does; returns how many keys moved."""
+    import redis
+
+    nodes = [redis.Redis(port=port, password=cluster.password) for port in cluster.ports]
+    ids = [node.execute_command("CLUSTER MYID").decode() for node in nodes]
+    src, dst = nodes[source], nodes[target]
+    dst.execute_command("CLUSTER SETSLOT", slot, "IMPORTING", ids[source])
+    src.execute_command("CLUSTER SETSLOT", slot, "MIGRATING", ids[target])
+    moved = 0
+    while keys := src.execute_command("CLUSTER GETKEYSINSLOT", slot, 500):
+        src.execute_command(
+            "MIGRATE", "127.0.0.1", cluster.ports[target], "", 0, 5000,
+            "AUTH", cluster.password, "KEYS", *keys,
+        )  # fmt: skip
+        moved += len(keys)
+    for node in nodes:
+        node.execute_command("CLUSTER SETSLOT", slot, "NODE", ids[target])
+    for node in nodes:
+        node.close()
+    return moved

@@ -86,22 +86,51 @@ def check_prefix(prefix: str) -> None:
         )
 
 
-def by_slot(keys: Sequence[bytes]) -> dict[int, list[int]]:
-    """The positions of ``keys`` grouped by their hash slot."""
-    slots: dict[int, list[int]] = {}
-    for at, key in enumerate(keys):
-        slots.setdefault(key_slot(key), []).append(at)
-    return slots
-
-
 def per_slot(client: RedisCluster, commands: Sequence[tuple[int, Sequence[Any]]]) -> list[Any]:
     """Run ``(slot, command arguments)`` pairs: each sent to its slot's primary, every node's
-    commands pipelined, all nodes written before any is read (redis-py's cluster pipeline;
-    a slot that moved meanwhile is followed by its ``MOVED`` reply)."""
+    commands pipelined on one of its connections, all nodes written before any is read.
+
+    redis-py's cluster pipeline does the same with ~50 µs of bookkeeping per command: a
+    chapter's lookup, one ``MGET`` for each of the 64 groups, took 3-5 ms through it against
+    ~1 ms sent directly. When a reply is a redirection (a slot moved) or a node fails, the
+    commands go again through redis-py's pipeline, which follows ``MOVED``/``ASK``, refreshes
+    the slot table, retries, and raises what remains (named by :func:`naming_failed_nodes`).
+    """
+    table = client.nodes_manager.slots_cache
+    nodes: dict[str, tuple[ClusterNode, list[int]]] = {}
+    for at, (slot, _) in enumerate(commands):
+        owners = table.get(slot)
+        if not owners:
+            return _through_pipeline(client, commands)
+        nodes.setdefault(owners[0].name, (owners[0], []))[1].append(at)
+    sent = []
+    replies: list[Any] = [None] * len(commands)
+    try:
+        for node, chosen in nodes.values():
+            pool = node.redis_connection.connection_pool
+            connection = pool.get_connection()
+            sent.append((pool, connection))
+            packed = connection.pack_commands([commands[at][1] for at in chosen])
+            connection.send_packed_command(packed, check_health=False)
+        for (_, connection), (_, chosen) in zip(sent, nodes.values(), strict=True):
+            for at in chosen:
+                replies[at] = connection.read_response()
+    except (redis.exceptions.RedisError, OSError):
+        for _, connection in sent:  # replies may be left unread: never reuse these
+            connection.disconnect()
+        return _through_pipeline(client, commands)
+    finally:
+        for pool, connection in sent:
+            pool.release(connection)
+    return replies
+
+
+def _through_pipeline(
+    client: RedisCluster, commands: Sequence[tuple[int, Sequence[Any]]]
+) -> list[Any]:
     pipe = client.pipeline(transaction=False)
-    nodes = client.nodes_manager
     for slot, args in commands:
-        pipe.execute_command(*args, target_nodes=[nodes.get_node_from_slot(slot)])
+        pipe.execute_command(*args, target_nodes=[client.nodes_manager.get_node_from_slot(slot)])
     return pipe.execute()
 
 
