@@ -206,7 +206,10 @@ def test_boilerplate_keys_of_a_site_share_a_slot(cluster_runtime):
 
 def test_locks_and_the_mirror_group_index_on_a_cluster(cluster_runtime):
     client, prefix = cluster_runtime.redis, cluster_runtime.settings.redis_prefix
-    with HeldLock(client, prefix + "library:lock", 5) as held:
+    state = MasterLibrary.from_runtime(cluster_runtime).index.version_key
+    lock = HeldLock(client, prefix + "library:lock", 5)
+    assert key_slot(lock.name.encode()) == key_slot(state)  # locks and state: one slot
+    with lock as held:
         assert HeldLock.holder(client, prefix + "library:lock") == held.token
         with pytest.raises(LockBusy), HeldLock(client, prefix + "library:lock", 5):
             pass
@@ -218,6 +221,7 @@ def test_locks_and_the_mirror_group_index_on_a_cluster(cluster_runtime):
     assert centres.nearest(0xFFFF0000FFFF0001) == (1, 1)
     assert centres.nearest(0x0F0F0F0F0F0F0F0F) == (3, 0)
     assert centres.size() == 3
+    assert key_slot(centres._count.encode()) == key_slot(state)
 
 
 def test_a_distributed_crawl_needs_a_redis_that_is_not_a_cluster(

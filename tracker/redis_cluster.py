@@ -17,8 +17,9 @@ bucket: 400 buckets of a chapter fetch in ~1.0 ms on a 3-node cluster on loopbac
 0.9 ms for one ``MGET`` on one node, where one ``GET`` each took 4-8 ms. 64 groups also bound
 how far one table can spread: over at most 64 primaries.
 
-**Singletons that change together** (the library version and master count, written in one
-``MULTI``; the page index's high-water mark) carry the tag ``{state}``: one slot.
+**Singletons** (the library version and master count, written together in one ``MULTI``; the
+page index's high-water mark; the count of mirror groups) and **locks** carry the tag
+``{state}``: one slot, on one node.
 
 **Failures.** The client of :func:`connect` turns a node that cannot be reached, or the
 ``CLUSTERDOWN`` its failure causes, into :class:`ClusterNodeError`, a
@@ -75,6 +76,12 @@ def group_tags() -> tuple[str, ...]:
             missing -= 1
         n += 1
     return tuple(t for t in tags if t is not None)
+
+
+def on_state_slot(client: Any, key: str) -> str:
+    """``key`` on the ``{state}`` slot of a cluster, where the library state, the counters and
+    the locks live together (unchanged on one server)."""
+    return key + STATE_TAG if is_cluster(client) else key
 
 
 def check_prefix(prefix: str) -> None:
