@@ -194,6 +194,37 @@ def test_crawl_pipelines_page_index_and_rematch_on_a_cluster(cluster_runtime):
     assert matches.find_one({"doc_id": late.doc_id})["url"] == "http://pirate.example/1.html"
 
 
+def test_a_node_that_stops_answering_mid_batch(cluster_runtime, redis_cluster):
+    """Node 1 pauses (``CLIENT PAUSE``) longer than the client waits: a lookup is sent again
+    and answered; appends it may have run are not sent twice, the error names the node."""
+    import redis
+
+    from tracker.redis_cluster import connect
+
+    client = connect(redis_cluster.url, socket_timeout=0.3)
+    storage = RedisStorage(client, cluster_runtime.settings.redis_prefix + "pause:")
+    keys = [storage.bucket_key("t", bucket) for bucket in range(GROUPS)]  # every node
+    storage.append(dict.fromkeys(keys, b"ab"))
+    node = redis.Redis(port=redis_cluster.ports[1], password=redis_cluster.password)
+    try:
+        node.execute_command("CLIENT PAUSE", 1200, "ALL")
+        assert storage.get(keys) == [b"ab"] * len(keys)  # waited for, not missed
+        node.execute_command("CLIENT PAUSE", 1200, "ALL")
+        name = f"127.0.0.1:{redis_cluster.ports[1]}"
+        with pytest.raises(ClusterNodeError, match=f"node {name} .*failed") as caught:
+            storage.append(dict.fromkeys(keys, b"cd"))
+        assert caught.value.nodes == [name]
+        time.sleep(1.3)
+        paused = [client.get_node_from_key(key).port == redis_cluster.ports[1] for key in keys]
+        found = storage.get(keys)
+        assert {f for f, p in zip(found, paused, strict=True) if not p} == {b"abcd"}
+        # The paused node dropped the commands of the connection given up, or ran them once.
+        assert {f for f, p in zip(found, paused, strict=True) if p} <= {b"ab", b"abcd"}
+    finally:
+        node.close()
+        client.close()
+
+
 def test_boilerplate_keys_of_a_site_share_a_slot(cluster_runtime):
     boilerplate = SiteBoilerplate(cluster_runtime.redis, cluster_runtime.settings.redis_prefix, 2)
     slots = {key_slot(boilerplate._key("a.example", kind).encode()) for kind in ("", "-urls")}

@@ -210,10 +210,11 @@ class RedisStorage(Storage):
             for start in range(0, len(at), size)
         ]
 
-    def _run(self, commands: list[tuple[int, Sequence]]) -> list:
-        """Run ``(slot, command)`` pairs in one round trip (one per node on a cluster)."""
+    def _run(self, commands: list[tuple[int, Sequence]], idempotent: bool = True) -> list:
+        """Run ``(slot, command)`` pairs in one round trip (one per node on a cluster; see
+        :func:`tracker.redis_cluster.per_slot` for ``idempotent``)."""
         if self.cluster:
-            return per_slot(self.client, commands)
+            return per_slot(self.client, commands, idempotent)
         if len(commands) == 1:
             return [self.client.execute_command(*commands[0][1])]
         pipe = self.client.pipeline(transaction=False)
@@ -222,7 +223,12 @@ class RedisStorage(Storage):
         return pipe.execute()
 
     def _script(
-        self, script: str, keys: Sequence[bytes], args: Sequence | None = None, extra: Sequence = ()
+        self,
+        script: str,
+        keys: Sequence[bytes],
+        args: Sequence | None = None,
+        extra: Sequence = (),
+        idempotent: bool = True,
     ) -> None:
         """Run ``script`` over ``keys`` in batches of :attr:`BATCH` (per slot on a cluster),
         with ``args[i]`` for ``keys[i]`` (if given) after the shared ``extra`` arguments."""
@@ -231,11 +237,11 @@ class RedisStorage(Storage):
             chosen = [keys[i] for i in at]
             values = [args[i] for i in at] if args is not None else []
             commands.append((slot, ("EVAL", script, len(chosen), *chosen, *extra, *values)))
-        self._run(commands)
+        self._run(commands, idempotent)
 
     def append(self, chunks: Mapping[bytes, bytes]) -> None:
         keys = list(chunks)
-        self._script(_APPEND, keys, list(chunks.values()))
+        self._script(_APPEND, keys, list(chunks.values()), idempotent=False)
         self._appended.update(keys)
 
     def set_values(self, values: Mapping[bytes, int]) -> None:
