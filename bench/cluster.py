@@ -60,7 +60,7 @@ TARGET_SHARE = 0.2
 def cases_for(corpus, seed: int, disguised: int, innocent: int, related) -> list[dict]:
     """Chapter-sized cases: ``disguised`` of the disguises, ``innocent`` innocent texts."""
     lo, hi = CHAPTER_CHARS
-    made = [c for c in Simulator(corpus).generate(20, 40, seed) if lo <= len(c.text) <= hi]
+    made = [c for c in Simulator(corpus).generate(30, 40, seed) if lo <= len(c.text) <= hi]
     rng = random.Random(f"{seed}:cluster")
     pools = [
         [c for c in made if CASE_TYPE[c.kind].group != INNOCENT],
