@@ -136,19 +136,25 @@ def _coerce(settings: Settings, values: dict[str, Any]) -> Settings:
                 f"fix it, or unset it to use the embedded server"
             )
     result = replace(settings, **converted)
-    if result.redis_cluster:
-        if not result.redis_url:
-            raise ConfigError(
-                "setting redis_cluster (TRACKER_REDIS_CLUSTER) needs REDIS_URL: the URL of a "
-                "node of the cluster (the embedded server is a single node)"
-            )
-        from tracker.redis_cluster import check_prefix
-
-        try:
-            check_prefix(result.redis_prefix)
-        except ValueError as exc:
-            raise ConfigError(f"setting {_named('redis_prefix')}: {exc}") from None
+    check_cluster(result)
     return result
+
+
+def check_cluster(settings: Settings) -> None:
+    """With ``redis_cluster``: a node to start from, and a key prefix without a hash tag."""
+    if not settings.redis_cluster:
+        return
+    if not settings.redis_url:
+        raise ConfigError(
+            "setting redis_cluster (TRACKER_REDIS_CLUSTER) needs REDIS_URL: the URL of a "
+            "node of the cluster (the embedded server is a single node)"
+        )
+    from tracker.redis_cluster import check_prefix
+
+    try:
+        check_prefix(settings.redis_prefix)
+    except ValueError as exc:
+        raise ConfigError(f"setting {_named('redis_prefix')}: {exc}") from None
 
 
 #: The URL schemes pymongo and redis-py accept.

@@ -11,7 +11,7 @@ import redis
 from pymongo.database import Database
 
 from tracker import services
-from tracker.config import ConfigError, Settings
+from tracker.config import Settings, check_cluster
 
 log = logging.getLogger(__name__)
 
@@ -55,11 +55,7 @@ class Runtime:
         if self.settings.redis_cluster:
             from tracker.redis_cluster import connect
 
-            if not self.settings.redis_url:
-                raise ConfigError(
-                    "redis_cluster needs REDIS_URL, a node of the cluster (the embedded server "
-                    "is a single node)"
-                )
+            check_cluster(self.settings)
             return connect(self.redis_url, socket_timeout=30, health_check_interval=30)
         return redis.Redis.from_url(self.redis_url, socket_timeout=30, health_check_interval=30)
 

@@ -263,6 +263,8 @@ class RedisStorage(Storage):
             return []
         batches = self._batches(keys, 10 * self.BATCH)
         replies = self._run([(slot, ("MGET", *(keys[i] for i in at))) for slot, at in batches])
+        if len(replies) == 1:  # one server: the keys in order
+            return [blob or b"" for blob in replies[0]]
         blobs: list[bytes] = [b""] * len(keys)
         for (_, at), found in zip(batches, replies, strict=True):
             for i, blob in zip(at, found, strict=True):
