@@ -17,8 +17,10 @@ from redis.crc import key_slot
 from tests.disguise import typos, with_ads
 from tests.texts import ARTICLE, OTHER_ARTICLE, prose
 from tracker import services
+from tracker.cli import main
 from tracker.clustering import CentreIndex
 from tracker.config import ConfigError, Settings
+from tracker.crawl import crawl_environment
 from tracker.distributed import queue_redis_url, refuse_cluster_node
 from tracker.index.page_index import PageIndex
 from tracker.index.storage import RedisStorage
@@ -76,6 +78,21 @@ def test_keys_of_one_server_keep_their_layout_and_cluster_keys_carry_tags(runtim
         RedisStorage(cluster_runtime.redis, "p{x}:")
 
 
+def test_a_crawl_process_is_told_the_index_is_on_a_cluster(monkeypatch, tmp_path):
+    monkeypatch.setenv("TRACKER_REDIS_CLUSTER", "1")  # of this process: not passed on as such
+    plain = crawl_environment(Settings(data_dir=tmp_path))
+    assert "TRACKER_REDIS_CLUSTER" not in plain and "TRACKER_CRAWL_REDIS_URL" not in plain
+    on_cluster = Settings(
+        data_dir=tmp_path,
+        redis_url="redis://127.0.0.1:7000/0",
+        redis_cluster=True,
+        crawl_redis_url="redis://127.0.0.1:6379/0",
+    )
+    env = crawl_environment(on_cluster)
+    assert env["TRACKER_REDIS_CLUSTER"] == "1" and env["REDIS_URL"] == on_cluster.redis_url
+    assert env["TRACKER_CRAWL_REDIS_URL"] == on_cluster.crawl_redis_url
+
+
 def test_settings_for_a_cluster(monkeypatch, tmp_path):
     monkeypatch.delenv("REDIS_URL", raising=False)
     monkeypatch.setenv("TRACKER_DATA_DIR", str(tmp_path))
@@ -129,7 +146,7 @@ def test_library_state_is_one_transaction_on_one_slot(cluster_runtime):
     assert index.state() == (7, 3)
 
 
-def test_replace_remove_and_clear_on_a_cluster(cluster_runtime):
+def test_replace_remove_and_clear_on_a_cluster(cluster_runtime, monkeypatch, capsys):
     masters = chapters(6, seed=4300)
     library = MasterLibrary.from_runtime(cluster_runtime)
     library.ingest(masters)
@@ -149,6 +166,15 @@ def test_replace_remove_and_clear_on_a_cluster(cluster_runtime):
     assert set(keys_per_node(cluster_runtime.redis, prefix).values()) == {0}
     assert library.verify().action == "rebuilt"  # the lost index is noticed and rebuilt
     assert [m.doc_id for m in detector.check(masters[2].text)] == [masters[2].doc_id]
+
+    # The commands, on the cluster.
+    settings = cluster_runtime.settings
+    for name, value in crawl_environment(settings).items():
+        monkeypatch.setenv(name, value)
+    assert main(["index", "rebuild"]) == 0
+    assert "re-indexed 6 master documents" in capsys.readouterr().out
+    assert main(["index", "stats"]) == 0
+    assert "index:   6 master documents" in capsys.readouterr().out
 
 
 def test_crawl_pipelines_page_index_and_rematch_on_a_cluster(cluster_runtime):
