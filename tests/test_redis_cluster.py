@@ -177,7 +177,38 @@ def test_replace_remove_and_clear_on_a_cluster(cluster_runtime, monkeypatch, cap
     assert "index:   6 master documents" in capsys.readouterr().out
 
 
-def test_crawl_pipelines_page_index_and_rematch_on_a_cluster(cluster_runtime):
+def _lose_writes(cluster: services.LocalCluster, node: int, match: str) -> int:
+    """Delete the keys matching ``match`` on one node: what it holds after it restarted
+    empty (or a replica that lagged took over); returns how many."""
+    import redis
+
+    client = redis.Redis(port=cluster.ports[node], password=cluster.password)
+    try:
+        keys = list(client.scan_iter(match=match, count=1000))
+        for key in keys:
+            client.delete(key)
+        return len(keys)
+    finally:
+        client.close()
+
+
+def test_a_node_that_lost_writes_is_noticed_and_the_index_rebuilt(cluster_runtime, redis_cluster):
+    masters = chapters(6, seed=4200)
+    library = MasterLibrary.from_runtime(cluster_runtime)
+    library.ingest(masters)
+    assert library.index.lagging(library.store.version()) == 0
+    state = cluster_runtime.redis.get_node_from_key(library.index.version_key)
+    lost = next(i for i, port in enumerate(redis_cluster.ports) if port != state.port)
+    assert _lose_writes(redis_cluster, lost, cluster_runtime.settings.redis_prefix + "ix:*") > 0
+    assert library.index.lagging(library.store.version()) > 0  # its groups' marks are gone
+    found = library.verify()
+    assert found.action == "rebuilt" and "lost writes" in found.reason
+    assert library.verify().action == "ok"
+    pages = copies(masters)
+    assert [m.doc_id for m in library.detector().check(pages[0])] == [masters[0].doc_id]
+
+
+def test_crawl_pipelines_page_index_and_rematch_on_a_cluster(cluster_runtime, redis_cluster):
     """Pages go through the crawl's pipelines (boilerplate counts, match, store with the page
     index) on the cluster; a chapter registered later is found by rematch."""
     from scrapy.utils.test import get_crawler
@@ -210,7 +241,13 @@ def test_crawl_pipelines_page_index_and_rematch_on_a_cluster(cluster_runtime):
     stats = crawler.stats.get_stats()
     assert stats.get("tracker/boilerplate_lines") == 2  # the stamp, from the second page on
     assert "tracker/errors/index" not in stats
-    assert PageIndex.from_runtime(cluster_runtime).max_n() == 3
+    page_index = PageIndex.from_runtime(cluster_runtime)
+    assert page_index.max_n() == 3
+    # A node loses the page index's postings it held: the pages are filed again.
+    _lose_writes(redis_cluster, 1, cluster_runtime.settings.redis_prefix + "pix:*")
+    assert page_index.max_n() == 0
+    assert Rematcher(cluster_runtime, library).verify_page_index() == 3
+    assert page_index.max_n() == 3
     matches = cluster_runtime.db["matches"]
     assert {m["doc_id"] for m in matches.find({"active": True})} == {masters[0].doc_id}
 

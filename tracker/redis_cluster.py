@@ -26,7 +26,9 @@ page index's high-water mark; the count of mirror groups) and **locks** carry th
 **Failures.** The client of :func:`connect` turns a node that cannot be reached, or the
 ``CLUSTERDOWN`` its failure causes, into :class:`ClusterNodeError`, a
 :class:`redis.exceptions.ConnectionError` whose message names the node(s) and their slots: a
-lookup never returns empty buckets for a node that did not answer.
+lookup never returns empty buckets for a node that did not answer. A node that answers again
+having lost writes is told by the marks each group of buckets keeps
+(:meth:`tracker.index.storage.Storage.advance_marks`).
 """
 
 from __future__ import annotations

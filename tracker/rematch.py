@@ -253,7 +253,10 @@ class Rematcher:
             return 0
         missing = self.pages.with_n_above(indexed, {"text": 1, "n": 1})
         for batch in batches(missing, 500):
-            self.index.add((page["n"], normalize(page.get("text") or "").tokens) for page in batch)
+            self.index.add(
+                ((page["n"], normalize(page.get("text") or "").tokens) for page in batch),
+                since=indexed,  # every mark is at least this: all are raised
+            )
         if missing:
             log.warning("filed %d page(s) missing from the page index again", len(missing))
         return len(missing)

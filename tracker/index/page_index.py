@@ -60,16 +60,28 @@ class PageIndex:
         """The page index on ``runtime``'s Redis (keys ``<prefix>pix:…``)."""
         return cls(RedisStorage(runtime.redis, runtime.settings.redis_prefix + "pix:"))
 
-    def add(self, items: Iterable[tuple[int, np.ndarray]]) -> None:
-        """File ``(page n, tokens)`` pairs."""
+    def add(self, items: Iterable[tuple[int, np.ndarray]], since: int | None = None) -> None:
+        """File ``(page n, tokens)`` pairs. On a storage spread over servers, the marks at
+        ``since`` or above (default: the highest page number filed before) are raised too."""
         items = [(n, page_anchors(tokens)) for n, tokens in items]
         if not items:
             return
+        top = max(n for n, _ in items)
+        if self.storage.marked and since is None:
+            since = self._highest()
         self.storage.append(self.postings.records(items))
-        self.storage.maximize(self.max_key, max(n for n, _ in items))
+        if self.storage.marked:
+            self.storage.advance_marks(top, since)
+        self.storage.maximize(self.max_key, top)
 
     def max_n(self) -> int:
-        """The highest page number filed (0: none)."""
+        """The highest page number up to which every page is filed (0: none): the highest
+        filed, or on a Redis Cluster the lowest mark if a node lost writes (its pages are
+        filed again by :meth:`tracker.rematch.Rematcher.verify_page_index`)."""
+        marks = self.storage.marks()
+        return min(self._highest(), *(mark or 0 for mark in marks or ()))
+
+    def _highest(self) -> int:
         (value,) = self.storage.get([self.max_key])
         return int(value or 0)
 

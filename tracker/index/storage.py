@@ -69,6 +69,21 @@ class Storage(ABC):
     def compact(self) -> None:  # noqa: B027 - most storages have nothing to release
         """Release the spare room appends left in buckets (call after a bulk load)."""
 
+    #: True where the buckets live on several servers, each of which may lose its last writes
+    #: alone (a Redis Cluster node restarted, or replaced by a replica that lagged): the
+    #: storage then keeps a *mark* beside each server's share of the buckets.
+    marked = False
+
+    def advance_marks(self, value: int, since: int | None) -> None:  # noqa: B027
+        """Raise to ``value`` every mark at ``since`` or above (a missing mark counts as 0;
+        every mark when ``since`` is None), once the buckets hold everything up to ``value``; a
+        mark below ``since`` stays where it is, telling that its server lost writes."""
+
+    def marks(self) -> list[int | None] | None:
+        """The marks (None where missing: a server that lost everything), or None for a
+        storage without marks."""
+        return None
+
 
 def without_doc(blob: bytes, doc: int, record: np.dtype) -> bytes:
     records = np.frombuffer(blob, dtype=record)
@@ -130,6 +145,16 @@ for _, key in ipairs(KEYS) do
   if blob then redis.call('SET', key, blob) end
 end
 return #KEYS
+"""
+
+# ARGV: since ("" = any), value. A mark below ``since`` is left behind (a missing one is 0).
+_ADVANCE = """
+local found = redis.call('GET', KEYS[1])
+local current = tonumber(found or '0')
+if ARGV[1] == '' or current >= tonumber(ARGV[1]) then
+  if not found or current < tonumber(ARGV[2]) then redis.call('SET', KEYS[1], ARGV[2]) end
+end
+return 1
 """
 
 _MAXIMIZE = """
@@ -253,6 +278,27 @@ class RedisStorage(Storage):
 
     def maximize(self, key: bytes, value: int) -> None:
         self.client.eval(_MAXIMIZE, 1, key, value)
+
+    @property
+    def marked(self) -> bool:  # type: ignore[override]
+        return self.cluster
+
+    def _mark_keys(self) -> list[bytes]:
+        """One mark per group of buckets, in the group's slot: written on the same node, after
+        the buckets, a mark that survived means the buckets written before it did."""
+        return [f"{self.prefix}mark:{{{tag}}}".encode() for tag in group_tags()]
+
+    def advance_marks(self, value: int, since: int | None) -> None:
+        if self.cluster:
+            floor = "" if since is None else since
+            self._run(
+                [(key_slot(k), ("EVAL", _ADVANCE, 1, k, floor, value)) for k in self._mark_keys()]
+            )
+
+    def marks(self) -> list[int | None] | None:
+        if not self.cluster:
+            return None
+        return [int(found) if found else None for found in self.get(self._mark_keys())]
 
     def compact(self) -> None:
         keys, self._appended = sorted(self._appended), set()
