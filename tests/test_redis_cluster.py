@@ -243,11 +243,12 @@ def test_crawl_pipelines_page_index_and_rematch_on_a_cluster(cluster_runtime, re
     assert "tracker/errors/index" not in stats
     page_index = PageIndex.from_runtime(cluster_runtime)
     assert page_index.max_n() == 3
+    assert Rematcher(cluster_runtime, library).verify_page_index() == 0  # marks every node
     # A node loses the page index's postings it held: the pages are filed again.
     _lose_writes(redis_cluster, 1, cluster_runtime.settings.redis_prefix + "pix:*")
     assert page_index.max_n() == 0
     assert Rematcher(cluster_runtime, library).verify_page_index() == 3
-    assert page_index.max_n() == 3
+    assert page_index.max_n() == 3 and page_index.lowest_mark() == 3
     matches = cluster_runtime.db["matches"]
     assert {m["doc_id"] for m in matches.find({"active": True})} == {masters[0].doc_id}
 
