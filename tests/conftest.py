@@ -48,3 +48,25 @@ def runtime(settings: Settings):
     for key in rt.redis.scan_iter(match=settings.redis_prefix + "*", count=1000):
         rt.redis.delete(key)
     rt.close()
+
+
+@pytest.fixture(scope="session")
+def redis_cluster(tmp_path_factory) -> services.LocalCluster:
+    """A 3-node Redis Cluster of valkey servers on loopback, started on first use and shared by
+    the session (tests that kill a node start their own)."""
+    cluster = services.start_cluster(tmp_path_factory.mktemp("redis-cluster"))
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture()
+def cluster_runtime(settings: Settings, redis_cluster: services.LocalCluster):
+    """A runtime with the index on the cluster (``redis_cluster``), MongoDB as ``runtime``'s,
+    the same per-test database name and key prefix."""
+    from tracker.index.storage import RedisStorage
+
+    rt = Runtime(replace(settings, redis_url=redis_cluster.url, redis_cluster=True))
+    yield rt
+    rt.mongo.drop_database(settings.mongo_db)
+    RedisStorage(rt.redis, settings.redis_prefix).clear()
+    rt.close()

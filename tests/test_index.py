@@ -12,11 +12,12 @@ from tracker.index import MemoryStorage, RedisStorage, SimHashIndex
 from tracker.index.postings import RECORD, HashPostings
 
 
-@pytest.fixture(params=["memory", "redis"])
+@pytest.fixture(params=["memory", "redis", "cluster"])
 def storage(request):
     if request.param == "memory":
         return MemoryStorage()
-    runtime = request.getfixturevalue("runtime")
+    name = "cluster_runtime" if request.param == "cluster" else "runtime"  # 3 nodes, or one
+    runtime = request.getfixturevalue(name)
     return RedisStorage(runtime.redis, runtime.settings.redis_prefix + "ix:")
 
 

@@ -32,6 +32,7 @@ from tracker.fingerprints.document import to_unsigned
 from tracker.index.simhash_index import SimHashIndex
 from tracker.index.storage import RedisStorage
 from tracker.model import site_of
+from tracker.redis_cluster import on_state_slot
 from tracker.runtime import Runtime
 from tracker.stores.clusters import ClusterStore
 from tracker.stores.pages import MatchStore
@@ -55,7 +56,7 @@ class CentreIndex:
         self.k = k
         self._storage = RedisStorage(client, prefix)
         self._index = SimHashIndex(self._storage, k=k, blocks=blocks, name="centres")
-        self._count = prefix + "count"
+        self._count = on_state_slot(client, prefix + "count")
 
     def add(self, cluster: int, fingerprint: int) -> None:
         self._index.add([(cluster, fingerprint)])
@@ -139,7 +140,9 @@ class PageClusterer:
             return summary
         now = now or datetime.now(UTC)
         with self.client.lock(
-            self.prefix + "lock:cluster", timeout=LOCK_TIMEOUT_S, blocking_timeout=LOCK_TIMEOUT_S
+            on_state_slot(self.client, self.prefix + "lock:cluster"),
+            timeout=LOCK_TIMEOUT_S,
+            blocking_timeout=LOCK_TIMEOUT_S,
         ):
             if self.index.size() != self.store.count():
                 rebuilt = self.index.rebuild(self.store.iter_centres())

@@ -29,6 +29,12 @@ class Settings:
     redis_url: str | None = None  # None: start the embedded valkey under data_dir
     mongo_db: str = "tracker"
     redis_prefix: str = "tracker:"
+    # REDIS_URL names a node of a Redis Cluster: the index spreads over its primaries (see
+    # tracker.redis_cluster). The embedded server is a single node: a cluster needs REDIS_URL.
+    redis_cluster: bool = False
+    # The Redis of a distributed crawl's shared queue (scrapy-redis, which speaks to one server,
+    # not a cluster); "" = REDIS_URL's server when it is not a cluster.
+    crawl_redis_url: str = ""
 
     # Detection thresholds (see tracker.matching.detector for their meaning).
     simhash_max_distance: int = 3
@@ -135,13 +141,33 @@ def _coerce(settings: Settings, values: dict[str, Any]) -> Settings:
                 f"{' or '.join(f'{scheme}://' for scheme in schemes)} URL; "
                 f"fix it, or unset it to use the embedded server"
             )
-    return replace(settings, **converted)
+    result = replace(settings, **converted)
+    check_cluster(result)
+    return result
+
+
+def check_cluster(settings: Settings) -> None:
+    """With ``redis_cluster``: a node to start from, and a key prefix without a hash tag."""
+    if not settings.redis_cluster:
+        return
+    if not settings.redis_url:
+        raise ConfigError(
+            "setting redis_cluster (TRACKER_REDIS_CLUSTER) needs REDIS_URL: the URL of a "
+            "node of the cluster (the embedded server is a single node)"
+        )
+    from tracker.redis_cluster import check_prefix
+
+    try:
+        check_prefix(settings.redis_prefix)
+    except ValueError as exc:
+        raise ConfigError(f"setting {_named('redis_prefix')}: {exc}") from None
 
 
 #: The URL schemes pymongo and redis-py accept.
 _URL_SCHEMES = {
     "mongo_url": ("mongodb", "mongodb+srv"),
     "redis_url": ("redis", "rediss", "unix"),
+    "crawl_redis_url": ("redis", "rediss", "unix"),
 }
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off", ""})

@@ -11,14 +11,17 @@ from pathlib import Path
 
 from tracker.config import Settings
 
+#: Where the servers are: taken from ``settings``, never inherited from this environment.
+_SERVERS = ("MONGO_URL", "REDIS_URL", "TRACKER_REDIS_CLUSTER", "TRACKER_CRAWL_REDIS_URL")
+
 
 def crawl_environment(settings: Settings) -> dict[str, str]:
     """The environment of a crawl process: the same data directory, database and key prefix.
 
-    Server URLs are passed only when configured; otherwise the crawl finds the embedded
-    servers already running under the data directory.
+    Server URLs (and whether Redis is a cluster) are passed only when configured; otherwise
+    the crawl finds the embedded servers already running under the data directory.
     """
-    env = {k: v for k, v in os.environ.items() if k not in ("MONGO_URL", "REDIS_URL")}
+    env = {k: v for k, v in os.environ.items() if k not in _SERVERS}
     env.update(
         {
             "SCRAPY_SETTINGS_MODULE": "tracker.settings",
@@ -31,6 +34,10 @@ def crawl_environment(settings: Settings) -> dict[str, str]:
         env["MONGO_URL"] = settings.mongo_url
     if settings.redis_url:
         env["REDIS_URL"] = settings.redis_url
+    if settings.redis_cluster:
+        env["TRACKER_REDIS_CLUSTER"] = "1"
+    if settings.crawl_redis_url:
+        env["TRACKER_CRAWL_REDIS_URL"] = settings.crawl_redis_url
     return env
 
 

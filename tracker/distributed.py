@@ -2,8 +2,10 @@
 
 Turned on by ``TRACKER_DISTRIBUTED=1`` (``-s`` or the environment). The
 :class:`DistributedAddon` then swaps in scrapy-redis' scheduler and duplicate filter, connected to
-tracker's Redis (``REDIS_URL`` or the embedded server). Every process of one crawl pushes the
-links it finds into one sorted set (a priority queue) and pops its next request from it;
+``crawl_redis_url`` or else tracker's Redis (``REDIS_URL`` or the embedded server). scrapy-redis
+talks to one server: with the index on a Redis Cluster (``redis_cluster``), the queue needs a
+``crawl_redis_url`` of its own, a server that is not a cluster node. Every process of one crawl
+pushes the links it finds into one sorted set (a priority queue) and pops its next request from it;
 ``ZRANGE``+``ZREMRANGEBYRANK`` in a transaction and ``SADD`` on the shared fingerprint set make
 each request go to exactly one process, once.
 
@@ -31,6 +33,7 @@ import socket
 import time
 import uuid
 
+import redis
 from scrapy import Spider, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DontCloseSpider
@@ -60,14 +63,39 @@ class DistributedAddon:
                 "its queue in Redis and resumes from there"
             )
         if not settings.get("REDIS_URL"):
-            from tracker.runtime import Runtime  # starts the embedded server when needed
-
-            settings.set("REDIS_URL", Runtime(Settings.load()).redis_url, priority="addon")
+            settings.set("REDIS_URL", queue_redis_url(Settings.load()), priority="addon")
         settings.set("SCHEDULER", "tracker.distributed.SharedScheduler", priority="addon")
         settings.set("DUPEFILTER_CLASS", "scrapy_redis.dupefilter.RFPDupeFilter", priority="addon")
         settings.set("SCHEDULER_QUEUE_CLASS", "scrapy_redis.queue.PriorityQueue", priority="addon")
         # Requests queued as JSON, never pickled (see tracker.request_codec).
         settings.set("SCHEDULER_SERIALIZER", "tracker.request_codec", priority="addon")
+
+
+def queue_redis_url(settings: Settings) -> str:
+    """The Redis of the shared queue: ``crawl_redis_url``, else tracker's own Redis (started
+    when embedded), which must then not be a cluster: scrapy-redis talks to one server."""
+    if settings.crawl_redis_url:
+        return settings.crawl_redis_url
+    if settings.redis_cluster:
+        raise ValueError(
+            "a distributed crawl keeps its queue with scrapy-redis, which does not speak Redis "
+            "Cluster: set crawl_redis_url (TRACKER_CRAWL_REDIS_URL) to a Redis server that is "
+            "not a cluster node"
+        )
+    from tracker.runtime import Runtime  # starts the embedded server when needed
+
+    return Runtime(settings).redis_url
+
+
+def refuse_cluster_node(server: redis.Redis) -> None:
+    """Raise if the queue's server is a Redis Cluster node: scrapy-redis would fail on every
+    key another node serves (``MOVED``), request by request."""
+    if int(server.info("cluster").get("cluster_enabled", 0)):
+        raise ValueError(
+            "the distributed crawl's Redis is a Redis Cluster node, which scrapy-redis cannot "
+            "use: set crawl_redis_url (TRACKER_CRAWL_REDIS_URL) to a Redis server that is not "
+            "a cluster node"
+        )
 
 
 def crawl_id_for(spider: Spider) -> str:
@@ -99,6 +127,7 @@ class SharedScheduler(Scheduler):
         return scheduler
 
     def open(self, spider: Spider) -> None:
+        refuse_cluster_node(self.server)
         prefix = Settings.load().redis_prefix
         self.keys_base = f"{prefix}crawl:{crawl_id_for(spider)}"
         self.queue_key = f"{self.keys_base}:requests"

@@ -22,7 +22,9 @@ number and leave no orphan postings.
 MongoDB's library version and master count are compared with the index's; a gap left by a
 writer that died is closed by finishing its journaled changes, anything else (an index lost or
 restored from an older file, writes of its last second lost in a crash, masters lost by
-MongoDB) rebuilds the index from MongoDB, with a log line saying why.
+MongoDB, on a Redis Cluster a node that lost writes the others kept: see
+:meth:`tracker.index.master_index.MasterIndex.lagging`) rebuilds the index from MongoDB, with a
+log line saying why.
 """
 
 from __future__ import annotations
@@ -252,7 +254,11 @@ class MasterLibrary:
         ``repair``, make them agree: finish open changes, or rebuild the index when they
         cannot explain the difference. Cheap when they agree (a few reads, no lock)."""
         mongo_version, index_state = self.store.version(), self.index.state()
-        if index_state == (mongo_version, self.store.count()) and not self.store.has_open_changes():
+        if (
+            index_state == (mongo_version, self.store.count())
+            and not self.store.has_open_changes()
+            and not self.index.lagging(mongo_version)
+        ):
             return Verification(mongo_version, index_state[1] or 0, *index_state, "ok")
         if not repair:
             return Verification(
@@ -260,6 +266,16 @@ class MasterLibrary:
             )
         with self.writing():  # a writer in the middle of a change is waited for
             index_version, _ = self.index.state()
+            lagging = self.index.lagging(index_version) if index_version is not None else 0
+            if lagging:  # before any new state raises the marks of the servers that kept up
+                reason = (
+                    f"{lagging} groups of buckets are older than the index's library version "
+                    f"{index_version}: a Redis Cluster node lost writes"
+                )
+                log.warning("the index disagrees with itself (%s): rebuilding it", reason)
+                count = self.store.count()
+                self._rebuild()
+                return Verification(self.store.version(), count, *index_state, "rebuilt", reason)
             explained = {change["version"] for change in self.store.open_changes()}
             mongo_version = self.store.version()
             finished = self._finish_open_changes() if index_version is not None else 0

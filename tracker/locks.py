@@ -26,6 +26,8 @@ import redis
 from redis.exceptions import LockError, RedisError
 from redis.lock import Lock
 
+from tracker.redis_cluster import on_state_slot
+
 log = logging.getLogger(__name__)
 
 
@@ -48,19 +50,19 @@ class HeldLock:
         if ttl <= 0:
             raise ValueError("ttl must be positive")
         self.client = client
-        self.name = name
+        self.name = on_state_slot(client, name)
         self.ttl = float(ttl)
         self.on_lost = on_lost
         self.token = owner_token()
         self.lost = threading.Event()
-        self._lock = Lock(client, name, timeout=self.ttl, thread_local=False)
+        self._lock = Lock(client, self.name, timeout=self.ttl, thread_local=False)
         self._stop_renewing = threading.Event()
         self._renewer: threading.Thread | None = None
 
     @staticmethod
     def holder(client: redis.Redis, name: str) -> str | None:
         """The token of whoever holds the lock ``name`` now, or None."""
-        value = client.get(name)
+        value = client.get(on_state_slot(client, name))
         return value.decode("utf-8", "replace") if value is not None else None
 
     def acquire(self, wait: threading.Event | None = None, poll: float | None = None) -> bool:

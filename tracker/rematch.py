@@ -243,17 +243,21 @@ class Rematcher:
             if progress:
                 progress(len(batch))
         self.index.compact()
+        self.index.mark(since=0)
         return total
 
     def verify_page_index(self) -> int:
         """File again the pages whose anchors the page index lacks (a Redis that lost its
-        last writes, or an index never built); returns how many were filed."""
-        indexed = self.index.max_n()
+        last writes, an index never built, a Redis Cluster node that went back: see
+        :meth:`tracker.index.page_index.PageIndex.mark`); returns how many were filed."""
+        floor, indexed = self.index.lowest_mark(), self.index.max_n()
         if indexed >= self.pages.max_n():
+            self.index.mark(since=floor)
             return 0
         missing = self.pages.with_n_above(indexed, {"text": 1, "n": 1})
         for batch in batches(missing, 500):
             self.index.add((page["n"], normalize(page.get("text") or "").tokens) for page in batch)
+        self.index.mark(since=floor)
         if missing:
             log.warning("filed %d page(s) missing from the page index again", len(missing))
         return len(missing)

@@ -11,7 +11,7 @@ import redis
 from pymongo.database import Database
 
 from tracker import services
-from tracker.config import Settings
+from tracker.config import Settings, check_cluster
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +50,13 @@ class Runtime:
 
     @cached_property
     def redis(self) -> redis.Redis:
+        """The Redis client; with ``redis_cluster``, redis-py's cluster client on ``REDIS_URL``
+        (see :mod:`tracker.redis_cluster`: it has the same commands)."""
+        if self.settings.redis_cluster:
+            from tracker.redis_cluster import connect
+
+            check_cluster(self.settings)
+            return connect(self.redis_url, socket_timeout=30, health_check_interval=30)
         return redis.Redis.from_url(self.redis_url, socket_timeout=30, health_check_interval=30)
 
     def recover(self, pause: float = 1.0) -> bool:

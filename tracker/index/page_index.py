@@ -69,9 +69,35 @@ class PageIndex:
         self.storage.maximize(self.max_key, max(n for n, _ in items))
 
     def max_n(self) -> int:
-        """The highest page number filed (0: none)."""
+        """The highest page number up to which every page is filed (0: none): the highest
+        filed; on a Redis Cluster, the lowest mark if a node went back behind the others (it
+        restarted empty, or from an older file: its pages are filed again by
+        :meth:`tracker.rematch.Rematcher.verify_page_index`)."""
         (value,) = self.storage.get([self.max_key])
+        marks = self._marks()
+        if marks and min(marks) < max(marks):
+            return min(marks)
         return int(value or 0)
+
+    def _marks(self) -> list[int]:
+        return [mark or 0 for mark in self.storage.marks() or ()]
+
+    def lowest_mark(self) -> int:
+        marks = self._marks()
+        return min(marks) if marks else 0
+
+    def mark(self, since: int) -> None:
+        """On a Redis Cluster, record on every node that the pages up to the highest filed are
+        filed: the marks at ``since`` or above (:meth:`lowest_mark` read before the pages
+        missing were filed) are raised. Marks are raised here, when the page index is
+        verified, not as a crawl stores each page: 64 more commands a page would cost more
+        than filing it. A node that loses everything, or goes back past the last
+        verification, is noticed (with the index in one server, losing the last second of
+        writes is noticed too; a cluster node's last second is not, but a copy's anchors lie on
+        every node, so most of them remain)."""
+        if self.storage.marked:
+            (value,) = self.storage.get([self.max_key])
+            self.storage.advance_marks(int(value or 0), since)
 
     def candidates(self, texts: Sequence[np.ndarray]) -> dict[int, int]:
         """Pages sharing ``MIN_SHARED`` anchors with one of these token arrays (masters), with

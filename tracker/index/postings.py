@@ -43,7 +43,7 @@ class HashPostings:
         buckets = np.asarray(buckets, dtype=np.int64)
         missing = np.unique(buckets[~self._key_made[buckets]])
         if len(missing):
-            self._key_table[missing] = [self.storage.key(f"{self.name}:{b:x}") for b in missing]
+            self._key_table[missing] = [self.storage.bucket_key(self.name, b) for b in missing]
             self._key_made[missing] = True
         return self._key_table[buckets].tolist()
 

@@ -51,7 +51,7 @@ class SimHashIndex:
             bucket = (((fingerprint & mask) * _GOLDEN) & 0xFFFFFFFFFFFFFFFF) >> (
                 64 - self.bucket_bits
             )
-            keys.append(self.storage.key(f"{self.name}:{t}:{bucket:x}"))
+            keys.append(self.storage.bucket_key(f"{self.name}:{t}", bucket))
         return keys
 
     def records(self, items: Iterable[tuple[int, int]]) -> dict[bytes, bytes]:

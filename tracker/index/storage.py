@@ -19,12 +19,27 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 import redis
+from redis.crc import key_slot
+
+from tracker.redis_cluster import (
+    GROUPS,
+    STATE_TAG,
+    check_prefix,
+    group_tags,
+    is_cluster,
+    per_slot,
+)
 
 
 class Storage(ABC):
     @abstractmethod
     def key(self, name: str) -> bytes:
         """The key of the bucket ``name`` in this storage, as the other methods take it."""
+
+    def bucket_key(self, table: str, bucket: int) -> bytes:
+        """The key of bucket number ``bucket`` of the table ``table`` (a storage may lay a
+        table's buckets out over several servers, see :class:`RedisStorage`)."""
+        return self.key(f"{table}:{bucket:x}")
 
     @abstractmethod
     def append(self, chunks: Mapping[bytes, bytes]) -> None:
@@ -53,6 +68,21 @@ class Storage(ABC):
 
     def compact(self) -> None:  # noqa: B027 - most storages have nothing to release
         """Release the spare room appends left in buckets (call after a bulk load)."""
+
+    #: True where the buckets live on several servers, each of which may lose its last writes
+    #: alone (a Redis Cluster node restarted, or replaced by a replica that lagged): the
+    #: storage then keeps a *mark* beside each server's share of the buckets.
+    marked = False
+
+    def advance_marks(self, value: int, since: int | None) -> None:  # noqa: B027
+        """Raise to ``value`` every mark at ``since`` or above (a missing mark counts as 0;
+        every mark when ``since`` is None), once the buckets hold everything up to ``value``; a
+        mark below ``since`` stays where it is, telling that its server lost writes."""
+
+    def marks(self) -> list[int | None] | None:
+        """The marks (None where missing: a server that lost everything), or None for a
+        storage without marks."""
+        return None
 
 
 def without_doc(blob: bytes, doc: int, record: np.dtype) -> bytes:
@@ -117,6 +147,16 @@ end
 return #KEYS
 """
 
+# ARGV: since ("" = any), value. A mark below ``since`` is left behind (a missing one is 0).
+_ADVANCE = """
+local found = redis.call('GET', KEYS[1])
+local current = tonumber(found or '0')
+if ARGV[1] == '' or current >= tonumber(ARGV[1]) then
+  if not found or current < tonumber(ARGV[2]) then redis.call('SET', KEYS[1], ARGV[2]) end
+end
+return 1
+"""
+
 _MAXIMIZE = """
 local current = tonumber(redis.call('GET', KEYS[1]) or '0')
 if current < tonumber(ARGV[1]) then redis.call('SET', KEYS[1], ARGV[1]) end
@@ -144,48 +184,138 @@ return #KEYS
 
 
 class RedisStorage(Storage):
+    """Buckets in Redis, or on a Redis Cluster when ``client`` is a cluster client.
+
+    On a cluster, buckets carry hash tags spreading every table over the slots of
+    :func:`tracker.redis_cluster.group_tags`, singletons the tag ``{state}``, and each batch
+    runs one command per slot (an ``MGET``, or a Lua script over that slot's keys), each
+    node's commands pipelined; on one server, keys are as they always were and a batch is one
+    command (a script carries :attr:`BATCH` keys at most)."""
+
     BATCH = 2000
+    MAX_SLOTS_KNOWN = 1 << 20
 
     def __init__(self, client: redis.Redis, prefix: str = "tracker:ix:") -> None:
         self.client = client
         self.prefix = prefix
-        self._append = client.register_script(_APPEND)
-        self._compact = client.register_script(_COMPACT)
-        self._remove = client.register_script(_REMOVE)
-        self._maximize = client.register_script(_MAXIMIZE)
+        self.cluster = is_cluster(client)
+        if self.cluster:
+            check_prefix(prefix)
         self._appended: set[bytes] = set()
+        self._slots: dict[bytes, int] = {}
 
     def key(self, name: str) -> bytes:
-        return (self.prefix + name).encode()
+        return (self.prefix + name + (STATE_TAG if self.cluster else "")).encode()
+
+    def bucket_key(self, table: str, bucket: int) -> bytes:
+        if not self.cluster:
+            return f"{self.prefix}{table}:{bucket:x}".encode()
+        tag = group_tags()[bucket % GROUPS]
+        return f"{self.prefix}{table}:{{{tag}}}{bucket:x}".encode()
+
+    def _batches(self, keys: Sequence[bytes], size: int) -> list[tuple[int, list[int]]]:
+        """Positions of ``keys`` in batches of at most ``size``, each within one slot on a
+        cluster (slot 0 on one server)."""
+        if not self.cluster:
+            groups = {0: list(range(len(keys)))}
+        else:
+            # A key's slot is remembered: a lookup groups hundreds of keys, and hashing each
+            # again cost ~0.3 ms a page. The keys are buckets, a bounded set.
+            slots, groups = self._slots, {}
+            if len(slots) > self.MAX_SLOTS_KNOWN:
+                slots.clear()
+            for at, key in enumerate(keys):
+                slot = slots.get(key)
+                if slot is None:
+                    slot = slots[key] = key_slot(key)
+                groups.setdefault(slot, []).append(at)
+        return [
+            (slot, at[start : start + size])
+            for slot, at in groups.items()
+            for start in range(0, len(at), size)
+        ]
+
+    def _run(self, commands: list[tuple[int, Sequence]], idempotent: bool = True) -> list:
+        """Run ``(slot, command)`` pairs in one round trip (one per node on a cluster; see
+        :func:`tracker.redis_cluster.per_slot` for ``idempotent``)."""
+        if self.cluster:
+            return per_slot(self.client, commands, idempotent)
+        if len(commands) == 1:
+            return [self.client.execute_command(*commands[0][1])]
+        pipe = self.client.pipeline(transaction=False)
+        for _, args in commands:
+            pipe.execute_command(*args)
+        return pipe.execute()
+
+    def _script(
+        self,
+        script: str,
+        keys: Sequence[bytes],
+        args: Sequence | None = None,
+        extra: Sequence = (),
+        idempotent: bool = True,
+    ) -> None:
+        """Run ``script`` over ``keys`` in batches of :attr:`BATCH` (per slot on a cluster),
+        with ``args[i]`` for ``keys[i]`` (if given) after the shared ``extra`` arguments."""
+        commands = []
+        for slot, at in self._batches(keys, self.BATCH):
+            chosen = [keys[i] for i in at]
+            values = [args[i] for i in at] if args is not None else []
+            commands.append((slot, ("EVAL", script, len(chosen), *chosen, *extra, *values)))
+        self._run(commands, idempotent)
 
     def append(self, chunks: Mapping[bytes, bytes]) -> None:
-        keys, values = list(chunks), list(chunks.values())
-        pipe = self.client.pipeline(transaction=False)
-        for start in range(0, len(keys), self.BATCH):
-            end = start + self.BATCH
-            self._append(keys=keys[start:end], args=values[start:end], client=pipe)
-        pipe.execute()
+        keys = list(chunks)
+        self._script(_APPEND, keys, list(chunks.values()), idempotent=False)
         self._appended.update(keys)
 
     def set_values(self, values: Mapping[bytes, int]) -> None:
-        pipe = self.client.pipeline(transaction=True)  # MULTI/EXEC: both or neither
+        # MULTI/EXEC: both or neither (on a cluster, the keys share the {state} slot).
+        pipe = self.client.pipeline(transaction=True)
         for key, value in values.items():
             pipe.set(key, value)
         pipe.execute()
 
     def maximize(self, key: bytes, value: int) -> None:
-        self._maximize(keys=[key], args=[value])
+        self.client.eval(_MAXIMIZE, 1, key, value)
+
+    @property
+    def marked(self) -> bool:  # type: ignore[override]
+        return self.cluster
+
+    def _mark_keys(self) -> list[bytes]:
+        """One mark per group of buckets, in the group's slot: written on the same node, after
+        the buckets, a mark that survived means the buckets written before it did."""
+        return [f"{self.prefix}mark:{{{tag}}}".encode() for tag in group_tags()]
+
+    def advance_marks(self, value: int, since: int | None) -> None:
+        if self.cluster:
+            floor = "" if since is None else since
+            self._run(
+                [(key_slot(k), ("EVAL", _ADVANCE, 1, k, floor, value)) for k in self._mark_keys()]
+            )
+
+    def marks(self) -> list[int | None] | None:
+        if not self.cluster:
+            return None
+        return [int(found) if found else None for found in self.get(self._mark_keys())]
 
     def compact(self) -> None:
         keys, self._appended = sorted(self._appended), set()
-        for start in range(0, len(keys), self.BATCH):
-            self._compact(keys=keys[start : start + self.BATCH])
+        self._script(_COMPACT, keys)
 
     def get(self, keys: Sequence[bytes]) -> list[bytes]:
-        blobs: list[bytes] = []
-        for start in range(0, len(keys), 10 * self.BATCH):
-            chunk = keys[start : start + 10 * self.BATCH]
-            blobs.extend(b or b"" for b in self.client.execute_command("MGET", *chunk))
+        if not keys:
+            return []
+        batches = self._batches(keys, 10 * self.BATCH)
+        replies = self._run([(slot, ("MGET", *(keys[i] for i in at))) for slot, at in batches])
+        if len(replies) == 1:  # one server: the keys in order
+            return [blob or b"" for blob in replies[0]]
+        blobs: list[bytes] = [b""] * len(keys)
+        for (_, at), found in zip(batches, replies, strict=True):
+            for i, blob in zip(at, found, strict=True):
+                if blob:
+                    blobs[i] = blob
         return blobs
 
     def remove_doc(self, keys: Iterable[bytes], doc: int, record: np.dtype) -> None:
@@ -202,18 +332,20 @@ class RedisStorage(Storage):
             sample["doc_lo"], sample["doc_hi"] = doc & 0xFFFF, doc >> 16
             width = 3
         target = sample.tobytes()[offset : offset + width]
-        for start in range(0, len(unique), self.BATCH):
-            self._remove(
-                keys=unique[start : start + self.BATCH],
-                args=[record.itemsize, offset, target],
-            )
+        self._script(_REMOVE, unique, extra=[record.itemsize, offset, target])
 
     def clear(self) -> None:
-        batch = []
+        """Unlink every key under the prefix, scanning every primary of a cluster (a node
+        that does not answer raises: a clear must not leave part of the index behind)."""
+        batch: list[bytes] = []
         for key in self.client.scan_iter(match=self.prefix + "*", count=5000):
             batch.append(key)
-            if len(batch) >= self.BATCH:
-                self.client.unlink(*batch)
+            if len(batch) >= 10 * self.BATCH:
+                self._unlink(batch)
                 batch = []
-        if batch:
-            self.client.unlink(*batch)
+        self._unlink(batch)
+
+    def _unlink(self, keys: list[bytes]) -> None:
+        batches = self._batches(keys, self.BATCH)
+        if batches:
+            self._run([(slot, ("UNLINK", *(keys[i] for i in at))) for slot, at in batches])

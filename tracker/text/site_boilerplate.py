@@ -34,6 +34,8 @@ import numpy as np
 import redis
 import xxhash
 
+from tracker.redis_cluster import check_prefix, is_cluster
+
 _SPACE = re.compile(r"\s+")
 
 # Counts a page's lines once per URL (KEYS[2] holds the URLs counted) and tells which lines
@@ -83,10 +85,14 @@ class SiteBoilerplate:
         self.max_lines_per_site = max_lines_per_site
         self.max_urls_per_site = max_urls_per_site
         self.max_checked_per_site = max_checked_per_site
+        self.cluster = is_cluster(client)
+        if self.cluster:
+            check_prefix(prefix)
         self._count = client.register_script(_COUNT)
 
     def _key(self, site: str, kind: str = "") -> str:
-        return f"{self.prefix}boilerplate{kind}:{site}"
+        # A site's keys go to one slot of a cluster (the count script uses three of them).
+        return f"{self.prefix}boilerplate{kind}:" + (f"{{{site}}}" if self.cluster else site)
 
     @staticmethod
     def line_id(line: str) -> str:
