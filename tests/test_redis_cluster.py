@@ -15,6 +15,7 @@ import pytest
 from redis.crc import key_slot
 
 from tests.disguise import typos, with_ads
+from tests.stages import process
 from tests.texts import ARTICLE, OTHER_ARTICLE, prose
 from tracker import services
 from tracker.cli import main
@@ -229,7 +230,7 @@ def test_crawl_pipelines_page_index_and_rematch_on_a_cluster(cluster_runtime, re
     crawler._tracker_context = TrackerContext(cluster_runtime)
     stages = [
         SiteBoilerplatePipeline.from_crawler(crawler),
-        FingerprintPipeline(),
+        FingerprintPipeline.from_crawler(crawler),
         MatchPipeline.from_crawler(crawler),
         StorePipeline.from_crawler(crawler),
     ]
@@ -237,7 +238,7 @@ def test_crawl_pipelines_page_index_and_rematch_on_a_cluster(cluster_runtime, re
     for i, text in enumerate([masters[0].text, typos(late.text, 0.05, seed=3), prose(4601)]):
         item = PageItem(url=f"http://pirate.example/{i}.html", text=f"{stamp}\n{text}", status=200)
         for stage in stages:
-            item = stage.process_item(item)
+            item = process(stage, item)
     stats = crawler.stats.get_stats()
     assert stats.get("tracker/boilerplate_lines") == 2  # the stamp, from the second page on
     assert "tracker/errors/index" not in stats
@@ -410,7 +411,8 @@ def test_a_killed_node_is_named_never_a_silent_miss(doomed, monkeypatch):
     crawler.stats.open_spider()
     crawler._tracker_context = TrackerContext(runtime)
     item = PageItem(url="http://pirate.example/1.html", text=masters[5].text, status=200)
-    MatchPipeline.from_crawler(crawler).process_item(FingerprintPipeline().process_item(item))
+    fingerprinted = process(FingerprintPipeline.from_crawler(crawler), item)
+    process(MatchPipeline.from_crawler(crawler), fingerprinted)
     stats = crawler.stats.get_stats()
     assert stats["tracker/errors/index"] == 1 and stats["tracker/degraded/unmatched"] == 1
 
