@@ -117,7 +117,6 @@ class CrawlRunRecorder:
         try:
             context = tracker_context(self.crawler)
             runs = context.runtime.db["crawl_runs"]
-            context.call(lambda: runs.create_index([("finished_at", -1)]), "crawl record")
             context.call(lambda: runs.insert_one(record), "crawl record")
         except PyMongoError as exc:
             log.error("could not record crawl stats: %s", exc)

@@ -69,8 +69,7 @@ def verify(args: argparse.Namespace, runtime: Runtime) -> int:
         "rebuilt": f"rebuilt the index ({found.reason})",
     }[found.action]
     print(
-        f"{described}: {found.mongo_count} master documents, library version "
-        f"{found.mongo_version}"
+        f"{described}: {found.mongo_count} master documents, library version {found.mongo_version}"
     )
     refiled = Rematcher(runtime, library).verify_page_index()
     if refiled:
@@ -107,7 +106,7 @@ def delete(args: argparse.Namespace, runtime: Runtime) -> int:
 def list_works(args: argparse.Namespace, runtime: Runtime) -> int:
     """The works of the library (documents, size, when ingested), or with ``--work`` the
     documents of one; read only, from MongoDB."""
-    masters = runtime.db["masters"]
+    masters = runtime.read_db["masters"]
     fields = {"work": 1, "title": 1, "length": 1, "added_at": 1, "updated_at": 1}
     alive = {"deleted": {"$ne": True}}
     if args.work:

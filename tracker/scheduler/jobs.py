@@ -228,7 +228,6 @@ class JobContext:
         self.stop = stop or threading.Event()
         self.leader = leader
         self.runs = runs.JobRuns(self.runtime.db)
-        self.runs.ensure_indexes()
 
     def spec(self, name: str) -> JobSpec:
         try:
@@ -349,10 +348,8 @@ def crawl_job(context: JobContext, spec: JobSpec, now: datetime) -> dict[str, An
     except Exception as exc:  # subprocess.TimeoutExpired, OSError
         raise JobFailed(f"crawl did not complete: {exc}", {"log_file": str(log_file)}) from exc
     result: dict[str, Any] = {"exit_code": code, "log_file": str(log_file)}
-    crawl_runs = db["crawl_runs"]
-    crawl_runs.create_index([("spider", ASCENDING), ("finished_at", ASCENDING)])
     recorded = list(
-        crawl_runs.find(
+        db["crawl_runs"].find(
             {"spider": site.spider, "finished_at": {"$gte": started}},
             sort=[("finished_at", ASCENDING)],
         )
