@@ -109,6 +109,7 @@ class CrawlRunRecorder:
             "robots_obeyed": settings.getbool("ROBOTSTXT_OBEY"),
             "robots_reason": getattr(spider, "robots_reason", "") or None,
             "distributed": settings.getbool("TRACKER_DISTRIBUTED"),
+            "scrapyd_job": getattr(spider, "_job", None),  # run by Scrapyd: its job id
             "worker": f"{socket.gethostname()}:{os.getpid()}",
             **summary,
             "clustering": clustering,
