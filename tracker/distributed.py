@@ -20,6 +20,12 @@ scrapy-redis 0.9 works with Scrapy 2.19 as it is; :class:`SharedScheduler` only 
 * an idle worker stays open while another worker is busy (it may be fed new links) and
   closes once it has been idle for ``MAX_IDLE_TIME_BEFORE_CLOSE`` seconds (scrapy-redis' name
   for it) with no other worker busy.
+
+A standing fleet of workers (``tracker crawl-worker``, one per machine or container) learns of
+crawls from the board (:class:`tracker.crawl_board.CrawlBoard`) where the scheduler posts each
+distributed crawl it runs, and joins them with ``TRACKER_CRAWL_JOIN``: a joining worker that
+finds no worker registered (the crawl is over, or not begun) leaves at once instead of
+crawling the site anew.
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ from scrapy_redis.dupefilter import RFPDupeFilter
 from scrapy_redis.scheduler import Scheduler
 
 from tracker.config import Settings
+from tracker.crawl_board import JOIN_SETTING, crawl_keys
 
 log = logging.getLogger(__name__)
 
@@ -94,13 +101,13 @@ class SharedScheduler(Scheduler):
         scheduler.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         scheduler.max_idle = crawler.settings.getfloat("MAX_IDLE_TIME_BEFORE_CLOSE", 30.0)
         scheduler.idle_since = None
+        scheduler.declined = False
         scheduler._last_beat = 0.0
         crawler.signals.connect(scheduler.spider_idle, signal=signals.spider_idle)
         return scheduler
 
     def open(self, spider: Spider) -> None:
-        prefix = Settings.load().redis_prefix
-        self.keys_base = f"{prefix}crawl:{crawl_id_for(spider)}"
+        self.keys_base = crawl_keys(Settings.load().redis_prefix, crawl_id_for(spider))
         self.queue_key = f"{self.keys_base}:requests"
         self.dupefilter_key = f"{self.keys_base}:dupefilter"
         self.df = RFPDupeFilter(
@@ -108,6 +115,12 @@ class SharedScheduler(Scheduler):
         )
         self.persist = True  # the last worker out cleans up, see close()
         super().open(spider)
+        # A joining worker that finds nobody at work does nothing: the crawl is over (its
+        # keys gone) or has not begun, and seeding its start pages would crawl the site anew.
+        self.declined = spider.settings.getbool(JOIN_SETTING) and not self.live_workers()
+        if self.declined:
+            spider.logger.info("distributed crawl %s: no worker at it; not joining", self.keys_base)
+            return
         self.server.zadd(self.workers_key, {self.worker_id: time.time()})
         spider.logger.info(
             "distributed crawl %s: worker %s, %d workers, %d requests queued",
@@ -137,6 +150,8 @@ class SharedScheduler(Scheduler):
             self._last_beat = now
 
     def next_request(self):
+        if self.declined:
+            return None
         request = super().next_request()
         engine = getattr(self.crawler, "engine", None)
         downloading = bool(engine and engine.downloader.active)
@@ -147,6 +162,8 @@ class SharedScheduler(Scheduler):
         return request
 
     def enqueue_request(self, request: Request) -> bool:
+        if self.declined:
+            return False
         queued = super().enqueue_request(request)
         if queued:
             self.crawler.stats.inc_value("scheduler/enqueued/redis")
@@ -156,6 +173,8 @@ class SharedScheduler(Scheduler):
         """Keep an idle worker open while others work (they may feed it) and until it has
         been idle for ``MAX_IDLE_TIME_BEFORE_CLOSE`` seconds. Scrapy asks again every few
         seconds (the engine's heartbeat), pulling whatever was queued meanwhile."""
+        if self.declined:
+            return
         now = time.monotonic()
         if self.idle_since is None:
             self.idle_since = now
@@ -165,6 +184,8 @@ class SharedScheduler(Scheduler):
         spider.logger.info("idle for %.0f s, no other worker busy: closing", idle)
 
     def close(self, reason: str) -> None:
+        if self.declined:
+            return
         self.server.zrem(self.workers_key, self.worker_id)
         if reason == "finished" and self.live_workers() == 0 and len(self.queue) == 0:
             self.server.delete(self.queue_key, self.dupefilter_key, self.workers_key)

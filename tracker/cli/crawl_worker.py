@@ -1,0 +1,115 @@
+"""``tracker crawl-worker``: one worker of the crawl fleet, until stopped.
+
+It watches the board where the scheduler posts each distributed crawl it runs
+(:class:`tracker.crawl_board.CrawlBoard`) and joins the crawls in progress one at a time, as
+``scrapy crawl`` processes with the crawl's own spider, arguments and settings: they take their
+requests from the crawl's shared queue in Redis (:mod:`tracker.distributed`), so N workers
+fetch each page once between them. A crawl it has left is not joined again. SIGINT/SIGTERM:
+the crawl at hand finishes its requests in flight and leaves the rest queued for the others;
+a second signal stops at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import subprocess
+import threading
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from tracker.config import Settings
+
+log = logging.getLogger("tracker.crawl_worker")
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    parser = commands.add_parser(
+        "crawl-worker",
+        help="join the distributed crawls the scheduler runs (one worker of a crawl fleet)",
+    )
+    parser.add_argument(
+        "--poll", type=float, default=5.0, metavar="S", help="seconds between looks at the board"
+    )
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    from tracker.cli._servers import connect
+    from tracker.crawl_board import CrawlBoard
+
+    logging.basicConfig(
+        force=True,
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    runtime = connect(settings)
+    board = CrawlBoard(runtime.redis, settings.redis_prefix)
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        log.info("%s: leaving once the crawl at hand has stopped", signal.Signals(signum).name)
+        stop.set()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    log.info("crawl worker waiting for crawls (board %s)", board.key)
+    try:
+        serve(board, settings, stop, max(0.1, args.poll))
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        runtime.close()
+    log.info("crawl worker stopped")
+    return 0
+
+
+def serve(board: Any, settings: Settings, stop: threading.Event, poll: float) -> None:
+    """Join the crawls posted on ``board`` until ``stop`` is set."""
+    from redis.exceptions import RedisError
+
+    from tracker.crawl import run_crawl
+    from tracker.crawl_board import JOIN_SETTING
+
+    left: set[str] = set()
+    while not stop.is_set():
+        try:
+            posted = board.crawls()
+            left &= {c["id"] for c in posted}
+            crawl = next(
+                (c for c in posted if c["id"] not in left and board.in_progress(c["id"])), None
+            )
+        except RedisError as exc:  # Redis away: the board is read again after the pause
+            log.error("could not read the crawl board: %s", exc)
+            crawl = None
+        if crawl is None:
+            stop.wait(poll)
+            continue
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+        log_file = Path(settings.data_dir) / "logs" / f"worker-{crawl['id']}-{stamp}.log"
+        log_file.parent.mkdir(parents=True, exist_ok=True)
+        log.info("joining crawl %s (%s); log: %s", crawl["id"], crawl["spider"], log_file)
+        try:
+            code = run_crawl(
+                crawl["spider"],
+                settings,
+                arguments=crawl["arguments"],
+                scrapy_settings={
+                    **crawl["settings"],
+                    "TRACKER_DISTRIBUTED": 1,
+                    "TRACKER_CRAWL_ID": crawl["id"],
+                    JOIN_SETTING: 1,
+                },
+                log_file=log_file,
+                timeout=max(poll, crawl["until"] - time.time()),  # no longer than posted
+                stop=stop,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            log.error("crawl %s: %s", crawl["id"], exc)
+            code = -1
+        left.add(crawl["id"])
+        log.info("left crawl %s (exit status %d)", crawl["id"], code)
