@@ -78,10 +78,10 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 # ------------------------------------------------------------------------------ measuring
 
 
-def server_cpu(settings: Settings) -> dict[str, float]:
-    """CPU seconds (user + system) used so far by the embedded servers; {} when the servers
-    are configured ones (their processes are elsewhere)."""
-    used = {}
+def server_processes(settings: Settings) -> dict[str, tuple[float, int]]:
+    """CPU seconds (user + system) used so far and resident bytes of the embedded servers;
+    {} when the servers are configured ones (their processes are elsewhere)."""
+    found = {}
     for name in ("redis", "mongo"):
         if getattr(settings, f"{name}_url"):
             continue
@@ -90,8 +90,9 @@ def server_cpu(settings: Settings) -> dict[str, float]:
             fields = Path(f"/proc/{state.pid}/stat").read_text().rsplit(")", 1)[1].split()
         except (AttributeError, OSError):
             continue
-        used[name] = (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime, stime
-    return used
+        cpu = (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime, stime
+        found[name] = (cpu, int(fields[21]) * os.sysconf("SC_PAGE_SIZE"))  # rss in pages
+    return found
 
 
 def disk_bytes(path: Path) -> int:
@@ -116,11 +117,13 @@ class Meter:
         memory = self.runtime.redis.info("memory")
         usage = resource.getrusage(resource.RUSAGE_SELF)
         children = resource.getrusage(resource.RUSAGE_CHILDREN)
+        servers = server_processes(self.settings)
         return {
             "wall": time.perf_counter(),
             "cpu": usage.ru_utime + usage.ru_stime,
             "children_cpu": children.ru_utime + children.ru_stime,
-            "servers_cpu": server_cpu(self.settings),
+            "servers_cpu": {name: cpu for name, (cpu, _) in servers.items()},
+            "servers_rss": {name: rss for name, (_, rss) in servers.items()},
             "redis_used": int(memory["used_memory"]),
             "redis_rss": int(memory["used_memory_rss"]),
             "mongo_disk": None if self.settings.mongo_url else disk_bytes(self.mongo_dir),
@@ -402,6 +405,7 @@ def main(argv: list[str] | None = None) -> int:
                 masters = meter.collections(("masters",))["masters"]
                 point = {
                     "masters": masters["count"],
+                    "servers_rss_mb": {k: v >> 20 for k, v in now["servers_rss"].items()},
                     "ingest": step,
                     "redis_bytes_per_chapter": round(
                         (now["redis_used"] - base["redis_used"]) / stored

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import logging
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -90,7 +91,8 @@ def serve(board: Any, settings: Settings, stop: threading.Event, poll: float) ->
             stop.wait(poll)
             continue
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
-        log_file = Path(settings.data_dir) / "logs" / f"worker-{crawl['id']}-{stamp}.log"
+        name = f"worker-{crawl['id']}-{socket.gethostname()}-{stamp}.log"  # one data dir, N hosts
+        log_file = Path(settings.data_dir) / "logs" / name
         log_file.parent.mkdir(parents=True, exist_ok=True)
         log.info("joining crawl %s (%s); log: %s", crawl["id"], crawl["spider"], log_file)
         try:
