@@ -4,7 +4,6 @@ board is empty afterwards, and a worker never starts a crawl that is over."""
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -34,7 +33,7 @@ def test_the_board_lists_the_crawls_posted_until_they_go_stale(runtime):
     assert board.crawls() == []
 
 
-def test_a_standing_worker_joins_the_schedulers_crawl(runtime, settings, tmp_path):
+def test_a_standing_worker_joins_the_schedulers_crawl(runtime, settings, server_env, tmp_path):
     site = linked_site()
     for page in site.pages.values():
         page.delay = 0.5  # the crawl lasts long enough for a worker to join
@@ -58,17 +57,9 @@ def test_a_standing_worker_joins_the_schedulers_crawl(runtime, settings, tmp_pat
                 },
             ),
         )
-        env = {
-            **os.environ,
-            "MONGO_URL": settings.mongo_url,
-            "REDIS_URL": settings.redis_url,
-            "TRACKER_MONGO_DB": settings.mongo_db,
-            "TRACKER_REDIS_PREFIX": settings.redis_prefix,
-            "TRACKER_DATA_DIR": str(tmp_path),
-        }
         worker = subprocess.Popen(
             [sys.executable, "-m", "tracker.cli", "crawl-worker", "--poll", "0.3"],
-            env=env,
+            env=server_env,
             stderr=subprocess.PIPE,
             text=True,
         )

@@ -65,7 +65,7 @@ def project(tmp_path: Path, monkeypatch) -> Path:
 
 
 @pytest.fixture()
-def scrapyd(tmp_path: Path, settings):
+def scrapyd(tmp_path: Path, server_env):
     """Scrapyd on a free loopback port, its files under ``tmp_path``, its jobs reaching the
     test servers through the environment they inherit."""
     home = tmp_path / "scrapyd"
@@ -76,17 +76,9 @@ def scrapyd(tmp_path: Path, settings):
         f"eggs_dir = {home}/eggs\nlogs_dir = {home}/logs\ndbs_dir = {home}/dbs\n"
         "items_dir =\npoll_interval = 0.5\nmax_proc = 1\n"
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY")}
-    env.update(
-        MONGO_URL=settings.mongo_url,
-        REDIS_URL=settings.redis_url,
-        TRACKER_MONGO_DB=settings.mongo_db,
-        TRACKER_REDIS_PREFIX=settings.redis_prefix,
-        TRACKER_DATA_DIR=str(tmp_path / "data"),
-    )
     with (home / "scrapyd.log").open("wb") as log:
         process = subprocess.Popen(
-            [str(BIN / "scrapyd")], cwd=home, env=env, stdout=log, stderr=subprocess.STDOUT,
+            [str(BIN / "scrapyd")], cwd=home, env=server_env, stdout=log, stderr=subprocess.STDOUT,
             start_new_session=True,
         )  # fmt: skip
     base = f"http://127.0.0.1:{port}/"

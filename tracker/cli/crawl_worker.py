@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import signal
 import socket
 import subprocess
 import threading
@@ -22,6 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from tracker.cli._signals import graceful_stop
 from tracker.config import Settings
 
 log = logging.getLogger("tracker.crawl_worker")
@@ -49,21 +49,11 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     )
     runtime = connect(settings)
     board = CrawlBoard(runtime.redis, settings.redis_prefix)
-    stop = threading.Event()
-
-    def on_signal(signum: int, _frame: Any) -> None:
-        if stop.is_set():
-            raise KeyboardInterrupt
-        log.info("%s: leaving once the crawl at hand has stopped", signal.Signals(signum).name)
-        stop.set()
-
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     log.info("crawl worker waiting for crawls (board %s)", board.key)
     try:
-        serve(board, settings, stop, max(0.1, args.poll))
+        with graceful_stop(log, "leaving once the crawl at hand has stopped") as stop:
+            serve(board, settings, stop, max(0.1, args.poll))
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
         runtime.close()
     log.info("crawl worker stopped")
     return 0
