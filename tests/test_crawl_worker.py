@@ -12,8 +12,9 @@ from dataclasses import replace
 import pytest
 
 from tests.test_crawl_distributed import PAGES, linked_site
+from tracker.cli.crawl_worker import least_manned
 from tracker.crawl import run_crawl
-from tracker.crawl_board import JOIN_SETTING, CrawlBoard
+from tracker.crawl_board import JOIN_SETTING, CrawlBoard, crawl_keys
 from tracker.scheduler.jobs import JobContext
 
 pytestmark = pytest.mark.integration
@@ -28,9 +29,16 @@ def test_the_board_lists_the_crawls_posted_until_they_go_stale(runtime):
     assert crawl["arguments"] == {"start_url": "http://127.0.0.1:1/"}
     assert crawl["settings"] == {"X": 1}
     assert runtime.redis.zcard(board.key) == 1  # the stale one is gone
-    assert not board.in_progress("pirate-1")  # posted, but no process has it open yet
+    assert board.workers("pirate-1") == 0  # posted, but no process has it open yet
+    # A worker goes where the fewest processes are (each keeps its own per-site limits).
+    board.post("pirate-2", "novel", {"start_url": "http://127.0.0.1:2/"}, {}, 60)
+    for crawl_id, processes in (("pirate-1", 2), ("pirate-2", 1)):
+        keys = f"{crawl_keys(runtime.settings.redis_prefix, crawl_id)}:workers"
+        runtime.redis.zadd(keys, {f"worker{i}": 0 for i in range(processes)})
+    assert least_manned(board, board.crawls())["id"] == "pirate-2"
+    assert least_manned(board, board.crawls()[:1])["id"] == "pirate-1"
     board.remove(entry)
-    assert board.crawls() == []
+    assert [crawl["id"] for crawl in board.crawls()] == ["pirate-2"]
 
 
 def test_a_standing_worker_joins_the_schedulers_crawl(runtime, settings, server_env, tmp_path):

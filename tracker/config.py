@@ -53,6 +53,7 @@ class Settings:
     schedule_timezone: str = "UTC"
     misfire_grace_s: int = 3600  # a run later than this after its time is skipped and logged
     scheduler_lock_s: int = 30  # expiry of the Redis lock held by the acting scheduler
+    max_running_jobs: int = 3  # jobs the scheduler runs at once (each site's crawl is one)
     sites: tuple = ()  # [[sites]] tables: name, spider, cron, arguments, settings, timeout_s
 
     # Input of ``tracker check`` and ``ingest``: a larger file, page or text is refused.

@@ -64,6 +64,7 @@ class CrawlBoard:
         posted = self.client.zrangebyscore(self.key, now, "+inf", withscores=True)
         return [{**json.loads(entry), "until": until} for entry, until in posted]
 
-    def in_progress(self, crawl_id: str) -> bool:
-        """Whether some worker (the scheduler's own crawl first) has the crawl open."""
-        return bool(self.client.zcard(f"{crawl_keys(self.prefix, crawl_id)}:workers"))
+    def workers(self, crawl_id: str) -> int:
+        """How many processes have the crawl open (the scheduler's own first; 0: over, or not
+        begun)."""
+        return int(self.client.zcard(f"{crawl_keys(self.prefix, crawl_id)}:workers"))

@@ -4,7 +4,9 @@ It watches the board where the scheduler posts each distributed crawl it runs
 (:class:`tracker.crawl_board.CrawlBoard`) and joins the crawls in progress one at a time, as
 ``scrapy crawl`` processes with the crawl's own spider, arguments and settings: they take their
 requests from the crawl's shared queue in Redis (:mod:`tracker.distributed`), so N workers
-fetch each page once between them. A crawl it has left is not joined again. SIGINT/SIGTERM:
+fetch each page once between them. It joins the crawl in progress with the fewest processes at
+it: every process keeps its own per-site limits, so workers spread over the crawls running
+rather than piling onto one site. A crawl it has left is not joined again. SIGINT/SIGTERM:
 the crawl at hand finishes its requests in flight and leaves the rest queued for the others;
 a second signal stops at once.
 """
@@ -71,9 +73,7 @@ def serve(board: Any, settings: Settings, stop: threading.Event, poll: float) ->
         try:
             posted = board.crawls()
             left &= {c["id"] for c in posted}
-            crawl = next(
-                (c for c in posted if c["id"] not in left and board.in_progress(c["id"])), None
-            )
+            crawl = least_manned(board, [c for c in posted if c["id"] not in left])
         except RedisError as exc:  # Redis away: the board is read again after the pause
             log.error("could not read the crawl board: %s", exc)
             crawl = None
@@ -105,3 +105,13 @@ def serve(board: Any, settings: Settings, stop: threading.Event, poll: float) ->
             code = -1
         left.add(crawl["id"])
         log.info("left crawl %s (exit status %d)", crawl["id"], code)
+
+
+def least_manned(board: Any, crawls: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The crawl in progress with the fewest processes at it (the first posted on a tie)."""
+    best: tuple[int, dict[str, Any]] | None = None
+    for crawl in crawls:
+        workers = board.workers(crawl["id"])
+        if workers and (best is None or workers < best[0]):
+            best = (workers, crawl)
+    return best[1] if best else None
