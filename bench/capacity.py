@@ -45,6 +45,7 @@ import json
 import os
 import random
 import resource
+import signal
 import sys
 import tempfile
 import time
@@ -306,6 +307,7 @@ def crawl(meter: Meter, settings: Settings, pages: int, tmp: Path) -> dict:
     meter.runtime.mongo.drop_database(aside.mongo_db)
     stats = meter.collections(PAGE_COLLECTIONS)
     stored = run["stored"] or 1
+    lengths = [len(doc.get("text", "")) for doc in meter.runtime.db["pages"].find({}, {"text": 1})]
     per_page = {
         name: {
             key: round((stats[name][key] - stats_before[name][key]) / stored)
@@ -322,6 +324,7 @@ def crawl(meter: Meter, settings: Settings, pages: int, tmp: Path) -> dict:
     return {
         **run,
         "copies_on_site": copies,
+        "chars_per_page": round(sum(lengths) / max(1, len(lengths))),
         "crawl_startup_cpu_s": round(startup["children_cpu_s"], 1),
         "crawl_cpu_ms_per_page": round(
             1000
@@ -363,6 +366,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--redis-url")
     parser.add_argument("--out", type=Path, help="default bench/results/capacity[-full].json")
     args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, _interrupt)  # stopped: the servers are stopped too
     out = args.out or Path(__file__).parent / "results" / (
         "capacity-full.json" if args.full else "capacity.json"
     )
@@ -497,7 +501,8 @@ Chapters of {r["chars_per_chapter"]:,} characters.
 
 {table}
 
-One crawl worker, {w["pages"]} pages ({w["copies_on_site"]} copies), every pipeline, library of
+One crawl worker, {w["pages"]} pages ({w["copies_on_site"]} copies; text of
+{w["chars_per_page"]:,} characters a page on average), every pipeline, library of
 {r["checkpoints"][-1]["masters"]:,}: **{w["pages_per_second"]} pages/s**, {w["stored"]} stored,
 {w["matched"]} matched; CPU per page: crawl process {w["crawl_cpu_ms_per_page"]} ms (after
 {w["crawl_startup_cpu_s"]} s of start-up), servers
@@ -516,6 +521,10 @@ checkpoint: snappy {mc["snappy"]}, zstd {mc["zstd"]}):
 def machine_with_memory() -> str:
     memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     return f"{machine()}, {memory:.0f} GB"
+
+
+def _interrupt(signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 def log(message: str) -> None:
