@@ -7,6 +7,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+import time
 from dataclasses import replace
 
 import pytest
@@ -73,6 +74,10 @@ def test_a_standing_worker_joins_the_schedulers_crawl(runtime, settings, server_
         )
         try:
             record = JobContext(sched, runtime).run("crawl:pirate")
+            # The worker leaves once idle, recording its run: the second record.
+            deadline = time.monotonic() + 60
+            while runtime.db["crawl_runs"].count_documents({}) < 2 and time.monotonic() < deadline:
+                time.sleep(0.2)
         finally:
             worker.send_signal(signal.SIGTERM)
             _, said = worker.communicate(timeout=60)
