@@ -74,8 +74,6 @@ def store(runtime: Runtime, library: MasterLibrary, docs: list[tuple[str, str]])
     nothing (checking 100,000 pages here would take longer than the bench). Returns the Redis
     bytes of the page index per page."""
     pages, matches = PageStore(runtime.db), MatchStore(runtime.db)
-    pages.ensure_indexes()
-    matches.ensure_indexes()
     index = PageIndex.from_runtime(runtime)
     version = library.index.state()[0] or 0
     detector = library.detector(runtime.settings)

@@ -41,6 +41,22 @@ def settings(server_settings: Settings) -> Settings:
 
 
 @pytest.fixture()
+def server_env(settings: Settings, tmp_path: Path) -> dict[str, str]:
+    """The environment of a tracker process a test starts: the test's servers, database and
+    key prefix, a data directory of its own, nothing inherited from a Scrapy project."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TRACKER_", "SCRAPY"))}
+    env.update(
+        MONGO_URL=settings.mongo_url or "",
+        REDIS_URL=settings.redis_url or "",
+        TRACKER_MONGO_DB=settings.mongo_db,
+        TRACKER_REDIS_PREFIX=settings.redis_prefix,
+        TRACKER_DATA_DIR=str(tmp_path / "data"),
+        TRACKER_CHECK_WARM_S="0",
+    )
+    return env
+
+
+@pytest.fixture()
 def runtime(settings: Settings):
     rt = Runtime(settings)
     yield rt

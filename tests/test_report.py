@@ -51,7 +51,6 @@ def match(doc_id: str, work: str, score: float, coverage: float, *passages: str)
 def seeded(runtime):
     """Two infringing pages on DAY (one copying two works), one the day before, one after."""
     store = MatchStore(runtime.db)
-    store.ensure_indexes()
     store.record(
         PAGE_A,
         [

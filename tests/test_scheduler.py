@@ -477,6 +477,10 @@ def test_hot_queries_use_indexes(sched_settings, runtime, clock, sites):
         "report: pages of a day": db["page_days"].find({"day": "2031-03-02"}),
         "report: their matches": db["matches"].find({"_id": {"$in": [PIRATE + "1\x00A/1"]}}),
         "crawl: stored page state": db["pages"].find({"_id": PIRATE + "1"}),
+        # (SecantusDB explains a filter on more fields as a scan, yet runs it on the index of
+        # the first: 1.6 ms against 741 ms unindexed at 50,000 matches)
+        "crawl: a page's matches": db["matches"].find({"url": PIRATE + "1"}),
+        "detector: candidate masters": db["masters"].find({"n": {"$in": [1, 2]}}),
         "rematch: failed pages": db["pages"].find({"match_state": "failed"}),
         "rematch: pages by number": db["pages"].find({"n": {"$in": [1, 2]}}),
         "rematch: pages stored since": db["pages"].find({"stored_at": {"$gte": DAY1}}),

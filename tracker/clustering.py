@@ -35,7 +35,6 @@ from tracker.model import site_of
 from tracker.redis_cluster import on_state_slot
 from tracker.runtime import Runtime
 from tracker.stores.clusters import ClusterStore
-from tracker.stores.pages import MatchStore
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +110,6 @@ class PageClusterer:
         self.client = client
         self.prefix = prefix
         self.store = ClusterStore(db)
-        self.store.ensure_indexes()
         self.index = CentreIndex(client, prefix + "cl:", k=k)
 
     @classmethod
@@ -121,15 +119,9 @@ class PageClusterer:
     def cluster_seen_since(self, since: datetime, until: datetime | None = None) -> ClusterSummary:
         """Cluster the pages with a match seen since ``since`` (and first seen before
         ``until``)."""
-        matches = MatchStore(self.db)
-        matches.ensure_indexes()
         query = {"last_seen": {"$gte": since}}
         found = self.db["matches"].find(query, {"url": 1, "first_seen": 1})
-        urls = {
-            doc["url"]
-            for doc in found
-            if until is None or _utc(doc["first_seen"]) < until
-        }
+        urls = {doc["url"] for doc in found if until is None or _utc(doc["first_seen"]) < until}
         return self.cluster_urls(urls)
 
     def cluster_urls(self, urls: Iterable[str], now: datetime | None = None) -> ClusterSummary:

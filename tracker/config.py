@@ -35,6 +35,11 @@ class Settings:
     # The Redis of a distributed crawl's shared queue (scrapy-redis, which speaks to one server,
     # not a cluster); "" = REDIS_URL's server when it is not a cluster.
     crawl_redis_url: str = ""
+    # Write concern of every write (``majority``, or a number of members): "" = the URL's
+    # ``w=``, else majority. Read preference of what only reads settled data (reports, lists):
+    # "" = the URL's ``readPreference=``, else primary. See tracker.runtime.
+    mongo_write_concern: str = ""
+    mongo_read_preference: str = ""
 
     # Detection thresholds (see tracker.matching.detector for their meaning).
     simhash_max_distance: int = 3
@@ -54,6 +59,7 @@ class Settings:
     schedule_timezone: str = "UTC"
     misfire_grace_s: int = 3600  # a run later than this after its time is skipped and logged
     scheduler_lock_s: int = 30  # expiry of the Redis lock held by the acting scheduler
+    max_running_jobs: int = 3  # jobs the scheduler runs at once (each site's crawl is one)
     sites: tuple = ()  # [[sites]] tables: name, spider, cron, arguments, settings, timeout_s
 
     # Input of ``tracker check`` and ``ingest``: a larger file, page or text is refused.
@@ -131,6 +137,12 @@ def _coerce(settings: Settings, values: dict[str, Any]) -> Settings:
             raise ConfigError(
                 f"setting {_named(name)}={raw!r} is not a valid {type(current).__name__}"
             ) from None
+    for name, check in _CHECKS.items():
+        if converted.get(name):
+            try:
+                converted[name] = check(converted[name])
+            except ValueError as exc:
+                raise ConfigError(f"setting {_named(name)}: {exc}") from None
     for name, schemes in _URL_SCHEMES.items():
         url = converted.get(name)
         if url and not url.startswith(tuple(f"{scheme}://" for scheme in schemes)):
@@ -168,6 +180,36 @@ _URL_SCHEMES = {
     "mongo_url": ("mongodb", "mongodb+srv"),
     "redis_url": ("redis", "rediss", "unix"),
     "crawl_redis_url": ("redis", "rediss", "unix"),
+}
+#: MongoDB's read preference modes, by their lower-case names.
+READ_PREFERENCES = ("primary", "primaryPreferred", "secondary", "secondaryPreferred", "nearest")
+
+
+def parse_write_concern(value: object) -> str | int:
+    """``majority`` or a number of replica set members ≥ 1 (an unacknowledged ``0`` would
+    lose what the crawl counts as stored)."""
+    word = str(value).strip()
+    if word.lower() == "majority":
+        return "majority"
+    if word.isdigit() and int(word) >= 1:
+        return int(word)
+    raise ValueError(f"{value!r} is not a write concern (use majority, or a number of members ≥ 1)")
+
+
+def parse_read_preference(value: object) -> str:
+    """One of MongoDB's read preference modes (any case), in its canonical spelling."""
+    names = {name.lower(): name for name in READ_PREFERENCES}
+    try:
+        return names[str(value).strip().lower()]
+    except KeyError:
+        raise ValueError(
+            f"{value!r} is not a read preference ({', '.join(READ_PREFERENCES)})"
+        ) from None
+
+
+_CHECKS = {
+    "mongo_write_concern": lambda value: str(parse_write_concern(value)),
+    "mongo_read_preference": parse_read_preference,
 }
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off", ""})

@@ -62,15 +62,11 @@ class TrackerContext:
 
     @cached_property
     def pages(self) -> PageStore:
-        store = PageStore(self.runtime.db)
-        store.ensure_indexes()
-        return store
+        return PageStore(self.runtime.db)
 
     @cached_property
     def matches(self) -> MatchStore:
-        store = MatchStore(self.runtime.db)
-        store.ensure_indexes()
-        return store
+        return MatchStore(self.runtime.db)
 
     @cached_property
     def page_index(self) -> PageIndex:
@@ -78,9 +74,7 @@ class TrackerContext:
 
     @cached_property
     def rematches(self) -> RematchStore:
-        store = RematchStore(self.runtime.db)
-        store.ensure_indexes()
-        return store
+        return RematchStore(self.runtime.db)
 
     def library_version(self) -> int:
         """The library version the index holds now."""

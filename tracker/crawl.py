@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -65,13 +67,35 @@ def run_crawl(
     scrapy_settings: Mapping[str, object] | None = None,
     log_file: Path | None = None,
     timeout: float | None = 1800,
+    stop: threading.Event | None = None,
 ) -> int:
-    """Run ``scrapy crawl spider -a k=v … -s K=V …``; returns the process exit code."""
-    result = subprocess.run(
-        crawl_command(spider, arguments, scrapy_settings, log_file),
-        env=crawl_environment(settings),
-        timeout=timeout,
-        check=False,
-        stdin=subprocess.DEVNULL,
-    )
-    return result.returncode
+    """Run ``scrapy crawl spider -a k=v … -s K=V …``; returns the process exit code. A crawl
+    running past ``timeout`` is killed (:class:`subprocess.TimeoutExpired`); once ``stop`` is
+    set, it is sent SIGTERM: Scrapy finishes the requests in flight and closes (a distributed
+    crawl keeps the rest queued for the other workers)."""
+    command = crawl_command(spider, arguments, scrapy_settings, log_file)
+    if stop is None:
+        result = subprocess.run(
+            command,
+            env=crawl_environment(settings),
+            timeout=timeout,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
+        return result.returncode
+    deadline = time.monotonic() + timeout if timeout is not None else None
+    with subprocess.Popen(
+        command, env=crawl_environment(settings), stdin=subprocess.DEVNULL
+    ) as process:
+        stopping = False
+        while True:
+            try:
+                return process.wait(timeout=0.5)
+            except subprocess.TimeoutExpired:
+                if deadline is not None and time.monotonic() > deadline:
+                    process.kill()
+                    process.wait()
+                    raise subprocess.TimeoutExpired(command, timeout) from None
+                if stop.is_set() and not stopping:
+                    process.terminate()
+                    stopping = True

@@ -22,6 +22,12 @@ scrapy-redis 0.9 works with Scrapy 2.19 as it is; :class:`SharedScheduler` only 
 * an idle worker stays open while another worker is busy (it may be fed new links) and
   closes once it has been idle for ``MAX_IDLE_TIME_BEFORE_CLOSE`` seconds (scrapy-redis' name
   for it) with no other worker busy.
+
+A standing fleet of workers (``tracker crawl-worker``, one per machine or container) learns of
+crawls from the board (:class:`tracker.crawl_board.CrawlBoard`) where the scheduler posts each
+distributed crawl it runs, and joins them with ``TRACKER_CRAWL_JOIN``: a joining worker that
+finds no worker registered (the crawl is over, or not begun) leaves at once instead of
+crawling the site anew.
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ from scrapy_redis.dupefilter import RFPDupeFilter
 from scrapy_redis.scheduler import Scheduler
 
 from tracker.config import Settings
+from tracker.crawl_board import JOIN_SETTING, crawl_keys, queue_redis_url
 
 log = logging.getLogger(__name__)
 
@@ -69,22 +76,6 @@ class DistributedAddon:
         settings.set("SCHEDULER_QUEUE_CLASS", "scrapy_redis.queue.PriorityQueue", priority="addon")
         # Requests queued as JSON, never pickled (see tracker.request_codec).
         settings.set("SCHEDULER_SERIALIZER", "tracker.request_codec", priority="addon")
-
-
-def queue_redis_url(settings: Settings) -> str:
-    """The Redis of the shared queue: ``crawl_redis_url``, else tracker's own Redis (started
-    when embedded), which must then not be a cluster: scrapy-redis talks to one server."""
-    if settings.crawl_redis_url:
-        return settings.crawl_redis_url
-    if settings.redis_cluster:
-        raise ValueError(
-            "a distributed crawl keeps its queue with scrapy-redis, which does not speak Redis "
-            "Cluster: set crawl_redis_url (TRACKER_CRAWL_REDIS_URL) to a Redis server that is "
-            "not a cluster node"
-        )
-    from tracker.runtime import Runtime  # starts the embedded server when needed
-
-    return Runtime(settings).redis_url
 
 
 def refuse_cluster_node(server: redis.Redis) -> None:
@@ -122,14 +113,14 @@ class SharedScheduler(Scheduler):
         scheduler.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
         scheduler.max_idle = crawler.settings.getfloat("MAX_IDLE_TIME_BEFORE_CLOSE", 30.0)
         scheduler.idle_since = None
+        scheduler.declined = False
         scheduler._last_beat = 0.0
         crawler.signals.connect(scheduler.spider_idle, signal=signals.spider_idle)
         return scheduler
 
     def open(self, spider: Spider) -> None:
         refuse_cluster_node(self.server)
-        prefix = Settings.load().redis_prefix
-        self.keys_base = f"{prefix}crawl:{crawl_id_for(spider)}"
+        self.keys_base = crawl_keys(Settings.load().redis_prefix, crawl_id_for(spider))
         self.queue_key = f"{self.keys_base}:requests"
         self.dupefilter_key = f"{self.keys_base}:dupefilter"
         self.df = RFPDupeFilter(
@@ -137,6 +128,12 @@ class SharedScheduler(Scheduler):
         )
         self.persist = True  # the last worker out cleans up, see close()
         super().open(spider)
+        # A joining worker that finds nobody at work does nothing: the crawl is over (its
+        # keys gone) or has not begun, and seeding its start pages would crawl the site anew.
+        self.declined = spider.settings.getbool(JOIN_SETTING) and not self.live_workers()
+        if self.declined:
+            spider.logger.info("distributed crawl %s: no worker at it; not joining", self.keys_base)
+            return
         self.server.zadd(self.workers_key, {self.worker_id: time.time()})
         spider.logger.info(
             "distributed crawl %s: worker %s, %d workers, %d requests queued",
@@ -166,6 +163,8 @@ class SharedScheduler(Scheduler):
             self._last_beat = now
 
     def next_request(self):
+        if self.declined:
+            return None
         request = super().next_request()
         engine = getattr(self.crawler, "engine", None)
         downloading = bool(engine and engine.downloader.active)
@@ -176,6 +175,8 @@ class SharedScheduler(Scheduler):
         return request
 
     def enqueue_request(self, request: Request) -> bool:
+        if self.declined:
+            return False
         queued = super().enqueue_request(request)
         if queued:
             self.crawler.stats.inc_value("scheduler/enqueued/redis")
@@ -185,6 +186,8 @@ class SharedScheduler(Scheduler):
         """Keep an idle worker open while others work (they may feed it) and until it has
         been idle for ``MAX_IDLE_TIME_BEFORE_CLOSE`` seconds. Scrapy asks again every few
         seconds (the engine's heartbeat), pulling whatever was queued meanwhile."""
+        if self.declined:
+            return
         now = time.monotonic()
         if self.idle_since is None:
             self.idle_since = now
@@ -194,6 +197,8 @@ class SharedScheduler(Scheduler):
         spider.logger.info("idle for %.0f s, no other worker busy: closing", idle)
 
     def close(self, reason: str) -> None:
+        if self.declined:
+            return
         self.server.zrem(self.workers_key, self.worker_id)
         if reason == "finished" and self.live_workers() == 0 and len(self.queue) == 0:
             self.server.delete(self.queue_key, self.dupefilter_key, self.workers_key)

@@ -11,7 +11,6 @@ import socket
 from datetime import UTC, datetime
 from typing import Any
 
-from pymongo.collection import Collection
 from pymongo.errors import PyMongoError
 from redis.exceptions import RedisError
 from scrapy import Spider, signals
@@ -61,12 +60,6 @@ def run_summary(stats: dict[str, Any]) -> dict[str, Any]:
             if key.startswith("tracker/traps/")
         },
     }
-
-
-def ensure_run_indexes(runs: Collection) -> None:
-    """The indexes of ``crawl_runs``: the latest runs, and a site's latest runs."""
-    runs.create_index([("finished_at", -1)])
-    runs.create_index([("sites", 1), ("finished_at", -1)])
 
 
 class CrawlRunRecorder:
@@ -121,6 +114,7 @@ class CrawlRunRecorder:
             "robots_obeyed": settings.getbool("ROBOTSTXT_OBEY"),
             "robots_reason": getattr(spider, "robots_reason", "") or None,
             "distributed": settings.getbool("TRACKER_DISTRIBUTED"),
+            "scrapyd_job": getattr(spider, "_job", None),  # run by Scrapyd: its job id
             "worker": f"{socket.gethostname()}:{os.getpid()}",
             **summary,
             "clustering": clustering,
@@ -129,7 +123,6 @@ class CrawlRunRecorder:
         try:
             context = tracker_context(self.crawler)
             runs = context.runtime.db["crawl_runs"]
-            context.call(lambda: ensure_run_indexes(runs), "crawl record")
             context.call(lambda: runs.insert_one(record), "crawl record")
         except PyMongoError as exc:
             log.error("could not record crawl stats: %s", exc)

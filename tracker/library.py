@@ -99,7 +99,6 @@ class MasterLibrary:
         """The library on ``runtime``'s servers; with ``verify``, its index checked (and
         repaired) first, as every command that uses the library does."""
         store = MasterStore(runtime.db)
-        store.ensure_indexes()
         prefix = runtime.settings.redis_prefix
         storage: Storage = RedisStorage(runtime.redis, prefix + "ix:")
         library = cls(

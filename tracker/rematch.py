@@ -84,11 +84,8 @@ class Rematcher:
         self.library = library or MasterLibrary.from_runtime(runtime)
         self.detector = self.library.detector(runtime.settings)
         self.pages = PageStore(runtime.db)
-        self.pages.ensure_indexes()
         self.matches = MatchStore(runtime.db)
-        self.matches.ensure_indexes()
         self.runs = RematchStore(runtime.db)
-        self.runs.ensure_indexes()
         self.index = PageIndex.from_runtime(runtime)
 
     def run(

@@ -1,4 +1,13 @@
-"""Connections to MongoDB and Redis, configured or embedded."""
+"""Connections to MongoDB and Redis, configured or embedded.
+
+MongoDB may be a standalone server, a replica set (``replicaSet=`` in the URL, or a
+``mongodb+srv://`` URL) or a sharded cluster's routers; nothing here assumes which. Writes
+wait for ``mongo_write_concern`` (default ``majority``: an acknowledged match, counter or
+journal entry survives a failover, where a ``w: 1`` write can be rolled back, and a rolled-back
+counter would hand out a number twice); the URL's ``wTimeoutMS`` and ``journal`` are kept.
+Everything that writes reads the primary, so it reads its own writes; only readers of settled
+data (reports, lists) use ``mongo_read_preference`` (:attr:`Runtime.read_db`).
+"""
 
 from __future__ import annotations
 
@@ -9,13 +18,30 @@ from functools import cached_property
 import pymongo
 import redis
 from pymongo.database import Database
+from pymongo.errors import ConfigurationError
+from pymongo.read_preferences import (
+    Nearest,
+    Primary,
+    PrimaryPreferred,
+    ReadPreference,
+    Secondary,
+    SecondaryPreferred,
+)
+from pymongo.write_concern import WriteConcern
 
 from tracker import services
-from tracker.config import Settings, check_cluster
+from tracker.config import ConfigError, Settings, check_cluster, parse_write_concern
 
 log = logging.getLogger(__name__)
 
-_CONNECTIONS = ("mongo_url", "redis_url", "mongo", "db", "redis")
+_READ_PREFERENCES = {
+    "primary": Primary,
+    "primaryPreferred": PrimaryPreferred,
+    "secondary": Secondary,
+    "secondaryPreferred": SecondaryPreferred,
+    "nearest": Nearest,
+}
+_CONNECTIONS = ("mongo_url", "redis_url", "mongo", "db", "read_db", "redis")
 
 
 class Runtime:
@@ -42,11 +68,54 @@ class Runtime:
 
     @cached_property
     def mongo(self) -> pymongo.MongoClient:
-        return pymongo.MongoClient(self.mongo_url, serverSelectionTimeoutMS=10_000, tz_aware=True)
+        try:
+            return pymongo.MongoClient(
+                self.mongo_url, serverSelectionTimeoutMS=10_000, tz_aware=True
+            )
+        except ConfigurationError as exc:  # a bad option in the URL (InvalidURI too)
+            url = services.mask_password(self.mongo_url)
+            raise ConfigError(f"setting mongo_url (MONGO_URL)={url!r}: {exc}") from None
 
     @cached_property
     def db(self) -> Database:
-        return self.mongo[self.settings.mongo_db]
+        """The tracker's database, for everything that writes: the primary, the write concern
+        of :meth:`write_concern`, and every index the stores query through (created at first
+        use where missing: :func:`tracker.stores.indexes.ensure_indexes`)."""
+        from tracker.stores.indexes import ensure_indexes  # the stores package loads 0.15 s
+
+        db = self.mongo.get_database(
+            self.settings.mongo_db,
+            read_preference=ReadPreference.PRIMARY,
+            write_concern=self.write_concern(),
+        )
+        ensure_indexes(db)
+        return db
+
+    @cached_property
+    def read_db(self) -> Database:
+        """The same database for readers of settled data (a report, a list): its read
+        preference is ``mongo_read_preference``, else the URL's, else primary (with
+        ``secondaryPreferred`` a replica set's secondaries serve them)."""
+        return self.mongo.get_database(
+            self.settings.mongo_db, read_preference=self.read_preference()
+        )
+
+    def write_concern(self) -> WriteConcern:
+        """``mongo_write_concern``, else the URL's ``w=``, else ``majority``; the URL's other
+        write concern options (``wTimeoutMS``, ``journal``) kept."""
+        options = self.mongo.write_concern.document
+        try:
+            w = parse_write_concern(
+                self.settings.mongo_write_concern or options.get("w") or "majority"
+            )
+        except ValueError as exc:  # the URL's w= (the setting was checked when loaded)
+            raise ConfigError(f"the w= option of mongo_url (MONGO_URL): {exc}") from None
+        return WriteConcern(w=w, wtimeout=options.get("wtimeout"), j=options.get("j"))
+
+    def read_preference(self):
+        """``mongo_read_preference``, else the URL's (with its tags), else primary."""
+        mode = self.settings.mongo_read_preference
+        return _READ_PREFERENCES[mode]() if mode else self.mongo.read_preference
 
     @cached_property
     def redis(self) -> redis.Redis:

@@ -104,6 +104,8 @@ def describe(exc: BaseException, settings: Settings) -> str | None:
     reason = _reason(exc, SERVER_TIMEOUT_S if url else EMBEDDED_TIMEOUT_S)
     if "auth" in reason.lower() or type(exc).__name__ == "AuthenticationError":
         fix = f"check the user and password in {env}" if url else "run `tracker services stop`"
+    elif "replica set name" in reason:
+        fix = f"check the replicaSet= name in {env} (the set's members answer to another)"
     elif url:
         fix = f"start it, or set {env} to a server that runs"
     else:

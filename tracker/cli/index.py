@@ -108,7 +108,7 @@ def delete(args: argparse.Namespace, runtime: Runtime) -> int:
 def list_works(args: argparse.Namespace, runtime: Runtime) -> int:
     """The works of the library (documents, size, when ingested), or with ``--work`` the
     documents of one; read only, from MongoDB."""
-    masters = runtime.db["masters"]
+    masters = runtime.read_db["masters"]
     fields = {"work": 1, "title": 1, "length": 1, "added_at": 1, "updated_at": 1}
     alive = {"deleted": {"$ne": True}}
     if args.work:

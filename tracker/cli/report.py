@@ -62,7 +62,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     day = args.date or datetime.now(UTC).date()
     runtime = connect(settings, redis=False)
     try:
-        report = build_report(runtime.db, day)
+        report = build_report(runtime.read_db, day)  # settled data: mongo_read_preference
     finally:
         runtime.close()
     if args.format == "notices":

@@ -13,10 +13,9 @@ import argparse
 import json
 import logging
 import os
-import signal
-import threading
 from typing import TYPE_CHECKING, Any
 
+from tracker.cli._signals import graceful_stop
 from tracker.config import Settings
 from tracker.formats import when
 from tracker.services import mask_password
@@ -63,30 +62,19 @@ def _serve(settings: Settings, runtime: Runtime, verbose: bool) -> int:
     from tracker.scheduler.service import SchedulerService
 
     service = SchedulerService(settings, runtime)
-    stop = threading.Event()
-
-    def on_signal(signum: int, _frame: Any) -> None:
-        if stop.is_set():
-            raise KeyboardInterrupt
-        log.info("%s: stopping once the running jobs finish", signal.Signals(signum).name)
-        stop.set()
-
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     log.info(
         "scheduler starting (mongo %s, redis %s)",
         mask_password(runtime.mongo_url),
         mask_password(runtime.redis_url),
     )
     try:
-        service.serve(stop)
+        with graceful_stop(log, "stopping once the running jobs finish") as stop:
+            service.serve(stop)
     except KeyboardInterrupt:
         service.leader.release()
         log.warning("stopped at once; running jobs were abandoned")
         logging.shutdown()
         os._exit(130)  # job threads may still run; a second signal means do not wait for them
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
     log.info("scheduler stopped")
     return 0
 

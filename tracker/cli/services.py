@@ -1,4 +1,5 @@
-"""``tracker services status|stop``: the embedded MongoDB-compatible and Redis servers."""
+"""``tracker services status|start|stop|check``: the embedded MongoDB-compatible and Redis
+servers; ``check`` reaches the servers in use, embedded or configured (a health check)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,11 @@ from tracker.config import Settings
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser("services", help="show, start or stop the embedded servers")
-    parser.add_argument("action", choices=("status", "start", "stop"))
+    parser = commands.add_parser(
+        "services",
+        help="show, start or stop the embedded servers; check: both servers answer (exit 0)",
+    )
+    parser.add_argument("action", choices=("status", "start", "stop", "check"))
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.set_defaults(func=run)
 
@@ -27,6 +31,16 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         )
         if not (settings.mongo_url and settings.redis_url):
             print(f"password: in {services.services_dir(settings) / 'secret'}")
+        return 0
+    if args.action == "check":
+        from tracker.cli._servers import connect
+
+        runtime = connect(settings)  # or the one-line error naming the server, exit status 2
+        runtime.close()
+        print(
+            f"mongo: {services.mask_password(runtime.mongo_url)} answers\n"
+            f"redis: {services.mask_password(runtime.redis_url)} answers"
+        )
         return 0
     if args.action == "stop":
         from tracker.cli import _warm

@@ -13,6 +13,9 @@ Jobs, by name:
 ``crawl:SITE``
     ``scrapy crawl SPIDER -a …`` for one configured site, in a subprocess
     (:func:`tracker.crawl.run_crawl`), then cluster the pages it matched; on the site's cron.
+    A distributed crawl (``TRACKER_DISTRIBUTED``) is posted on the
+    :class:`~tracker.crawl_board.CrawlBoard` while it runs, for ``tracker crawl-worker``
+    processes to join.
 ``report``
     The daily report of the last UTC day that has ended (and of any earlier day whose report
     was missed, up to :data:`CATCH_UP_DAYS`), stored in MongoDB and written as HTML, CSV, JSON
@@ -29,6 +32,7 @@ job name; the service registers its context under that id while it acts.
 from __future__ import annotations
 
 import logging
+import os
 import re
 import threading
 from collections.abc import Callable, Mapping
@@ -42,8 +46,9 @@ from apscheduler.util import astimezone
 from pymongo import ASCENDING
 
 from tracker.clustering import PageClusterer
-from tracker.config import ConfigError, Settings
+from tracker.config import ConfigError, Settings, parse_bool
 from tracker.crawl import run_crawl
+from tracker.crawl_board import board_for
 from tracker.library import MasterLibrary
 from tracker.locks import HeldLock
 from tracker.reports.daily import publish_report
@@ -55,6 +60,7 @@ from tracker.stores.reports import ReportStore
 log = logging.getLogger(__name__)
 
 CATCH_UP_DAYS = 7
+DISTRIBUTED = "TRACKER_DISTRIBUTED"  # the environment's default for every crawl
 SITE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 SITE_KEYS = {"name", "spider", "cron", "arguments", "settings", "timeout_s"}
 
@@ -228,7 +234,6 @@ class JobContext:
         self.stop = stop or threading.Event()
         self.leader = leader
         self.runs = runs.JobRuns(self.runtime.db)
-        self.runs.ensure_indexes()
 
     def spec(self, name: str) -> JobSpec:
         try:
@@ -337,22 +342,38 @@ def crawl_job(context: JobContext, spec: JobSpec, now: datetime) -> dict[str, An
     stamp = started.astimezone(UTC).strftime("%Y%m%dT%H%M%S")
     log_file = Path(settings.data_dir) / "logs" / f"crawl-{site.name}-{stamp}.log"
     log_file.parent.mkdir(parents=True, exist_ok=True)
+    scrapy_settings = dict(site.settings)
+    board, posted = None, None
+    if parse_bool(scrapy_settings.get("TRACKER_DISTRIBUTED", os.environ.get(DISTRIBUTED, ""))):
+        scrapy_settings.setdefault("TRACKER_CRAWL_ID", f"{site.name}-{stamp}")
+        board = board_for(settings)
+        posted = board.post(
+            str(scrapy_settings["TRACKER_CRAWL_ID"]),
+            site.spider,
+            site.arguments,
+            scrapy_settings,
+            ttl=site.timeout_s,
+        )
     try:
         code = run_crawl(
             site.spider,
             settings,
             arguments=site.arguments,
-            scrapy_settings=site.settings,
+            scrapy_settings=scrapy_settings,
             log_file=log_file,
             timeout=site.timeout_s,
         )
     except Exception as exc:  # subprocess.TimeoutExpired, OSError
         raise JobFailed(f"crawl did not complete: {exc}", {"log_file": str(log_file)}) from exc
+    finally:
+        if board is not None and posted is not None:
+            board.remove(posted)
+            board.close()
     result: dict[str, Any] = {"exit_code": code, "log_file": str(log_file)}
-    crawl_runs = db["crawl_runs"]
-    crawl_runs.create_index([("spider", ASCENDING), ("finished_at", ASCENDING)])
+    if posted is not None:
+        result["crawl_id"] = scrapy_settings["TRACKER_CRAWL_ID"]
     recorded = list(
-        crawl_runs.find(
+        db["crawl_runs"].find(
             {"spider": site.spider, "finished_at": {"$gte": started}},
             sort=[("finished_at", ASCENDING)],
         )

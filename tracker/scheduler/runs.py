@@ -15,7 +15,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from pymongo import ASCENDING, DESCENDING
+from pymongo import DESCENDING
 from pymongo.database import Database
 from pymongo.errors import DuplicateKeyError
 
@@ -40,10 +40,6 @@ def run_id(job: str, scheduled_at: datetime | None) -> str:
 class JobRuns:
     def __init__(self, db: Database) -> None:
         self.runs = db["job_runs"]
-
-    def ensure_indexes(self) -> None:
-        self.runs.create_index([("job", ASCENDING), ("started_at", DESCENDING)])
-        self.runs.create_index([("status", ASCENDING)])
 
     def begin(
         self,

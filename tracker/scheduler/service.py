@@ -50,7 +50,6 @@ from tracker.scheduler import jobs, runs
 log = logging.getLogger(__name__)
 
 JOBS_COLLECTION = "scheduler_jobs"
-WORKERS = 3
 
 
 class RunTimeJobStore(MemoryJobStore):
@@ -240,7 +239,10 @@ class SchedulerService:
         self.store = RunTimeJobStore(self.runtime.db[JOBS_COLLECTION])
         scheduler = self.scheduler_class(
             jobstores={"default": self.store},
-            executors={"default": self.executor or RunTimeThreadPoolExecutor(WORKERS)},
+            executors={
+                "default": self.executor
+                or RunTimeThreadPoolExecutor(max(1, self.settings.max_running_jobs))
+            },
             job_defaults={
                 "coalesce": True,
                 "misfire_grace_time": self.settings.misfire_grace_s,

@@ -13,7 +13,6 @@ from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import Any
 
-from pymongo import ASCENDING
 from pymongo.database import Database
 
 from tracker.batching import ID_BATCH, batches
@@ -26,9 +25,6 @@ class ClusterStore:
         self.clusters = db["clusters"]
         self.members = db["cluster_members"]
         self.counters = db["counters"]
-
-    def ensure_indexes(self) -> None:
-        self.members.create_index([("cluster", ASCENDING)])
 
     def allocate_id(self) -> int:
         return increment(self.counters, "cluster_n")

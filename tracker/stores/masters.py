@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from pymongo import ASCENDING, InsertOne, UpdateOne
+from pymongo import InsertOne, UpdateOne
 from pymongo.collection import Collection
 from pymongo.database import Database
 from pymongo.errors import BulkWriteError
@@ -55,13 +55,6 @@ class MasterStore:
         self.masters = db["masters"]
         self.counters = db["counters"]
         self.journal = db["library_journal"]
-
-    def ensure_indexes(self) -> None:
-        self.masters.create_index([("n", ASCENDING)], unique=True)
-        self.masters.create_index([("work", ASCENDING)])
-        self.masters.create_index([("added_at", ASCENDING)])
-        self.masters.create_index([("changed_in", ASCENDING)])
-        self.journal.create_index([("version", ASCENDING)])
 
     def allocate_ns(self, count: int) -> range:
         """Reserve ``count`` new integer ids in one atomic step."""

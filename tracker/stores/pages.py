@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any
 
-from pymongo import ASCENDING, DESCENDING, UpdateMany, UpdateOne
+from pymongo import UpdateMany, UpdateOne
 from pymongo.database import Database
 
 from tracker.batching import ID_BATCH, batches
@@ -57,14 +57,6 @@ class PageStore:
     def __init__(self, db: Database) -> None:
         self.pages = db["pages"]
         self.counters = db["counters"]
-
-    def ensure_indexes(self) -> None:
-        self.pages.create_index([("site", ASCENDING), ("last_seen", DESCENDING)])
-        self.pages.create_index([("last_seen", DESCENDING)])
-        self.pages.create_index([("content_hash", ASCENDING)])
-        self.pages.create_index([("n", ASCENDING)])
-        self.pages.create_index([("match_state", ASCENDING)])
-        self.pages.create_index([("stored_at", ASCENDING)])
 
     def allocate_n(self) -> int:
         """A new page number for the page index."""
@@ -236,13 +228,6 @@ class MatchStore:
         self.matches = db["matches"]
         self.page_days = db["page_days"]
 
-    def ensure_indexes(self) -> None:
-        self.matches.create_index([("last_seen", DESCENDING)])
-        self.matches.create_index([("first_seen", DESCENDING)])
-        self.matches.create_index([("doc_id", ASCENDING)])
-        self.matches.create_index([("url", ASCENDING)])
-        self.page_days.create_index([("day", ASCENDING), ("site", ASCENDING)])
-
     def record(
         self, url: str, matches: list[dict[str, Any]], now: datetime | None = None
     ) -> tuple[int, int]:
@@ -262,7 +247,8 @@ class MatchStore:
             site = site_of(url)
             upserts += [
                 UpdateOne(
-                    {"_id": f"{url}\x00{match['doc_id']}"},
+                    # The URL too: matches are sharded by it, and an upsert names its shard.
+                    {"_id": f"{url}\x00{match['doc_id']}", "url": url},
                     {
                         "$set": {
                             **{k: v for k, v in match.items() if k != "doc_id"},

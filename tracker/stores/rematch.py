@@ -43,9 +43,6 @@ class RematchStore:
         self.runs = db["rematch_runs"]
         self.mark = db["rematch_mark"]
 
-    def ensure_indexes(self) -> None:
-        self.runs.create_index([("finished_at", DESCENDING)])
-
     def record(self, run: dict[str, Any]) -> None:
         self.runs.insert_one(run)
         if run.get("finished_at") is not None:

@@ -1,0 +1,163 @@
+"""MongoDB at scale: every index made at start (and only then), the write concern and read
+preference settings, and a replica set named in the URL (SecantusDB answers as a one-member
+replica set, so pymongo runs its replica-set topology against it)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from datetime import UTC, datetime
+
+import pymongo
+import pytest
+from pymongo import monitoring
+from pymongo.errors import WriteConcernError
+from pymongo.read_preferences import ReadPreference
+from pymongo.write_concern import WriteConcern
+
+from tracker.cli import _servers, main
+from tracker.config import ConfigError, Settings
+from tracker.runtime import Runtime
+from tracker.stores.indexes import INDEXES, ensure_indexes, key_of, missing_indexes
+from tracker.stores.pages import MatchStore
+
+
+class Commands(monitoring.CommandListener):
+    """The names of the commands a client sends."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+    def started(self, event: monitoring.CommandStartedEvent) -> None:
+        self.names.append(event.command_name)
+
+    def succeeded(self, event: monitoring.CommandSucceededEvent) -> None:
+        pass
+
+    def failed(self, event: monitoring.CommandFailedEvent) -> None:
+        pass
+
+
+def test_every_index_is_made_at_start_and_only_checked_after(runtime):
+    db = runtime.db  # opening the database makes them
+    assert missing_indexes(db) == {}
+    declared = {(name, key_of(m.document["key"])) for name, ms in INDEXES.items() for m in ms}
+    assert len(declared) == sum(len(models) for models in INDEXES.values()) > 20
+
+    # The next process only lists them: one listIndexes per collection, nothing written.
+    listener = Commands()
+    client = pymongo.MongoClient(runtime.mongo_url, event_listeners=[listener])
+    try:
+        assert ensure_indexes(client[runtime.settings.mongo_db]) == []
+        sent = [name for name in listener.names if not name.startswith("sasl")]  # logging in
+    finally:
+        client.close()
+    assert sent == ["listIndexes"] * len(INDEXES)
+
+    # An operator's variant of an index (the unique one on masters.n made plain before
+    # sharding) counts as present; an index that went missing is made again at next start.
+    db["masters"].drop_index("n_1")
+    db["masters"].create_index("n")
+    db["pages"].drop_index("match_state_1")
+    assert Runtime(runtime.settings).db is not None
+    info = db["masters"].index_information()
+    assert "unique" not in info["n_1"]
+    assert "match_state_1" in db["pages"].index_information()
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "expected"),
+    [
+        ("TRACKER_MONGO_WRITE_CONCERN", "Majority", "majority"),
+        ("TRACKER_MONGO_WRITE_CONCERN", "2", "2"),
+        ("TRACKER_MONGO_READ_PREFERENCE", "secondarypreferred", "secondaryPreferred"),
+        ("TRACKER_MONGO_READ_PREFERENCE", "NEAREST", "nearest"),
+    ],
+)
+def test_write_concern_and_read_preference_settings(monkeypatch, variable, value, expected):
+    monkeypatch.setenv(variable, value)
+    settings = Settings.load()
+    assert getattr(settings, variable.removeprefix("TRACKER_").lower()) == expected
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "named"),
+    [
+        ("TRACKER_MONGO_WRITE_CONCERN", "0", "number of members ≥ 1"),
+        ("TRACKER_MONGO_WRITE_CONCERN", "majorty", "not a write concern"),
+        ("TRACKER_MONGO_READ_PREFERENCE", "fastest", "secondaryPreferred"),
+    ],
+)
+def test_bad_write_concern_or_read_preference_is_refused(monkeypatch, variable, value, named):
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(ConfigError, match=variable) as raised:
+        Settings.load()
+    assert named in str(raised.value)
+
+
+def replica_set_url(settings: Settings, **options: str) -> str:
+    """The session server's URL naming its replica set (skips on a standalone server)."""
+    hello = Runtime(settings).mongo.admin.command("hello")
+    if not hello.get("setName"):
+        pytest.skip("the test server is a standalone, not a replica set member")
+    url = settings.mongo_url or ""
+    query = "&".join(f"{k}={v}" for k, v in {"replicaSet": hello["setName"], **options}.items())
+    return f"{url}{'&' if '?' in url else '/?'}{query}"
+
+
+def test_a_replica_set_url_and_its_options_reach_every_collection(
+    runtime, settings, monkeypatch, capsys
+):
+    url = replica_set_url(settings, readPreference="secondaryPreferred", wTimeoutMS="5000")
+    on_set = Runtime(replace(settings, mongo_url=url))
+    try:
+        on_set.mongo.admin.command("ping")
+        assert on_set.mongo.topology_description.topology_type_name == "ReplicaSetWithPrimary"
+        # Writers: majority (the default) with the URL's timeout, reading the primary.
+        matches = MatchStore(on_set.db)
+        assert matches.matches.write_concern == WriteConcern("majority", wtimeout=5000)
+        assert matches.page_days.write_concern.document["w"] == "majority"
+        assert on_set.db["pages"].read_preference == ReadPreference.PRIMARY
+        # Readers of settled data: the URL's read preference.
+        assert on_set.read_db["matches"].read_preference == ReadPreference.SECONDARY_PREFERRED
+
+        url_page = "https://pirate.example/1.html"
+        found = {"doc_id": "W/1", "work": "W", "title": "一", "score": 1.0, "coverage": 0.9}
+        assert matches.record(url_page, [found]) == (1, 0)
+        assert matches.record(url_page, [found]) == (0, 0)  # the upsert names the URL too
+    finally:
+        on_set.close()
+
+    # `tracker report` reads through the replica set with its read preference.
+    monkeypatch.setenv("MONGO_URL", url)
+    monkeypatch.setenv("REDIS_URL", settings.redis_url or "")
+    monkeypatch.setenv("TRACKER_MONGO_DB", settings.mongo_db)
+    monkeypatch.setenv("TRACKER_MONGO_READ_PREFERENCE", "nearest")
+    day = datetime.now(UTC).date().isoformat()
+    assert main(["report", "--format", "json", "--date", day]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert [page["url"] for page in report["pages"]] == [url_page]
+
+
+def test_the_write_concern_setting_reaches_the_server(runtime, settings):
+    """A one-member set cannot acknowledge w=2: the server refuses, so the setting was sent."""
+    runtime.db  # noqa: B018  (the indexes exist: opening the database writes nothing more)
+    url = replica_set_url(settings, w="1")
+    strict = Runtime(replace(settings, mongo_url=url, mongo_write_concern="2"))
+    try:
+        assert strict.db["pages"].write_concern.document == {"w": 2}
+        with pytest.raises(WriteConcernError):
+            strict.db["pages"].insert_one({"_id": "https://pirate.example/2.html"})
+    finally:
+        strict.close()
+    assert Runtime(replace(settings, mongo_url=url)).db["x"].write_concern.document == {"w": 1}
+
+
+def test_a_wrong_replica_set_name_is_one_clear_error(settings, monkeypatch):
+    monkeypatch.setattr(_servers, "SERVER_TIMEOUT_S", 0.5)
+    url = replica_set_url(settings).rsplit("replicaSet=", 1)[0] + "replicaSet=elsewhere"
+    with pytest.raises(_servers.ServerError) as raised:
+        _servers.connect(replace(settings, mongo_url=url), redis=False)
+    message = str(raised.value)
+    assert "elsewhere" in message and "check the replicaSet= name in MONGO_URL" in message
+    assert "***@" in message or "@" not in message  # the password masked

@@ -1,0 +1,115 @@
+"""Every MongoDB index the tracker queries through, in one table, created at start.
+
+:func:`ensure_indexes` runs once per process, when :class:`tracker.runtime.Runtime` first opens
+the database (every command, the crawl, the scheduler): one ``listIndexes`` per collection
+(about 0.5 ms each on SecantusDB), and a ``createIndexes`` only where one is missing, so it
+costs next to nothing once they exist and never writes then. Processes starting together
+may both create a missing index: ``createIndexes`` of an index that exists is a no-op.
+
+An index counts as present when one with the same key pattern exists, whatever its name and
+options: an operator's own variant is kept, never fought over (before ``masters`` is sharded,
+its unique index on ``n`` must become a plain one, since MongoDB enforces uniqueness across
+shards only for indexes prefixed by the shard key; the counter hands out each ``n`` once).
+
+The hot query each index serves is named beside it; the README's "MongoDB at scale" lists
+them with the shard keys, and ``tests/test_scheduler.py::test_hot_queries_use_indexes``
+explains them. Collections not listed (``counters``, ``clusters``, ``reports``,
+``rematch_mark``, ``master_sources``, ``scheduler_jobs``) are read by ``_id`` or whole.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+
+from pymongo import ASCENDING, DESCENDING, IndexModel
+from pymongo.database import Database
+from pymongo.errors import OperationFailure
+
+log = logging.getLogger(__name__)
+
+
+def _index(*keys: tuple[str, int], unique: bool = False) -> IndexModel:
+    return IndexModel(list(keys), unique=unique) if unique else IndexModel(list(keys))
+
+
+INDEXES: Mapping[str, tuple[IndexModel, ...]] = {
+    "masters": (
+        _index(("n", ASCENDING), unique=True),  # detector: the candidates' texts ($in on n)
+        _index(("work", ASCENDING)),  # report: chapters per work; index list --work
+        _index(("added_at", ASCENDING)),  # what was ingested when
+        _index(("changed_in", ASCENDING)),  # rematch: masters changed since a version
+    ),
+    "library_journal": (
+        _index(("version", ASCENDING)),  # open changes (an empty filter scans on SecantusDB)
+    ),
+    "pages": (
+        _index(("site", ASCENDING), ("last_seen", DESCENDING)),  # a site's pages, newest first
+        _index(("last_seen", DESCENDING)),  # pages seen since
+        _index(("content_hash", ASCENDING)),  # the same text under other URLs
+        _index(("n", ASCENDING)),  # rematch: pages by page-index number, numbered above
+        _index(("match_state", ASCENDING)),  # rematch: pages whose matching failed
+        _index(("stored_at", ASCENDING)),  # rematch: pages stored within its margin
+    ),
+    "matches": (
+        _index(("url", ASCENDING)),  # crawl: a page's open matches (touch, close the others)
+        _index(("doc_id", ASCENDING)),  # rematch, delete: open matches of masters
+        _index(("last_seen", DESCENDING)),  # clustering: matches seen since a crawl started
+        _index(("first_seen", DESCENDING)),  # new matches since
+    ),
+    "page_days": (
+        _index(("day", ASCENDING), ("site", ASCENDING)),  # report: the pages of a day
+    ),
+    "cluster_members": (
+        _index(("cluster", ASCENDING)),  # the pages of a mirror group
+    ),
+    "rematch_runs": (
+        _index(("finished_at", DESCENDING)),  # the latest runs
+    ),
+    "job_runs": (
+        _index(("job", ASCENDING), ("started_at", DESCENDING)),  # a job's last runs
+        _index(("status", ASCENDING)),  # runs cut short by a crash (running)
+    ),
+    "crawl_runs": (
+        _index(("spider", ASCENDING), ("finished_at", ASCENDING)),  # crawl job: its run's stats
+        _index(("finished_at", DESCENDING)),  # the latest crawls
+        _index(("sites", ASCENDING), ("finished_at", DESCENDING)),  # console: a site's crawls
+    ),
+}
+
+
+def key_of(keys: Mapping[str, object]) -> tuple[tuple[str, object], ...]:
+    """A key pattern in comparable form: MongoDB may return ``1`` as ``1.0``."""
+    return tuple(
+        (field, int(kind) if isinstance(kind, int | float) else str(kind))
+        for field, kind in keys.items()
+    )
+
+
+def missing_indexes(db: Database) -> dict[str, list[IndexModel]]:
+    """The declared indexes that ``db`` lacks, by collection (a missing collection lacks
+    them all)."""
+    missing = {}
+    for name, models in INDEXES.items():
+        present = {key_of(info["key"]) for info in db[name].list_indexes()}
+        lacking = [model for model in models if key_of(model.document["key"]) not in present]
+        if lacking:
+            missing[name] = lacking
+    return missing
+
+
+def ensure_indexes(db: Database) -> list[str]:
+    """Create the declared indexes ``db`` lacks; returns their ``collection.name``. A server
+    that refuses (a user allowed only to read, as a report may run under) is logged, not
+    raised: the queries still answer, slower."""
+    created = []
+    for name, models in missing_indexes(db).items():
+        try:
+            names = db[name].create_indexes(models)
+        except OperationFailure as exc:
+            log.warning("could not create the indexes of %s (create them there): %s", name, exc)
+            continue
+        created += [f"{name}.{index}" for index in names]
+    if created:
+        log.info("created MongoDB indexes: %s", ", ".join(created))
+    return created
