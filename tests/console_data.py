@@ -53,8 +53,6 @@ def seed(settings: Settings) -> Seeded:
     library.ingest(chapters)
     detector = library.detector(settings)
     pages, matches = PageStore(runtime.db), MatchStore(runtime.db)
-    pages.ensure_indexes()
-    matches.ensure_indexes()
     now = datetime.now(UTC)
     first, second = chapters[0].text, chapters[1].text
     middle = len(first) // 2

@@ -491,12 +491,8 @@ def test_the_console_queries_use_indexes(seeded):
     unindexed filter)."""
     from tests.test_scheduler import uses_an_index
     from tracker.console.views import crawl_runs
-    from tracker.extensions import ensure_run_indexes
-    from tracker.scheduler.runs import JobRuns as Runs
 
-    db = seeded.runtime.db
-    ensure_run_indexes(db["crawl_runs"])
-    Runs(db).ensure_indexes()
+    db = seeded.runtime.db  # its indexes made when it was opened (tracker.stores.indexes)
     db["crawl_runs"].insert_one({"spider": "novel", "sites": ["pirate.example"], "status": "ok"})
     assert crawl_runs(db, "pirate.example", 1)[0]["spider"] == "novel"
     cursors = {
