@@ -117,6 +117,28 @@ def test_reingest_replaces_and_delete_removes(library):
     assert matched(library, new_text) == []
 
 
+def test_the_recorded_master_count_follows_every_change_and_a_thorough_verify_counts(library):
+    """The count kept with the library version (read by every open, instead of counting the
+    collection) follows ingests, replacements and deletions; masters lost by MongoDB behind
+    the library's back are found by the thorough verify of `tracker index verify`."""
+    store = library.store
+    extra = [
+        MasterDocument(f"extra/{i}", "extra", f"第{i}章", prose(seed=700 + i)) for i in range(3)
+    ]
+    library.ingest([*extra, MasterDocument("book/0001", "book", "第1章", prose(seed=710))])
+    assert store.count() == store.count_stored() == len(CHAPTERS) + 3
+    assert library.delete("extra/0") is True
+    assert store.count() == store.count_stored() == len(CHAPTERS) + 2
+    assert library.verify().action == "ok"
+    store.masters.delete_one({"_id": "extra/1"})  # lost behind the library's back
+    assert library.verify(repair=False).action == "ok"  # the quick check trusts the record
+    found = library.verify(thorough=True)
+    assert (found.action, found.mongo_count) == ("rebuilt", len(CHAPTERS) + 1)
+    assert store.count() == store.count_stored() == len(CHAPTERS) + 1
+    assert matched(library, extra[1].text) == []
+    assert matched(library, extra[2].text) == ["extra/2"]
+
+
 def test_a_long_lived_detector_sees_masters_replaced_by_another_process(library, runtime):
     detector = library.detector()  # as in a crawl process: it caches the masters it aligned
     old_text = CHAPTERS["book/0004"]

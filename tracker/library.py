@@ -189,10 +189,11 @@ class MasterLibrary:
                 version = self.store.next_version()
                 self.store.begin(version, journal, deleted=False)
                 self.store.save(rows, set(new_ids), version)  # MongoDB first
+                count = self.store.counted(len(new_ids))
                 for _, before in journal:
                     self._unindex(before)
                 self.index.add((n, fp) for n, _, fp in rows)
-                self.index.set_state(version, self.store.count())
+                self.index.set_state(version, count)
                 self.store.end(version)
         return len(batch)
 
@@ -211,7 +212,7 @@ class MasterLibrary:
             self.store.begin(version, [(doc_id, before)], deleted=True)
             self._unindex(before)
             self.store.delete_many([doc_id])
-            self.index.set_state(version, self.store.count())
+            self.index.set_state(version, self.store.counted(-1))
             self.store.end(version)
         MatchStore(self.store.db).close_doc(doc_id)
         return True
@@ -240,6 +241,7 @@ class MasterLibrary:
                     self.index.add([(prints.n, prints.fingerprint)])
                 touched += 1
             self.store.end(change["version"])
+        self.store.recount()  # the writer may have died before recording its count
         log.warning(
             "finished %d change(s) of %d master(s) a writer left half-done (in MongoDB, not yet "
             "in the index)",
@@ -248,21 +250,23 @@ class MasterLibrary:
         )
         return touched
 
-    def verify(self, repair: bool = True) -> Verification:
+    def verify(self, repair: bool = True, thorough: bool = False) -> Verification:
         """Compare MongoDB and the index (library version and master count) and, with
         ``repair``, make them agree: finish open changes, or rebuild the index when they
-        cannot explain the difference. Cheap when they agree (a few reads, no lock)."""
+        cannot explain the difference. Cheap when they agree (a few reads, no lock), as the
+        MongoDB side's count is the one recorded with its version; ``thorough`` counts the
+        masters instead (``tracker index stats`` and ``verify``: masters lost by MongoDB)."""
         mongo_version, index_state = self.store.version(), self.index.state()
         if (
-            index_state == (mongo_version, self.store.count())
+            index_state
+            == (mongo_version, self.store.count_stored() if thorough else self.store.count())
             and not self.store.has_open_changes()
             and not self.index.lagging(mongo_version)
         ):
             return Verification(mongo_version, index_state[1] or 0, *index_state, "ok")
         if not repair:
-            return Verification(
-                mongo_version, self.store.count(), *index_state, "differ", _why(index_state)
-            )
+            count = self.store.count_stored() if thorough else self.store.count()
+            return Verification(mongo_version, count, *index_state, "differ", _why(index_state))
         with self.writing():  # a writer in the middle of a change is waited for
             index_version, _ = self.index.state()
             lagging = self.index.lagging(index_version) if index_version is not None else 0
@@ -272,17 +276,19 @@ class MasterLibrary:
                     f"{index_version}: a Redis Cluster node lost writes"
                 )
                 log.warning("the index disagrees with itself (%s): rebuilding it", reason)
-                count = self.store.count()
+                count = self.store.recount()
                 self._rebuild()
                 return Verification(self.store.version(), count, *index_state, "rebuilt", reason)
             explained = {change["version"] for change in self.store.open_changes()}
             mongo_version = self.store.version()
             finished = self._finish_open_changes() if index_version is not None else 0
             gap = set(range((index_version or 0) + 1, mongo_version + 1))
-            count = self.store.count()
+            count = self.store.recount()
             if index_version is None and mongo_version == 0 and count == 0:
-                index_version = 0  # a new library: nothing to index yet
-            if index_version is not None and index_version <= mongo_version and gap <= explained:
+                self.index.set_state(0, 0)  # a new library: nothing to index yet
+            elif index_version is not None and gap and gap <= explained:
+                # the versions the index lacks were all journaled, and are finished now (with
+                # no gap, a count that differs is not explained by any change)
                 self.index.set_state(mongo_version, count)
             index_state = self.index.state()
             if index_state == (mongo_version, count):
@@ -315,7 +321,7 @@ class MasterLibrary:
                 progress(len(batch))
         self.index.compact()
         self.store.drop_legacy()
-        self.index.set_state(self.store.version(), self.store.count())
+        self.index.set_state(self.store.version(), self.store.recount())
         return total
 
 

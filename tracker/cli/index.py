@@ -42,7 +42,7 @@ def stats(args: argparse.Namespace, runtime: Runtime) -> int:
     from tracker.redis_cluster import used_memory
 
     library = MasterLibrary.from_runtime(runtime, verify=False)
-    found = library.verify(repair=False)
+    found = library.verify(repair=False, thorough=True)
     memory = used_memory(runtime.redis)
     per_doc = memory / found.mongo_count if found.mongo_count else 0
     print(
@@ -64,7 +64,7 @@ def verify(args: argparse.Namespace, runtime: Runtime) -> int:
     from tracker.rematch import Rematcher
 
     library = MasterLibrary.from_runtime(runtime, verify=False)
-    found = library.verify()
+    found = library.verify(thorough=True)
     described = {
         "ok": "the index agrees with MongoDB",
         "finished": f"finished half-done changes ({found.finished} masters); the index agrees",
