@@ -434,7 +434,7 @@ def test_the_end_of_crawl_summary_is_short_and_says_where_the_report_is():
 
 
 def test_the_demo_says_which_database_it_used_and_how_to_look_at_it(
-    settings, runtime, monkeypatch, capsys
+    settings, runtime, monkeypatch, capsys, caplog
 ):
     import tracker.crawl
 
@@ -451,6 +451,9 @@ def test_the_demo_says_which_database_it_used_and_how_to_look_at_it(
     assert (
         "TRACKER_MONGO_DB=tracker_demo TRACKER_REDIS_PREFIX=tracker-demo: tracker index list" in out
     )
+    with caplog.at_level("WARNING", logger="tracker"):
+        assert main(["demo"]) == 1  # again: a fresh demo library, nothing to repair
+    assert not [r for r in caplog.records if "disagrees" in r.getMessage()]
     monkeypatch.setenv("TRACKER_MONGO_DB", "tracker_demo")
     monkeypatch.setenv("TRACKER_REDIS_PREFIX", "tracker-demo:")
     assert main(["index", "list"]) == 0

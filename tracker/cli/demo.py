@@ -52,7 +52,9 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     )
     if not args.keep_db:
         runtime.mongo.drop_database(settings.mongo_db)
-    library = MasterLibrary.from_runtime(runtime)
+    # A fresh demo library: the index of the last demo is cleared, not verified against the
+    # database just dropped (that would rebuild it, with a warning, only to clear it).
+    library = MasterLibrary.from_runtime(runtime, verify=args.keep_db)
     if not args.keep_db:
         library.index.clear()
     documents = [doc for path in master_paths() for doc in read_documents(path)]
