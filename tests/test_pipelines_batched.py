@@ -209,8 +209,7 @@ def test_ctrl_c_finishes_the_pages_in_hand_and_the_crawl_resumes(runtime, settin
     MasterLibrary.from_runtime(runtime).ingest(masters)
     site = pirate_site(masters)
     for i in range(1, len(masters) + 1):
-        # 30 pages at 2 in flight (the global cap: in this test the per-domain one let more through)
-        # take 7.5 s: the signal comes well before the last of them.
+        # 30 pages at 2 in flight take 7.5 s: the signal comes well before the last of them.
         site.pages[f"/c/{i}.html"].delay = 0.5
     options = {**FAST, "JOBDIR": tmp_path / "job", "CONCURRENT_REQUESTS": 2}
     environment = crawl_environment(crawl_settings(settings))

@@ -71,6 +71,8 @@ TRACKER_TRAP_MAX_SEGMENT_REPEATS = 2
 TRACKER_TRAP_MAX_URL_LENGTH = 1000
 TRACKER_TRAP_SESSION_PARAMS: list[str] = []
 
+# Scrapy 2.19 does not keep CONCURRENT_REQUESTS_PER_DOMAIN without a delay: tracker/downloader.py
+DOWNLOADER = "tracker.downloader.PoliteDownloader"
 DOWNLOADER_MIDDLEWARES = {
     "scrapy.downloadermiddlewares.useragent.UserAgentMiddleware": None,
     "tracker.middlewares.useragent.RotatingUserAgentMiddleware": 500,
