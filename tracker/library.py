@@ -257,15 +257,14 @@ class MasterLibrary:
         MongoDB side's count is the one recorded with its version; ``thorough`` counts the
         masters instead (``tracker index stats`` and ``verify``: masters lost by MongoDB)."""
         mongo_version, index_state = self.store.version(), self.index.state()
+        count = self.store.count_stored() if thorough else self.store.count()
         if (
-            index_state
-            == (mongo_version, self.store.count_stored() if thorough else self.store.count())
+            index_state == (mongo_version, count)
             and not self.store.has_open_changes()
             and not self.index.lagging(mongo_version)
         ):
-            return Verification(mongo_version, index_state[1] or 0, *index_state, "ok")
+            return Verification(mongo_version, count, *index_state, "ok")
         if not repair:
-            count = self.store.count_stored() if thorough else self.store.count()
             return Verification(mongo_version, count, *index_state, "differ", _why(index_state))
         with self.writing():  # a writer in the middle of a change is waited for
             index_version, _ = self.index.state()
