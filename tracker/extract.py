@@ -34,6 +34,7 @@ from typing import Any
 
 import lxml.etree
 import lxml.html
+import numpy as np
 import trafilatura
 from parsel import Selector
 
@@ -251,16 +252,20 @@ def prose_and_link_chars(text: str, grams: set[str]) -> tuple[int, int]:
 
 def strip_boilerplate_lines(text: str) -> str:
     """``text`` without lines that are mostly pirate ads, watermarks or site URLs."""
-    kept = []
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line:
-            continue
-        mask = boilerplate_mask(line)
-        visible = sum(1 for ch in line if not ch.isspace())
-        covered = sum(1 for ch, m in zip(line, mask, strict=True) if m and not ch.isspace())
-        if visible and covered >= 0.6 * visible:
-            continue
+    lines = [line for raw in text.splitlines() if (line := raw.strip())]
+    joined = "\n".join(lines)
+    mask = boilerplate_mask(joined)  # line by line: no pattern crosses a line break
+    if not mask.any():
+        return joined
+    kept, offset = [], 0
+    for line in lines:
+        covered_chars = np.flatnonzero(mask[offset : offset + len(line)]).tolist()
+        offset += len(line) + 1
+        if covered_chars:  # count only the lines that carry some, character by character
+            visible = len(line) - sum(1 for ch in line if ch.isspace())
+            covered = sum(1 for k in covered_chars if not line[k].isspace())
+            if visible and covered >= 0.6 * visible:
+                continue
         kept.append(line)
     return "\n".join(kept)
 
