@@ -170,7 +170,10 @@ def _utf16_without_bom(data: bytes) -> tuple[str, str] | None:
     return (text, name) if control <= len(head) * 0.01 else None
 
 
+_CONTROL_BYTES = bytes(b for b in range(32) if b not in (9, 10, 12, 13, 27))
+
+
 def _looks_binary(data: bytes) -> bool:
     sample = data[:_SAMPLE]
-    control = sum(1 for b in sample if b < 32 and b not in (9, 10, 12, 13, 27))
+    control = len(sample) - len(sample.translate(None, _CONTROL_BYTES))
     return b"\x00" in sample or control > len(sample) * 0.05
