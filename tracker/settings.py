@@ -45,6 +45,10 @@ AUTOTHROTTLE_MAX_DELAY = 30.0
 AUTOTHROTTLE_TARGET_CONCURRENCY = 2.0
 CONCURRENT_REQUESTS = 16
 CONCURRENT_REQUESTS_PER_DOMAIN = 4
+# Outputs of one response handled at once: a page gives one item (a feed one per entry, a batch
+# of TRACKER_BATCH_SIZE), and Scrapy starts this many tasks for every response (100 by default:
+# a tenth of the crawl process's CPU went to creating them).
+CONCURRENT_ITEMS = 16
 DOWNLOAD_TIMEOUT = 30
 # No chapter or article page comes near this; bigger bodies are cancelled and counted.
 DOWNLOAD_MAXSIZE = 5 * 1024 * 1024
