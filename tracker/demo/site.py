@@ -417,6 +417,8 @@ def build_site(root: Path) -> SiteManifest:
 class _Handler(SimpleHTTPRequestHandler):
     """Static files; ``text/html`` without a charset (pages declare it in ``<meta>``)."""
 
+    protocol_version = "HTTP/1.1"  # keep-alive, as any real site: no connection per page
+
     def guess_type(self, path: str | Path) -> str:
         suffix = Path(path).suffix.lower()
         if suffix in (".html", ".htm"):
