@@ -480,6 +480,8 @@ def test_hot_queries_use_indexes(sched_settings, runtime, clock, sites):
         # (SecantusDB explains a filter on more fields as a scan, yet runs it on the index of
         # the first: 1.6 ms against 741 ms unindexed at 50,000 matches)
         "crawl: a page's matches": db["matches"].find({"url": PIRATE + "1"}),
+        "crawl: a batch's stored matches": db["matches"].find({"url": {"$in": [PIRATE + "1"]}}),
+        "crawl: a batch's days stored": db["page_days"].find({"_id": {"$in": ["2031-03-02 x"]}}),
         "detector: candidate masters": db["masters"].find({"n": {"$in": [1, 2]}}),
         "rematch: failed pages": db["pages"].find({"match_state": "failed"}),
         "rematch: pages by number": db["pages"].find({"n": {"$in": [1, 2]}}),

@@ -22,17 +22,14 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from pymongo import InsertOne, ReturnDocument, UpdateOne
-from pymongo.collection import Collection
+from pymongo import ReturnDocument
 from pymongo.database import Database
-from pymongo.errors import BulkWriteError
 
 from tracker.fingerprints.document import VERSION as FINGERPRINT_VERSION
 from tracker.fingerprints.document import DocumentFingerprint, fingerprint_many
 from tracker.model import MasterDocument
 from tracker.stores.counters import allocate, increment
-
-DUPLICATE_KEY = 11000
+from tracker.stores.writes import Upsert, write
 
 
 @dataclass(frozen=True)
@@ -95,8 +92,8 @@ class MasterStore:
                 "changed_in": version,
                 **fp.to_mongo(),
             }
-            masters.append((doc.doc_id, fields, {"added_at": now}))
-        _write(self.masters, masters, new_ids)
+            masters.append(Upsert(doc.doc_id, fields, {"added_at": now}))
+        write(self.masters, masters, new_ids)
 
     def begin(self, version: int, changes: list[tuple[str, IndexedPrints]], deleted: bool) -> None:
         """Journal change ``version`` before it is made: each master's id, number and the
@@ -150,7 +147,7 @@ class MasterStore:
 
     def save_fingerprints(self, rows: Iterable[tuple[str, DocumentFingerprint]]) -> None:
         """Store recomputed fingerprints of masters already stored."""
-        _write(self.masters, [(doc_id, fp.to_mongo(), None) for doc_id, fp in rows])
+        write(self.masters, [Upsert(doc_id, fp.to_mongo()) for doc_id, fp in rows], ())
 
     def by_ns(self, ns: Iterable[int]) -> dict[int, dict]:
         """``n → master document`` with its text and SimHash (signed, as stored), in one
@@ -222,7 +219,6 @@ class MasterStore:
 
 
 LIBRARY_VERSION = "library_version"
-Row = tuple[str, dict, dict | None]  # _id, fields, fields set only on insert
 _PRINT_FIELDS = ("simhash", "dna", "anchors", "tokens")  # tokens: stored by version 1
 _WITHOUT_PRINTS = dict.fromkeys(("dna", "anchors", "tokens"), 0)
 _WITHOUT_TEXT = {"text": 0, "tokens": 0}
@@ -241,31 +237,3 @@ def _fingerprint(doc: dict) -> DocumentFingerprint | None:
 
 def _indexed_prints(doc: dict) -> IndexedPrints:
     return IndexedPrints(int(doc["n"]), _fingerprint(doc))
-
-
-def _upsert(doc_id: str, fields: dict, on_insert: dict | None = None) -> UpdateOne:
-    update: dict = {"$set": fields}
-    if on_insert:
-        update["$setOnInsert"] = on_insert
-    return UpdateOne({"_id": doc_id}, update, upsert=True)
-
-
-def _write(collection: Collection, rows: list[Row], new_ids: Container[str] = ()) -> None:
-    """One unordered bulk write: inserts for ``new_ids``, upserts for the others. An insert
-    that meets a document stored meanwhile (another process ingesting the same id) is retried
-    as an upsert."""
-    if not rows:
-        return
-    ops = [
-        InsertOne({"_id": row[0], **row[1], **(row[2] or {})})
-        if row[0] in new_ids
-        else _upsert(*row)
-        for row in rows
-    ]
-    try:
-        collection.bulk_write(ops, ordered=False)
-    except BulkWriteError as error:
-        errors = error.details.get("writeErrors", [])
-        if not errors or any(e.get("code") != DUPLICATE_KEY for e in errors):
-            raise
-        collection.bulk_write([_upsert(*rows[e["index"]]) for e in errors], ordered=False)

@@ -26,12 +26,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any
 
-from pymongo import UpdateMany, UpdateOne
+from pymongo import UpdateOne
 from pymongo.database import Database
 
 from tracker.batching import ID_BATCH, batches
 from tracker.model import content_hash, site_of
 from tracker.stores.counters import allocate, increment
+from tracker.stores.writes import Upsert, write
 
 OK, FAILED = "ok", "failed"
 IN_BATCH = 1000
@@ -97,13 +98,15 @@ class PageStore:
         return self.save_many([page], now)[0]
 
     def save_many(self, pages: list[PageRecord], now: datetime | None = None) -> list[bool]:
-        """:meth:`save` for several pages: one read of their stored hashes, one bulk write."""
+        """:meth:`save` for several pages: one read of their stored hashes, one bulk write
+        (inserts for the new pages, see :mod:`tracker.stores.writes`)."""
         now = now or datetime.now(UTC)
         stored = {}
         for chunk in batches([page.url for page in pages], ID_BATCH):
             for doc in self.pages.find({"_id": {"$in": chunk}}, {"content_hash": 1}):
                 stored[doc["_id"]] = doc.get("content_hash")
-        ops, changes = [], []
+        upserts: list[Upsert] = []
+        changes = []
         for page in pages:
             digest = content_hash(page.text)
             changed = stored.get(page.url) != digest
@@ -131,12 +134,9 @@ class PageStore:
                     }
                 )
             first = {"first_seen": now, "site": site_of(page.url)}
-            ops.append(
-                UpdateOne({"_id": page.url}, {"$set": fields, "$setOnInsert": first}, upsert=True)
-            )
+            upserts.append(Upsert(page.url, fields, first))
             changes.append(changed)
-        if ops:
-            self.pages.bulk_write(ops, ordered=False)
+        write(self.pages, upserts, {page.url for page in pages} - stored.keys())
         return changes
 
     def set_matched(
@@ -239,50 +239,56 @@ class MatchStore:
     def record_many(
         self, found: dict[str, list[dict[str, Any]]], now: datetime | None = None
     ) -> tuple[int, int]:
-        """:meth:`record` for several pages, in three bulk writes; returns the totals."""
+        """:meth:`record` for several pages: one read of their stored matches, then bulk writes
+        of the matches found, of those closed and of the days' records; returns the totals."""
         now = now or datetime.now(UTC)
-        upserts, closes = [], []
         carried = {url: [str(m["doc_id"]) for m in matches] for url, matches in found.items()}
+        stored = self._stored_matches(found)
+        upserts, closes = [], []
         for url, matches in found.items():
             site = site_of(url)
             upserts += [
-                UpdateOne(
-                    # The URL too: matches are sharded by it, and an upsert names its shard.
-                    {"_id": f"{url}\x00{match['doc_id']}", "url": url},
+                Upsert(
+                    f"{url}\x00{match['doc_id']}",
                     {
-                        "$set": {
-                            **{k: v for k, v in match.items() if k != "doc_id"},
-                            "url": url,
-                            "site": site,
-                            "doc_id": str(match["doc_id"]),
-                            "last_seen": now,
-                            "active": True,
-                        },
-                        "$unset": {"closed_at": ""},
-                        "$setOnInsert": {"first_seen": now},
+                        **{k: v for k, v in match.items() if k != "doc_id"},
+                        "site": site,
+                        "doc_id": str(match["doc_id"]),
+                        "last_seen": now,
+                        "active": True,
                     },
-                    upsert=True,
+                    {"first_seen": now},
+                    unset=("closed_at",),
+                    key={"url": url},  # matches are sharded by URL: a write names its shard
                 )
                 for match in matches
             ]
-            closes.append(
-                UpdateMany(
-                    {"url": url, "active": {"$ne": False}, "doc_id": {"$nin": carried[url]}},
+            # The page's open matches of other masters are closed, by _id (no query per page).
+            closes += [
+                UpdateOne(
+                    {"_id": doc["_id"], "url": url, "active": {"$ne": False}},
                     {"$set": {"active": False, "closed_at": now}},
                 )
-            )
-        new = self.matches.bulk_write(upserts, ordered=False).upserted_count if upserts else 0
+                for doc in stored.get(url, ())
+                if doc.get("active") is not False and str(doc["doc_id"]) not in carried[url]
+            ]
+        existing = {doc["_id"] for docs in stored.values() for doc in docs}
+        new = write(self.matches, upserts, {upsert._id for upsert in upserts} - existing)
         closed = self.matches.bulk_write(closes, ordered=False).modified_count if closes else 0
         # The day's record of every page that carries a match now, and (when matches were
         # closed) of those that lost them all; not of pages that carried nothing and still do.
-        days = [
-            self._carried(url, doc_ids, now)
-            for url, doc_ids in carried.items()
-            if doc_ids or closed
-        ]
-        if days:
-            self.page_days.bulk_write(days, ordered=False)
+        self._write_days([(url, ids) for url, ids in carried.items() if ids or closed], now)
         return new, closed
+
+    def _stored_matches(self, urls: Iterable[str]) -> dict[str, list[dict[str, Any]]]:
+        """The stored matches of these pages, open or closed (``_id``, ``doc_id``, ``active``),
+        by URL: one indexed query per chunk of URLs."""
+        stored: dict[str, list[dict[str, Any]]] = {}
+        for chunk in batches(sorted(set(urls)), IN_BATCH):
+            query = {"url": {"$in": chunk}}
+            for doc in self.matches.find(query, {"url": 1, "doc_id": 1, "active": 1}):
+                stored.setdefault(doc["url"], []).append(doc)
+        return stored
 
     def touch(self, url: str, now: datetime | None = None) -> list[str]:
         """Mark the open matches of an unchanged page as seen again; returns their doc ids."""
@@ -302,7 +308,7 @@ class MatchStore:
                 self.matches.update_many(
                     {"url": {"$in": seen}, "active": {"$ne": False}}, {"$set": {"last_seen": now}}
                 )
-                self.page_days.bulk_write([self._carried(url, carried[url], now) for url in seen])
+                self._write_days([(url, carried[url]) for url in seen], now)
         return carried
 
     def close_doc(self, doc_id: str, now: datetime | None = None) -> int:
@@ -321,12 +327,22 @@ class MatchStore:
             urls.update(doc["url"] for doc in self.matches.find(query, {"url": 1}))
         return urls
 
-    @staticmethod
-    def _carried(url: str, doc_ids: list[str], now: datetime) -> UpdateOne:
-        """The write setting the day's record of page ``url`` to ``doc_ids``."""
+    def _write_days(self, pages: list[tuple[str, list[str]]], now: datetime) -> None:
+        """Set the day's record of each page ``(url, doc ids)`` to these doc ids."""
         day = day_of(now)
-        fields = {"day": day, "url": url, "site": site_of(url), "doc_ids": doc_ids, "at": now}
-        return UpdateOne({"_id": f"{day} {url}"}, {"$set": fields}, upsert=True)
+        upserts = [
+            Upsert(
+                f"{day} {url}",
+                {"day": day, "url": url, "site": site_of(url), "doc_ids": doc_ids, "at": now},
+            )
+            for url, doc_ids in pages
+        ]
+        ids = [upsert._id for upsert in upserts]
+        existing = set()
+        for chunk in batches(ids, ID_BATCH):
+            found = self.page_days.find({"_id": {"$in": chunk}}, {"_id": 1})
+            existing.update(doc["_id"] for doc in found)
+        write(self.page_days, upserts, set(ids) - existing)
 
     def carried_on(self, day: date) -> list[dict]:
         """The day's record of every page that carried a match on ``day``: ``url``, ``site``,
