@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
 
         def extract() -> None:
             for url, page in html:
-                extracted, normalized = extract_normalized(page, url)
+                extracted, normalized, simhash = extract_normalized(page, url)
                 items.append(
                     PageItem(
                         url=url,
@@ -117,6 +117,7 @@ def main(argv: list[str] | None = None) -> int:
                         title=extracted.title,
                         extractor=extracted.extractor,
                         normalized=normalized,
+                        simhash=simhash,
                         status=200,
                     )
                 )

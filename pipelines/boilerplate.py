@@ -51,5 +51,6 @@ class SiteBoilerplatePipeline(BatchedStage):
                 continue
             if dropped:
                 item["normalized"] = normalize(item["text"], drop=mask)
+                item.pop("simhash", None)  # of the text with the lines: made again
                 tally.inc("tracker/boilerplate_lines", dropped)
         return tallies

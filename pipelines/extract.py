@@ -69,7 +69,7 @@ class ExtractPipeline:
     async def process_item(self, item: PageItem) -> PageItem:
         rules = ExtractionRules.from_dict(item.get("rules"))
         try:
-            extracted, normalized = await self.pool.run(
+            extracted, normalized, simhash = await self.pool.run(
                 extract_normalized, item["html"], item["url"], rules
             )
         except Exception as exc:  # hostile markup must not stop the crawl
@@ -95,6 +95,7 @@ class ExtractPipeline:
         item["metadata"] = extracted.metadata
         item["extractor"] = extracted.extractor
         item["normalized"] = normalized
+        item["simhash"] = simhash
         return item
 
     async def _drop_canonical_copy(self, url: str, text: str, href: str | None) -> None:

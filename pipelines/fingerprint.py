@@ -1,5 +1,8 @@
 """Fingerprint a page's text: its SimHash-64 (matched against the library's near-duplicate
 index and used to group mirror copies). The page's shingles are hashed by the match itself.
+The extraction worker hashes the text it extracted (:func:`tracker.extract.extract_normalized`);
+this stage hashes the pages that come without one (their site's boilerplate was dropped, or
+they were not extracted by the worker).
 
 The SimHash of a batch of pages is computed together in a worker thread: the jieba
 segmentation runs there without the GIL (on another core than the downloads), and the
@@ -17,10 +20,11 @@ class FingerprintPipeline(BatchedStage):
     stage = "fingerprint"
 
     def process_batch(self, items: list[PageItem]) -> list[Tally]:
-        for item in items:
+        unhashed = [item for item in items if item.get("simhash") is None]
+        for item in unhashed:
             if not item.get("normalized"):
                 item["normalized"] = normalize(item["text"])
-        simhashes = simhash_texts([item["normalized"].chars for item in items]).tolist()
-        for item, simhash in zip(items, simhashes, strict=True):
+        simhashes = simhash_texts([item["normalized"].chars for item in unhashed]).tolist()
+        for item, simhash in zip(unhashed, simhashes, strict=True):
             item["simhash"] = simhash
         return [Tally(item["url"]) for item in items]

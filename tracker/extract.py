@@ -38,6 +38,7 @@ import numpy as np
 import trafilatura
 from parsel import Selector
 
+from tracker.fingerprints.simhash import simhash_texts
 from tracker.text.chapters import CHAPTER_NUMBER
 from tracker.text.normalize import NormalizedText, boilerplate_mask, normalize
 
@@ -173,11 +174,14 @@ def extract(html: str, url: str | None = None, rules: ExtractionRules | None = N
 
 def extract_normalized(
     html: str, url: str | None = None, rules: ExtractionRules | None = None
-) -> tuple[Extracted, NormalizedText]:
-    """:func:`extract`, and its text normalised: a crawl's extraction worker does both (the
-    arrays cost less to send back than to compute in the crawl process)."""
+) -> tuple[Extracted, NormalizedText, int]:
+    """:func:`extract`, its text normalised and the SimHash of that: a crawl's extraction
+    worker does all three, on another core than the crawl process (the arrays cost less to
+    send back than to compute there). The SimHash stands unless the site's boilerplate is
+    dropped from the text later (:mod:`pipelines.boilerplate`)."""
     extracted = extract(html, url, rules)
-    return extracted, normalize(extracted.text)
+    normalized = normalize(extracted.text)
+    return extracted, normalized, int(simhash_texts([normalized.chars])[0])
 
 
 def page_metadata(selector: Selector) -> dict[str, str]:
