@@ -231,3 +231,22 @@ def test_services_check_is_a_health_check(settings, monkeypatch, capsys):
     monkeypatch.setenv("REDIS_URL", "redis://127.0.0.1:1/0")
     assert main(["services", "check"]) == 2
     assert capsys.readouterr().err.startswith("tracker: error: Redis at redis://127.0.0.1:1/0")
+
+
+def test_console_health_check_passes_without_credentials(compose, settings, runtime):
+    """The console's health check is an anonymous HTTP request that must succeed (urlopen
+    raises on any 4xx/5xx): a page behind the sign-in answers 401 and left the container
+    unhealthy for good."""
+    from urllib.parse import urlsplit
+
+    from fastapi.testclient import TestClient
+
+    from tracker.console import create_app
+
+    check = " ".join(compose["services"]["console"]["healthcheck"]["test"])
+    url = re.search(r"urlopen\('([^']+)'", check).group(1)
+    assert urlsplit(url).netloc == "127.0.0.1:8080"  # the port `tracker serve` is given
+    with TestClient(create_app(settings, runtime)) as client:
+        answer = client.get(urlsplit(url).path)  # redirects followed, as urlopen does
+        assert 200 <= answer.status_code < 300, answer.status_code
+        assert client.get("/").status_code == 401  # what the check asked for before
