@@ -97,6 +97,13 @@ def test_a_standing_worker_joins_the_schedulers_crawl(runtime, settings, server_
         runs = list(runtime.db["crawl_runs"].find())
         assert len(runs) == 2 and all(r["reason"] == "finished" for r in runs)
         assert min(r["pages"]["stored"] for r in runs) > 0  # both took part
+        assert {r["crawl_id"] for r in runs} == {crawl_id}
+        # The job's record is of the scheduler's own run, not of whichever finished last.
+        [own] = [r for r in runs if r["_id"] == record["result"]["crawl_run"]]
+        [theirs] = [r for r in runs if r is not own]
+        assert own["worker"] != theirs["worker"]
+        assert record["result"]["stats"] == own["stats"]
+        assert [w["crawl_run"] for w in record["result"]["worker_runs"]] in ([], [theirs["_id"]])
         assert CrawlBoard(runtime.redis, settings.redis_prefix).crawls() == []
 
         # A worker that comes when the crawl is over leaves without fetching anything.

@@ -123,6 +123,7 @@ class FakeSites:
                 MatchStore(db).record(url, [fake_match(master)], now=now)
         db["crawl_runs"].insert_one(
             {
+                "_id": scrapy_settings["TRACKER_RUN_ID"],  # as CrawlRunRecorder records it
                 "spider": spider,
                 "reason": "finished",
                 "finished_at": now,
@@ -472,7 +473,7 @@ def test_hot_queries_use_indexes(sched_settings, runtime, clock, sites):
     queries = {
         "ledger: last run": db["job_runs"].find({"job": "pull"}).sort("started_at", -1).limit(1),
         "ledger: running": db["job_runs"].find({"status": "running"}),
-        "crawl stats": db["crawl_runs"].find({"spider": "novel", "finished_at": {"$gte": DAY1}}),
+        "crawl job: its workers' runs": db["crawl_runs"].find({"crawl_id": "pirate-1"}),
         "drop cursors": db["master_sources"].find({"_id": {"$in": ["drop:a.jsonl"]}}),
         "report: pages of a day": db["page_days"].find({"day": "2031-03-02"}),
         "report: their matches": db["matches"].find({"_id": {"$in": [PIRATE + "1\x00A/1"]}}),

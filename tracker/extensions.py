@@ -17,6 +17,7 @@ from scrapy import Spider, signals
 from scrapy.crawler import Crawler
 
 from tracker.context import tracker_context
+from tracker.distributed import crawl_id_for
 from tracker.model import site_of
 
 log = logging.getLogger(__name__)
@@ -99,6 +100,8 @@ class CrawlRunRecorder:
         settings = self.crawler.settings
         site = getattr(spider, "site", None)
         record = {
+            # The id its starter chose (a scheduled crawl finds its own run by it), or MongoDB's.
+            **({"_id": run_id} if (run_id := settings.get("TRACKER_RUN_ID")) else {}),
             "spider": spider.name,
             "reason": reason,
             "status": "degraded" if degraded else "ok",
@@ -114,6 +117,8 @@ class CrawlRunRecorder:
             "robots_obeyed": settings.getbool("ROBOTSTXT_OBEY"),
             "robots_reason": getattr(spider, "robots_reason", "") or None,
             "distributed": settings.getbool("TRACKER_DISTRIBUTED"),
+            # the shared crawl it took part in, when distributed (its workers' runs share it)
+            "crawl_id": crawl_id_for(spider) if settings.getbool("TRACKER_DISTRIBUTED") else None,
             "scrapyd_job": getattr(spider, "_job", None),  # run by Scrapyd: its job id
             "worker": f"{socket.gethostname()}:{os.getpid()}",
             **summary,

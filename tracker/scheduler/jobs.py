@@ -35,6 +35,7 @@ import logging
 import os
 import re
 import threading
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta, tzinfo
@@ -43,7 +44,6 @@ from typing import Any
 
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.util import astimezone
-from pymongo import ASCENDING
 
 from tracker.clustering import PageClusterer
 from tracker.config import ConfigError, Settings, parse_bool
@@ -342,6 +342,9 @@ def crawl_job(context: JobContext, spec: JobSpec, now: datetime) -> dict[str, An
     stamp = started.astimezone(UTC).strftime("%Y%m%dT%H%M%S")
     log_file = Path(settings.data_dir) / "logs" / f"crawl-{site.name}-{stamp}.log"
     log_file.parent.mkdir(parents=True, exist_ok=True)
+    # The run's record is found by this id (not posted for the workers: theirs get their own).
+    # In a shared crawl the workers record runs of the same spider in the same minutes.
+    run_id = f"{site.name}-{stamp}-{uuid.uuid4().hex[:8]}"
     scrapy_settings = dict(site.settings)
     board, posted = None, None
     if parse_bool(scrapy_settings.get("TRACKER_DISTRIBUTED", os.environ.get(DISTRIBUTED, ""))):
@@ -359,7 +362,7 @@ def crawl_job(context: JobContext, spec: JobSpec, now: datetime) -> dict[str, An
             site.spider,
             settings,
             arguments=site.arguments,
-            scrapy_settings=scrapy_settings,
+            scrapy_settings={**scrapy_settings, "TRACKER_RUN_ID": run_id},
             log_file=log_file,
             timeout=site.timeout_s,
         )
@@ -370,21 +373,25 @@ def crawl_job(context: JobContext, spec: JobSpec, now: datetime) -> dict[str, An
             board.remove(posted)
             board.close()
     result: dict[str, Any] = {"exit_code": code, "log_file": str(log_file)}
+    own = db["crawl_runs"].find_one({"_id": run_id})
+    runs = [own] if own else []
+    if own:
+        result["crawl_run"] = run_id
+        result["reason"] = own.get("reason")
+        result["stats"] = own.get("stats", {})
     if posted is not None:
-        result["crawl_id"] = scrapy_settings["TRACKER_CRAWL_ID"]
-    recorded = list(
-        db["crawl_runs"].find(
-            {"spider": site.spider, "finished_at": {"$gte": started}},
-            sort=[("finished_at", ASCENDING)],
-        )
-    )
-    if recorded:
-        result["crawl_run"] = recorded[-1]["_id"]
-        result["reason"] = recorded[-1].get("reason")
-        result["stats"] = recorded[-1].get("stats", {})
+        crawl_id = result["crawl_id"] = scrapy_settings["TRACKER_CRAWL_ID"]
+        # The workers' runs recorded by now (a worker finishes its last requests after the
+        # queue ran dry, so a late one may be missing; its degraded pages wait for a rematch).
+        workers = [r for r in db["crawl_runs"].find({"crawl_id": crawl_id}) if r["_id"] != run_id]
+        result["worker_runs"] = [
+            {"crawl_run": r["_id"], "worker": r.get("worker"), "pages": r.get("pages", {})}
+            for r in workers
+        ]
+        runs += workers
     clusters = PageClusterer.from_runtime(context.runtime).cluster_seen_since(started)
     result["clustering"] = clusters.to_dict()
-    if recorded and recorded[-1].get("status") == "degraded":
+    if any(run.get("status") == "degraded" for run in runs):
         result["rematch"] = _then_rematch(context, spec.name)
     if code != 0:
         raise JobFailed(f"scrapy exited with code {code}; see {log_file}", result)

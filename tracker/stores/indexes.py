@@ -71,9 +71,9 @@ INDEXES: Mapping[str, tuple[IndexModel, ...]] = {
         _index(("status", ASCENDING)),  # runs cut short by a crash (running)
     ),
     "crawl_runs": (
-        _index(("spider", ASCENDING), ("finished_at", ASCENDING)),  # crawl job: its run's stats
         _index(("finished_at", DESCENDING)),  # the latest crawls
         _index(("sites", ASCENDING), ("finished_at", DESCENDING)),  # console: a site's crawls
+        _index(("crawl_id", ASCENDING)),  # crawl job: the workers' runs of its shared crawl
     ),
 }
 
