@@ -100,16 +100,15 @@ def link_text(response: TextResponse) -> tuple[int, int]:
     """Characters (whitespace aside) of the body's visible text, and of those inside links:
     their ratio is the "link density" of Kohlschütter, Fankhauser and Nejdl, "Boilerplate
     Detection using Shallow Text Features", WSDM 2010."""
-    body = response.xpath("//body")
-    if not body:
-        return 0, 0
     # lxml's own iteration: an XPath test of every text node's ancestors cost 9.6 ms on a real
     # portal page, this 2.0 (the same counts on the 73 saved pages of tests/fixtures/pages).
-    root = body[0].root
-    text = _visible_chars(root.itertext()) - _visible_chars(
-        element.text or "" for element in root.iter("script", "style")
-    )
-    links = _visible_chars(t for a in root.iter("a") for t in a.itertext())
+    text = links = 0
+    for body in response.xpath("//body"):
+        root = body.root
+        text += _visible_chars(root.itertext()) - _visible_chars(
+            element.text or "" for element in root.iter("script", "style")
+        )
+        links += _visible_chars(t for a in root.iter("a") for t in a.itertext())
     return text, links
 
 

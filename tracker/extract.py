@@ -158,6 +158,7 @@ def extract(html: str, url: str | None = None, rules: ExtractionRules | None = N
                 include_tables=False,
                 favor_recall=True,
                 deduplicate=False,
+                fast=True,
             )
             or ""
         )
@@ -219,8 +220,9 @@ def link_grams(selector: Selector) -> set[str]:
     """Character 4-grams of the page's link texts (whitespace removed); link texts shorter
     than a 4-gram are kept whole."""
     grams: set[str] = set()
-    for text in selector.xpath("//a").xpath("string(.)").getall():
-        flat = "".join(text.split())
+    # lxml's elements, not parsel's: a Selector and an XPath call per link cost 1.6 ms a page
+    for anchor in selector.root.xpath("//a"):
+        flat = "".join("".join(anchor.itertext()).split())
         if len(flat) < _LINK_GRAM:
             if flat:
                 grams.add(flat)
