@@ -58,7 +58,7 @@ from bson.codec_options import CodecOptions
 from bson.raw_bson import RawBSONDocument
 
 from bench import corpus as bench_corpus
-from bench.crawl_throughput import build_site, run_variant
+from bench.crawl_throughput import build_site, process_stat, run_variant
 from bench.disguises import noise, with_ads
 from bench.run import machine
 from bench.scale import sentence_pool, synthetic_chapters
@@ -73,7 +73,6 @@ from tracker.runtime import Runtime
 DB, PREFIX = "capacity", "capacity:"
 BATCH = 16  # texts per detector call, as `tracker check --jsonl` batches them
 PAGE_COLLECTIONS = ("pages", "matches", "page_days", "cluster_members")
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 # ------------------------------------------------------------------------------ measuring
@@ -87,12 +86,9 @@ def server_processes(settings: Settings) -> dict[str, tuple[float, int]]:
         if getattr(settings, f"{name}_url"):
             continue
         state = services.read_state(settings, name)
-        try:
-            fields = Path(f"/proc/{state.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except (AttributeError, OSError):
-            continue
-        cpu = (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime, stime
-        found[name] = (cpu, int(fields[21]) * os.sysconf("SC_PAGE_SIZE"))  # rss in pages
+        stat = process_stat(state.pid) if state is not None else None
+        if stat is not None:
+            found[name] = stat[1:]
     return found
 
 

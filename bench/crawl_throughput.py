@@ -18,14 +18,17 @@ Pages/s is responses over the spider's open time (from the run record in ``crawl
 process start-up is excluded). Ratios are against the baseline measured in the same round;
 with ``--rounds N`` the variants run N times, alternated, and the medians are reported (the
 machine is shared: the load average is printed too). The mean batch of each stage comes from
-the full crawl's stats.
+the full crawl's stats. With ``--cpu``, the CPU milliseconds per page of every process during
+the full crawl's open time: the crawl process, its extraction workers, the embedded servers,
+and this process (the site's server thread), sampled from ``/proc`` every 50 ms.
 
-    python -m bench.crawl_throughput --pages 300 --rounds 3
+    python -m bench.crawl_throughput --pages 300 --rounds 3 [--cpu]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import html
 import json
 import os
@@ -33,10 +36,12 @@ import random
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import replace
 from pathlib import Path
 
+from tracker import services
 from tracker.config import Settings
 from tracker.crawl import run_crawl
 from tracker.demo.site import AD_LINES, master_documents, serve
@@ -115,6 +120,87 @@ COMMON = {
 }
 
 
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
+
+
+def process_stat(pid: int) -> tuple[int, float, int] | None:
+    """Parent pid, CPU seconds used (user + system) and resident bytes of process ``pid``;
+    None once it has gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (
+        int(fields[1]),
+        (int(fields[11]) + int(fields[12])) / CLOCK_TICKS,
+        int(fields[21]) * PAGE_SIZE,
+    )
+
+
+class CPUSampler:
+    """CPU seconds of the processes a crawl runs on, sampled every ``interval`` seconds: this
+    process (the site's server thread), its children (the crawl process), their descendants
+    (extraction workers) and the embedded servers by name. A process that exited keeps its last
+    reading."""
+
+    def __init__(self, servers: dict[str, int], interval: float = 0.05) -> None:
+        self.servers = servers
+        self.interval = interval
+        self.samples: list[tuple[float, dict[str, float]]] = []
+        self._last: dict[int, tuple[str, float]] = {}
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> CPUSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while not self._done.is_set():
+            self.samples.append((time.time(), self._read()))
+            time.sleep(self.interval)
+
+    def _read(self) -> dict[str, float]:
+        stats = {
+            int(p): st for p in os.listdir("/proc") if p.isdigit() and (st := process_stat(int(p)))
+        }
+        children: dict[int, list[int]] = {}
+        for pid, (parent, _, _) in stats.items():
+            children.setdefault(parent, []).append(pid)
+        roles = {pid: name for name, pid in self.servers.items()}
+        roles[os.getpid()] = "bench and site"
+        for crawl in children.get(os.getpid(), []):
+            if crawl in roles:
+                continue
+            roles[crawl] = "crawl process"
+            below = list(children.get(crawl, []))
+            while below:
+                pid = below.pop()
+                roles[pid] = "extraction workers"
+                below += children.get(pid, [])
+        for pid, role in roles.items():
+            if pid in stats:
+                self._last[pid] = (role, stats[pid][1])
+        totals: dict[str, float] = {}
+        for role, cpu in self._last.values():
+            totals[role] = totals.get(role, 0.0) + cpu
+        return totals
+
+    def between(self, start: float, end: float) -> dict[str, float]:
+        """CPU seconds each role used from the last sample before ``start`` to the first after
+        ``end`` (epoch seconds)."""
+        before = [values for moment, values in self.samples if moment <= start]
+        after = [values for moment, values in self.samples if moment >= end]
+        first = before[-1] if before else {}
+        last = after[0] if after else self.samples[-1][1]
+        return {role: cpu - first.get(role, 0.0) for role, cpu in last.items()}
+
+
 def run_variant(
     name: str, settings: Settings, site_url: str, extra: dict, log_dir: Path
 ) -> dict[str, float]:
@@ -136,6 +222,7 @@ def run_variant(
         "pages": run["pages"]["fetched"],
         "seconds": round(seconds, 2),
         "pages_per_second": round(run["pages"]["fetched"] / seconds, 1),
+        "open": (run["started_at"].timestamp(), run["finished_at"].timestamp()),
         "stored": run["pages"]["stored"],
         "matched": run["pages"]["matched"],
         "unchanged": run["pages"]["unchanged"],
@@ -152,6 +239,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pages", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=1, help="runs of every variant, alternated")
     parser.add_argument("--data-dir", type=Path, help="tracker data dir (default: a temporary one)")
+    parser.add_argument("--cpu", action="store_true", help="CPU per page of each process (full)")
     args = parser.parse_args(argv)
 
     with tempfile.TemporaryDirectory(prefix="tracker-bench-crawl-") as tmp:
@@ -173,7 +261,22 @@ def main(argv: list[str] | None = None) -> int:
                     runtime = Runtime(settings)
                     if name.startswith("full") and not runtime.db["masters"].count_documents({}):
                         MasterLibrary.from_runtime(runtime).ingest(master_documents())
-                    result = run_variant(name, settings, site.url, extra, tmp_path)
+                    servers = {
+                        name: state.pid
+                        for name in ("mongo", "redis")
+                        if not getattr(settings, f"{name}_url")
+                        and (state := services.read_state(settings, name)) is not None
+                    }
+                    sampler = CPUSampler(servers)
+                    measured = args.cpu and name == "full"  # sampling /proc costs CPU too
+                    with sampler if measured else contextlib.nullcontext():
+                        result = run_variant(name, settings, site.url, extra, tmp_path)
+                    if measured:
+                        used = sampler.between(*result["open"])
+                        result["cpu_ms_per_page"] = {
+                            role: round(1000 * cpu / result["pages"], 2)
+                            for role, cpu in sorted(used.items())
+                        }
                     runs[name].append(result)
                     print(f"{name:>28}: {result}", file=sys.stderr)
                 load.append(os.getloadavg()[0])
@@ -214,6 +317,18 @@ def main(argv: list[str] | None = None) -> int:
     batches = runs["full"][0]["mean_batch"]
     if batches:
         print("mean batch (full): " + ", ".join(f"{k} {v}" for k, v in batches.items()))
+    if args.cpu:
+        roles = sorted({role for r in runs["full"] for role in r["cpu_ms_per_page"]})
+        print("| CPU ms a page, full crawl's open time | " + " | ".join(roles) + " | all |")
+        print("|---|" + "---:|" * (len(roles) + 1))
+        for k, r in enumerate(runs["full"], start=1):
+            cpu = r["cpu_ms_per_page"]
+            cells = [f"{cpu.get(role, 0.0):.2f}" for role in roles]
+            print(
+                f"| round {k} ({r['pages_per_second']} pages/s) | "
+                + " | ".join(cells)
+                + f" | {sum(cpu.values()):.2f} |"
+            )
     print(json.dumps({"pages": args.pages, "copies": copies, "load": load, "results": results}))
     return 0
 
