@@ -287,8 +287,6 @@ def main(argv: list[str] | None = None) -> int:
         for key in cleanup.redis.scan_iter(match=f"{tag}:*"):
             cleanup.redis.delete(key)
         if not (Settings.load().mongo_url and Settings.load().redis_url) and not args.data_dir:
-            from tracker import services
-
             services.stop(replace(base, mongo_url=None, redis_url=None))
 
     baselines = [r["pages_per_second"] for r in runs["fetch only"]]

@@ -4,7 +4,6 @@ MongoDB)."""
 
 from __future__ import annotations
 
-import gc
 from pathlib import Path
 
 import pytest
@@ -446,18 +445,3 @@ def test_an_unchanged_page_is_matched_again_when_its_record_is_not_good(runtime,
     item = PageItem(url=url, text=CHAPTER, status=200)
     assert process(pipeline, item) is item, why  # goes on to be matched again
     assert item["stored"]["content_hash"] == item["content_hash"]
-
-
-def test_the_crawl_process_freezes_its_long_lived_objects_and_collects_young_ones_less_often():
-    from tracker.extensions import GarbageCollectionTuning
-
-    crawler = get_crawler(settings_dict={"TRACKER_GC_THRESHOLD": 12_345})
-    extension = GarbageCollectionTuning.from_crawler(crawler)
-    before = gc.get_threshold()
-    try:
-        extension.spider_opened(None)
-        assert gc.get_threshold() == (12_345, *before[1:])
-        assert gc.get_freeze_count() > 1000  # the modules and tables loaded so far
-    finally:
-        gc.unfreeze()
-        gc.set_threshold(*before)

@@ -1,16 +1,10 @@
-"""Scrapy extensions of a crawl process.
-
-:class:`CrawlRunRecorder` closes each crawl run: it groups the pages the run matched into mirror
+"""Scrapy extension closing each crawl run: it groups the pages the run matched into mirror
 groups (:mod:`tracker.clustering`), records the run's stats in MongoDB (``crawl_runs``, with
 ``status: ok`` or ``degraded`` when pages could not be matched or stored) and logs a summary:
-pages fetched, extracted, unchanged and stored, matches, and errors by kind.
-
-:class:`GarbageCollectionTuning` keeps Python's cycle collector from rescanning what lives as
-long as the process."""
+pages fetched, extracted, unchanged and stored, matches, and errors by kind."""
 
 from __future__ import annotations
 
-import gc
 import logging
 import os
 import socket
@@ -67,31 +61,6 @@ def run_summary(stats: dict[str, Any]) -> dict[str, Any]:
             if key.startswith("tracker/traps/")
         },
     }
-
-
-class GarbageCollectionTuning:
-    """At spider open, the objects made so far (modules, lookup tables, connections: ~130,000)
-    are moved out of the cycle collector's reach with :func:`gc.freeze`, and the first
-    generation is collected every ``TRACKER_GC_THRESHOLD`` allocations instead of 700. A crawl
-    makes many short-lived objects a page (requests, responses, deferreds), so with the
-    defaults the collector ran ~125 times in a 300-page bench crawl and rescanned the
-    long-lived ones at each older-generation pass: 0.20 s against 0.03 s, 6 % of the crawl
-    process's CPU. Up to that many more young objects wait for a collection."""
-
-    def __init__(self, threshold: int) -> None:
-        self.threshold = threshold
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> GarbageCollectionTuning:
-        extension = cls(crawler.settings.getint("TRACKER_GC_THRESHOLD", 50_000))
-        crawler.signals.connect(extension.spider_opened, signal=signals.spider_opened)
-        return extension
-
-    def spider_opened(self, spider: Spider) -> None:
-        gc.collect()
-        gc.freeze()
-        _, *older = gc.get_threshold()
-        gc.set_threshold(self.threshold, *older)
 
 
 class CrawlRunRecorder:

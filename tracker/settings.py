@@ -106,10 +106,8 @@ TRACKER_BATCH_DELAY = 0.005
 TRACKER_EXTRACT_PROCESSES = 1
 
 EXTENSIONS = {
-    "tracker.extensions.GarbageCollectionTuning": 0,
     "tracker.extensions.CrawlRunRecorder": 500,
 }
-TRACKER_GC_THRESHOLD = 50_000  # allocations between collections of the youngest generation
 ADDONS = {"tracker.distributed.DistributedAddon": 0}
 
 # Distributed crawling (tracker.distributed): one request queue and duplicate filter in Redis.
