@@ -57,6 +57,16 @@ def server_env(settings: Settings, tmp_path: Path) -> dict[str, str]:
 
 
 @pytest.fixture()
+def cli_env(monkeypatch, settings: Settings) -> None:
+    """``tracker.cli.main`` in this process on the test's servers, database and key prefix."""
+    monkeypatch.setenv("MONGO_URL", settings.mongo_url)
+    monkeypatch.setenv("REDIS_URL", settings.redis_url)
+    monkeypatch.setenv("TRACKER_MONGO_DB", settings.mongo_db)
+    monkeypatch.setenv("TRACKER_REDIS_PREFIX", settings.redis_prefix)
+    monkeypatch.setenv("TRACKER_DATA_DIR", str(settings.data_dir))
+
+
+@pytest.fixture()
 def runtime(settings: Settings):
     rt = Runtime(settings)
     yield rt

@@ -216,15 +216,6 @@ def test_readers_split_books_and_report_every_malformed_file_and_line(tmp_path: 
         list(read_documents(empty))
 
 
-@pytest.fixture()
-def cli_env(monkeypatch, settings):
-    monkeypatch.setenv("MONGO_URL", settings.mongo_url)
-    monkeypatch.setenv("REDIS_URL", settings.redis_url)
-    monkeypatch.setenv("TRACKER_MONGO_DB", settings.mongo_db)
-    monkeypatch.setenv("TRACKER_REDIS_PREFIX", settings.redis_prefix)
-    monkeypatch.setenv("TRACKER_DATA_DIR", str(settings.data_dir))
-
-
 def test_cli_ingest_and_check_jsonl(cli_env, runtime, tmp_path, capsys):
     masters = tmp_path / "articles.jsonl"
     masters.write_text(

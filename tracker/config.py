@@ -41,6 +41,13 @@ class Settings:
     mongo_write_concern: str = ""
     mongo_read_preference: str = ""
 
+    # The layout of an index built from scratch (the first ingest, ``tracker index rebuild``):
+    # 2^bits buckets a table (16-24; 16 + round(log2(chapters / 300,000)) keeps a check's cost
+    # as the library grows) and 32-bit master numbers past 16.7M. An index keeps the layout
+    # it was built with (see tracker.index.layout).
+    index_bucket_bits: int = 16
+    index_wide_ids: bool = False
+
     # Detection thresholds (see tracker.matching.detector for their meaning).
     simhash_max_distance: int = 3
     min_coverage: float = 0.2
@@ -210,7 +217,16 @@ def parse_read_preference(value: object) -> str:
 _CHECKS = {
     "mongo_write_concern": lambda value: str(parse_write_concern(value)),
     "mongo_read_preference": parse_read_preference,
+    "index_bucket_bits": lambda value: _index_layout(value).bucket_bits,
 }
+
+
+def _index_layout(bucket_bits: int) -> Any:
+    from tracker.index.layout import IndexLayout  # the index's own check of the range
+
+    return IndexLayout(bucket_bits)
+
+
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off", ""})
 

@@ -40,6 +40,7 @@ from typing import TypeVar
 from tracker.batching import batches
 from tracker.config import Settings
 from tracker.fingerprints.document import DocumentFingerprint, fingerprint_many
+from tracker.index.layout import IndexLayout
 from tracker.index.master_index import MasterIndex
 from tracker.index.storage import RedisStorage, Storage
 from tracker.locks import HeldLock
@@ -101,9 +102,11 @@ class MasterLibrary:
         store = MasterStore(runtime.db)
         prefix = runtime.settings.redis_prefix
         storage: Storage = RedisStorage(runtime.redis, prefix + "ix:")
+        settings = runtime.settings
+        wanted = IndexLayout(settings.index_bucket_bits, settings.index_wide_ids)
         library = cls(
             store,
-            MasterIndex(storage),
+            MasterIndex.open(storage, wanted),
             lambda: HeldLock(runtime.redis, prefix + "library:lock", WRITE_LOCK_TTL_S),
         )
         if verify:
@@ -298,14 +301,21 @@ class MasterLibrary:
             self._rebuild()
             return Verification(mongo_version, count, *index_state, "rebuilt", reason, finished)
 
-    def rebuild_index(self, progress: Callable[[int], None] | None = None) -> int:
-        """Recreate the Redis index from MongoDB; fingerprints stored by an older version of
-        the code are recomputed from the master text first."""
+    def rebuild_index(
+        self, progress: Callable[[int], None] | None = None, layout: IndexLayout | None = None
+    ) -> int:
+        """Recreate the Redis index from MongoDB (with ``layout``, else the one it has);
+        fingerprints stored by an older version of the code are recomputed from the master
+        text first."""
         with self.writing():
-            return self._rebuild(progress)
+            return self._rebuild(progress, layout)
 
-    def _rebuild(self, progress: Callable[[int], None] | None = None) -> int:
+    def _rebuild(
+        self, progress: Callable[[int], None] | None = None, layout: IndexLayout | None = None
+    ) -> int:
         self.index.clear()
+        if layout is not None:
+            self.index.use_layout(layout)
         for change in self.store.open_changes():
             if change["deleted"]:
                 self.store.delete_many([doc_id for doc_id, _ in change["changes"]])

@@ -12,6 +12,7 @@ from tracker.config import Settings
 from tracker.formats import count, when
 
 if TYPE_CHECKING:
+    from tracker.index.layout import IndexLayout
     from tracker.runtime import Runtime
 
 
@@ -52,10 +53,29 @@ def stats(args: argparse.Namespace, runtime: Runtime) -> int:
         f"{'(all primaries) ' if runtime.settings.redis_cluster else ''}"
         f"({per_doc:,.0f} bytes per document)"
     )
+    _print_layout(library.index.layout, runtime.settings, found.mongo_count)
     if found.action != "ok":
         print(f"they differ ({found.reason}): run `tracker index verify` to repair the index")
         return 1
     return 0
+
+
+def _print_layout(layout: IndexLayout, settings: Settings, masters: int) -> None:
+    """The index's layout, and what to do when the library has outgrown it (or when the
+    settings ask for another)."""
+    from tracker.index.layout import IndexLayout
+
+    print(f"layout:  {layout}")
+    wanted = IndexLayout(settings.index_bucket_bits, settings.index_wide_ids)
+    called_for = IndexLayout.for_library(masters)
+    if called_for.bucket_bits > layout.bucket_bits or called_for.wide_ids > layout.wide_ids:
+        print(
+            f"a library of {masters:,} masters calls for {called_for}: set index_bucket_bits = "
+            f"{called_for.bucket_bits}{', index_wide_ids = true' if called_for.wide_ids else ''}"
+            " and run `tracker index rebuild`"
+        )
+    elif wanted != layout:
+        print(f"the settings ask for {wanted}: `tracker index rebuild` applies it")
 
 
 def verify(args: argparse.Namespace, runtime: Runtime) -> int:
@@ -80,13 +100,16 @@ def verify(args: argparse.Namespace, runtime: Runtime) -> int:
 
 
 def rebuild(args: argparse.Namespace, runtime: Runtime) -> int:
+    from tracker.index.layout import IndexLayout
     from tracker.library import MasterLibrary
     from tracker.rematch import Rematcher
 
+    settings = runtime.settings
     library = MasterLibrary.from_runtime(runtime, verify=False)
-    count = library.rebuild_index()
+    layout = IndexLayout(settings.index_bucket_bits, settings.index_wide_ids)
+    count = library.rebuild_index(layout=layout)
     pages = Rematcher(runtime, library).rebuild_page_index()
-    print(f"re-indexed {count} master documents and {pages} stored pages from MongoDB")
+    print(f"re-indexed {count} master documents and {pages} stored pages from MongoDB ({layout})")
     return 0
 
 

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from tracker.fingerprints.anchors import GRAM, gram_hashes, mix, winnow, winnow_many
+from tracker.index.layout import ORIGINAL, IndexLayout
 from tracker.index.postings import HashPostings, Lookup
 from tracker.index.storage import Storage
 
@@ -37,9 +38,15 @@ def spread(anchors: np.ndarray) -> np.ndarray:
 
 
 class AnchorIndex:
-    def __init__(self, storage: Storage, name: str = "an", stop_after: int = 50) -> None:
-        self.dense = HashPostings(storage, f"{name}d")
-        self.sparse = HashPostings(storage, f"{name}s")
+    def __init__(
+        self,
+        storage: Storage,
+        name: str = "an",
+        stop_after: int = 50,
+        layout: IndexLayout = ORIGINAL,
+    ) -> None:
+        self.dense = HashPostings(storage, f"{name}d", layout.record, layout.bucket_bits)
+        self.sparse = HashPostings(storage, f"{name}s", layout.record, layout.bucket_bits)
         self.stop_after = stop_after
 
     def postings_for(self, length: int) -> HashPostings:

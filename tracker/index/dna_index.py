@@ -14,6 +14,7 @@ import numpy as np
 
 from tracker.fingerprints.anchors import mix
 from tracker.fingerprints.pinyin_dna import dna_windows, dna_windows_many
+from tracker.index.layout import ORIGINAL, IndexLayout
 from tracker.index.postings import HashPostings, Lookup
 from tracker.index.storage import Storage
 
@@ -41,8 +42,8 @@ def query_windows(tokens: np.ndarray) -> np.ndarray:
 
 
 class DnaIndex:
-    def __init__(self, storage: Storage, name: str = "dna") -> None:
-        self.postings = HashPostings(storage, name)
+    def __init__(self, storage: Storage, name: str = "dna", layout: IndexLayout = ORIGINAL) -> None:
+        self.postings = HashPostings(storage, name, layout.record, layout.bucket_bits)
 
     def records(self, items: Iterable[tuple[int, np.ndarray]]) -> dict[bytes, bytes]:
         return self.postings.records((doc, spread(windows)) for doc, windows in items)

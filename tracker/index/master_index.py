@@ -18,6 +18,7 @@ from tracker.fingerprints.anchors import gram_hashes
 from tracker.fingerprints.document import DocumentFingerprint
 from tracker.index.anchor_index import DENSE_BELOW_TOKENS, AnchorIndex
 from tracker.index.dna_index import DnaIndex, query_windows
+from tracker.index.layout import ORIGINAL, IndexLayout
 from tracker.index.postings import Lookup, tally
 from tracker.index.simhash_index import SimHashIndex
 from tracker.index.storage import Storage
@@ -48,6 +49,7 @@ class Query:
     for alignment."""
 
     grams: np.ndarray
+    windows: np.ndarray  # the page's DNA windows
     dense: Lookup
     sparse: Lookup
     dna: Lookup
@@ -132,16 +134,61 @@ class MasterIndex:
     # pages record the version they were matched against.
     VERSION = "version"
     COUNT = "count"
+    LAYOUT = "layout"  # the IndexLayout the postings were filed with (see tracker.index.layout)
 
-    def __init__(self, storage: Storage, simhash_k: int = 3, simhash_blocks: int = 4) -> None:
+    def __init__(
+        self,
+        storage: Storage,
+        simhash_k: int = 3,
+        simhash_blocks: int = 4,
+        layout: IndexLayout = ORIGINAL,
+    ) -> None:
         self.storage = storage
-        self.simhash = SimHashIndex(storage, k=simhash_k, blocks=simhash_blocks)
-        self.anchors = AnchorIndex(storage)
-        self.dna = DnaIndex(storage)
+        self.simhash_k, self.simhash_blocks = simhash_k, simhash_blocks
         self.version_key = storage.key(self.VERSION)
         self.count_key = storage.key(self.COUNT)
+        self.layout_key = storage.key(self.LAYOUT)
+        self.use_layout(layout)
+
+    @classmethod
+    def open(cls, storage: Storage, wanted: IndexLayout = ORIGINAL) -> MasterIndex:
+        """The index in ``storage``, read with the layout it was built with; ``wanted`` is the
+        layout of an index never built (see :meth:`stored_layout`)."""
+        index = cls(storage)
+        stored = index.stored_layout()
+        index.use_layout(stored or wanted)
+        return index
+
+    def use_layout(self, layout: IndexLayout) -> None:
+        """File and look up postings with ``layout`` (the index must hold none filed with
+        another: after :meth:`clear`, or when it is the stored one)."""
+        self.layout = layout
+        self.simhash = SimHashIndex(
+            self.storage,
+            k=self.simhash_k,
+            blocks=self.simhash_blocks,
+            bucket_bits=layout.simhash_bucket_bits,
+        )
+        self.anchors = AnchorIndex(self.storage, layout=layout)
+        self.dna = DnaIndex(self.storage, layout=layout)
+
+    def _follow_stored_layout(self) -> None:
+        """Write with the stored layout, should another process have rebuilt the index with
+        another since this one opened it (an index never built keeps this one's)."""
+        stored = self.stored_layout()
+        if stored is not None and stored != self.layout:
+            self.use_layout(stored)
+
+    def stored_layout(self) -> IndexLayout | None:
+        """The layout recorded with the index; :data:`ORIGINAL` for an index built before
+        layouts were recorded; None for an index never built."""
+        version, layout = self.storage.get([self.version_key, self.layout_key])
+        if layout:
+            return IndexLayout.decode(int(layout))
+        return ORIGINAL if version else None
 
     def add(self, items: Iterable[tuple[int, DocumentFingerprint]]) -> None:
+        self._follow_stored_layout()
         items = list(items)
         # Each index names its own keys, so the batches of records are disjoint.
         self.storage.append(
@@ -154,6 +201,7 @@ class MasterIndex:
 
     def remove(self, doc: int, fp: DocumentFingerprint) -> None:
         """Drop every record of ``doc`` filed under ``fp`` (nothing if there is none)."""
+        self._follow_stored_layout()
         if fp.simhash:
             self.simhash.remove([(doc, fp.simhash)])
         self.anchors.remove(doc, fp.length, fp.anchors)
@@ -171,7 +219,10 @@ class MasterIndex:
         the index held before: a server behind it keeps its mark, see :meth:`lagging`)."""
         if self.storage.marked:
             self.storage.advance_marks(version, self.state()[0])
-        self.storage.set_values({self.version_key: version, self.count_key: count})
+        layout = self.layout.encode()
+        self.storage.set_values(
+            {self.version_key: version, self.count_key: count, self.layout_key: layout}
+        )
 
     def lagging(self, version: int) -> int:
         """How many marks of a storage spread over servers are below library version
@@ -182,15 +233,25 @@ class MasterIndex:
 
     def plan(self, tokens: np.ndarray) -> Query:
         """What a page of these tokens needs from the index."""
-        grams = gram_hashes(tokens)
+        grams, windows = gram_hashes(tokens), query_windows(tokens)
         dense, sparse = self.anchors.plan(grams)
-        return Query(grams, dense, sparse, self.dna.plan(query_windows(tokens)))
+        return Query(grams, windows, dense, sparse, self.dna.plan(windows))
 
     def fetch(self, queries: Sequence[Query]) -> int:
         """Fetch the anchor and DNA buckets of ``queries`` in one round trip; returns the
-        library version, read in the same trip (0 for an index never built)."""
-        found = self.storage.get([self.version_key, *(k for q in queries for k in q.keys)])
-        at = 1
+        library version, read in the same trip (0 for an index never built). An index rebuilt
+        with another layout since this process opened it is followed: the queries are planned
+        again and fetched again (one more round trip, once)."""
+        found = self.storage.get(
+            [self.version_key, self.layout_key, *(k for q in queries for k in q.keys)]
+        )
+        if found[1] and (stored := IndexLayout.decode(int(found[1]))) != self.layout:
+            self.use_layout(stored)
+            for q in queries:
+                q.dense, q.sparse = self.anchors.plan(q.grams)
+                q.dna = self.dna.plan(q.windows)
+            return self.fetch(queries)
+        at = 2
         for q in queries:
             size = len(q.dense.keys) + len(q.sparse.keys) + len(q.dna.keys)
             q.found, at = found[at : at + size], at + size

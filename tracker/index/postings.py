@@ -1,11 +1,12 @@
 """Inverted index from uniformly distributed 64-bit hashes to the documents containing them.
 
-A hash *h* is split into a bucket (its top ``BUCKET_BITS`` bits, which name the storage key)
-and a 16-bit check (the next 16 bits), stored in the bucket beside the document id as one
-5-byte record. A lookup fetches the query's buckets and keeps the records whose check equals
-the query's: the effective key is 32 bits, so a chance collision between two different hashes
-has probability ~2⁻³² per record examined. Document ids are 24-bit (16.7 M documents) in the
-default record, 32-bit in :data:`WIDE_RECORD` (6 bytes, for the far more numerous crawled pages).
+A hash *h* is split into a bucket (its top ``bucket_bits`` bits, 16 by default, which name the
+storage key) and a 16-bit check (the next 16 bits), stored in the bucket beside the document id
+as one 5-byte record. A lookup fetches the query's buckets and keeps the records whose check
+equals the query's: the effective key is 32 bits or more, so a chance collision between two
+different hashes has probability ~2⁻³² per record examined. Document ids are 24-bit (16.7 M
+documents) in the default record, 32-bit in :data:`WIDE_RECORD` (6 bytes, for the far more
+numerous crawled pages, and for a master library past 16.7 M: :mod:`tracker.index.layout`).
 """
 
 from __future__ import annotations
@@ -18,28 +19,43 @@ import numpy as np
 from tracker.index.storage import Storage, doc_ids
 
 BUCKET_BITS = 16
+KEY_TABLE_MAX_BITS = 20  # above, bucket keys are cached in a dict (a table of 2^24 is 134 MB)
 RECORD = np.dtype([("check", "<u2"), ("doc_lo", "<u2"), ("doc_hi", "u1")])
 WIDE_RECORD = np.dtype([("check", "<u2"), ("doc", "<u4")])
 MAX_DOC = (1 << 24) - 1
 
 
 class HashPostings:
-    def __init__(self, storage: Storage, name: str, record: np.dtype = RECORD) -> None:
+    def __init__(
+        self,
+        storage: Storage,
+        name: str,
+        record: np.dtype = RECORD,
+        bucket_bits: int = BUCKET_BITS,
+    ) -> None:
         self.storage = storage
         self.name = name
         self.record = record
+        self.bucket_bits = bucket_bits
         self.max_doc = (1 << 32) - 1 if "doc" in record.names else MAX_DOC
         self._key_table: np.ndarray | None = None
         self._key_made = np.zeros(0, dtype=bool)
+        self._key_cache: dict[int, bytes] = {}
 
     def _keys(self, buckets: np.ndarray) -> list[bytes]:
         # A page looks up hundreds of buckets: making their keys each time cost more than the
         # votes they hold. Each bucket's key is made the first time it is looked up, kept in
         # a table of the 2^16 (~5 MB when full) and picked with one gather; making all of them
         # up front cost a one-text `tracker check` 0.1-0.3 s.
+        if self.bucket_bits > KEY_TABLE_MAX_BITS:
+            cache, make = self._key_cache, self.storage.bucket_key
+            return [
+                cache.get(b) or cache.setdefault(b, make(self.name, b))
+                for b in np.asarray(buckets).tolist()
+            ]
         if self._key_table is None:
-            self._key_table = np.empty(1 << BUCKET_BITS, dtype=object)
-            self._key_made = np.zeros(1 << BUCKET_BITS, dtype=bool)
+            self._key_table = np.empty(1 << self.bucket_bits, dtype=object)
+            self._key_made = np.zeros(1 << self.bucket_bits, dtype=bool)
         buckets = np.asarray(buckets, dtype=np.int64)
         missing = np.unique(buckets[~self._key_made[buckets]])
         if len(missing):
@@ -49,8 +65,8 @@ class HashPostings:
 
     def _split(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         values = np.asarray(values, dtype=np.uint64)
-        buckets = (values >> np.uint64(64 - BUCKET_BITS)).astype(np.int64)
-        checks = ((values >> np.uint64(64 - BUCKET_BITS - 16)) & np.uint64(0xFFFF)).astype(
+        buckets = (values >> np.uint64(64 - self.bucket_bits)).astype(np.int64)
+        checks = ((values >> np.uint64(64 - self.bucket_bits - 16)) & np.uint64(0xFFFF)).astype(
             np.uint16
         )
         return buckets, checks

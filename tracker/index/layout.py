@@ -1,0 +1,74 @@
+"""How the index files its postings, fixed when it is built.
+
+A lookup reads whole buckets, so with a fixed number of buckets every check reads a share of the
+index that grows with the library: measured 3.8 ms more CPU a check per million chapters with
+2^16 buckets a table (``deploy/CAPACITY.md``, A4). Scaling the buckets with the library keeps
+what a check reads constant: ``bucket_bits`` = 16 + round(log2(N / 300,000)) for N chapters
+(16 up to ~420,000 chapters, 21 at 10M, 24 at 100M; the SimHash tables get as many more bits
+over their 12). Master numbers are 24-bit (16.7M, the 5-byte records) unless ``wide_ids``
+(32-bit, 6-byte records, the page index's).
+
+The layout is stored with the index (one counter, beside its version) when it is first built,
+and an index is always read with its own: the settings' ``index_bucket_bits`` and
+``index_wide_ids`` choose the layout of an index built from scratch (the first ingest, or
+``tracker index rebuild``). An index built before layouts were stored has the original one:
+16 bits, 24-bit numbers.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from tracker.index.postings import MAX_DOC, RECORD, WIDE_RECORD
+
+MIN_BUCKET_BITS, MAX_BUCKET_BITS = 16, 24
+SIMHASH_BUCKET_BITS = 12  # per permuted table, at 16 postings bits
+REFERENCE_CHAPTERS = 300_000  # the library 2^16 buckets were measured at
+
+
+@dataclass(frozen=True)
+class IndexLayout:
+    bucket_bits: int = MIN_BUCKET_BITS
+    wide_ids: bool = False
+
+    def __post_init__(self) -> None:
+        if not MIN_BUCKET_BITS <= self.bucket_bits <= MAX_BUCKET_BITS:
+            raise ValueError(
+                f"index bucket bits must be {MIN_BUCKET_BITS}-{MAX_BUCKET_BITS}, "
+                f"not {self.bucket_bits}"
+            )
+
+    @property
+    def simhash_bucket_bits(self) -> int:
+        return SIMHASH_BUCKET_BITS + self.bucket_bits - MIN_BUCKET_BITS
+
+    @property
+    def record(self) -> np.dtype:
+        """The postings' record: 5 bytes with a 24-bit master number, 6 with a 32-bit one."""
+        return WIDE_RECORD if self.wide_ids else RECORD
+
+    @classmethod
+    def for_library(cls, chapters: int) -> IndexLayout:
+        """The layout a library of ``chapters`` masters calls for (the rule above)."""
+        extra = round(math.log2(max(chapters, 1) / REFERENCE_CHAPTERS))
+        bits = min(max(MIN_BUCKET_BITS + extra, MIN_BUCKET_BITS), MAX_BUCKET_BITS)
+        return cls(bits, wide_ids=chapters > MAX_DOC * 0.9)
+
+    def encode(self) -> int:
+        """The layout as the counter stored with the index."""
+        return self.bucket_bits | (int(self.wide_ids) << 8)
+
+    @classmethod
+    def decode(cls, value: int) -> IndexLayout:
+        return cls(value & 0xFF, wide_ids=bool(value >> 8 & 1))
+
+    def __str__(self) -> str:
+        ids = "32-bit" if self.wide_ids else "24-bit"
+        return f"2^{self.bucket_bits} buckets a table, {ids} master numbers"
+
+
+#: The layout of an index built before layouts were stored, and the default one.
+ORIGINAL = IndexLayout()
