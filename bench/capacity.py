@@ -32,6 +32,7 @@ whose masters are in the library too) with every pipeline on:
     python -m bench.capacity                      # 100,000 masters (~15 min on 2 cores)
     python -m bench.capacity --full               # 1,000,000 masters (hours; 10+ GB of disk)
     python -m bench.capacity --masters 20000      # quick
+    python -m bench.capacity --bucket-bits 19     # the index with 2^19 buckets a table
 
 Writes ``bench/results/capacity.json`` and ``.md`` (``capacity-full.*`` with ``--full``).
 """
@@ -361,6 +362,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mongo-url")
     parser.add_argument("--redis-url")
     parser.add_argument("--out", type=Path, help="default bench/results/capacity[-full].json")
+    parser.add_argument(
+        "--bucket-bits", type=int, default=16, help="the index layout's buckets a table (2^N)"
+    )
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, _interrupt)  # stopped: the servers are stopped too
     out = args.out or Path(__file__).parent / "results" / (
@@ -385,6 +389,7 @@ def main(argv: list[str] | None = None) -> int:
             redis_url=args.redis_url,
             mongo_db=DB,
             redis_prefix=PREFIX,
+            index_bucket_bits=args.bucket_bits,
         )
         runtime = Runtime(settings)
         try:
