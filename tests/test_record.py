@@ -34,9 +34,9 @@ from tests.texts import prose
 from tracker import services
 from tracker.config import Settings
 from tracker.crawl import run_crawl
-from tracker.index.postings import RECORD
+from tracker.index.master_index import MasterIndex
 from tracker.index.simhash_index import RECORD as SIMHASH_RECORD
-from tracker.index.storage import doc_ids
+from tracker.index.storage import RedisStorage, doc_ids
 from tracker.library import MasterLibrary
 from tracker.model import MasterDocument
 from tracker.rematch import Rematcher
@@ -191,12 +191,13 @@ def expected(masters: list[MasterDocument]) -> dict[str, list[str]]:
 def index_docs(runtime: Runtime) -> set[int]:
     """Every doc number the master index holds a record for (orphans included)."""
     prefix = runtime.settings.redis_prefix + "ix:"
+    postings = (MasterIndex.open(RedisStorage(runtime.redis, prefix)).layout).record
     found: set[int] = set()
     for key in runtime.redis.scan_iter(match=prefix + "*", count=1000):
         name = key.decode()[len(prefix) :]
-        if name in ("version", "count"):
+        if name in (MasterIndex.VERSION, MasterIndex.COUNT, MasterIndex.LAYOUT):
             continue
-        record = SIMHASH_RECORD if name.startswith("sh:") else RECORD
+        record = SIMHASH_RECORD if name.startswith("sh:") else postings
         records = np.frombuffer(runtime.redis.get(key) or b"", dtype=record)
         found.update(doc_ids(records).tolist())
     return found
