@@ -142,10 +142,14 @@ class CPUSampler:
     """CPU seconds of the processes a crawl runs on, sampled every ``interval`` seconds: this
     process (the site's server thread), its children (the crawl process), their descendants
     (extraction workers) and the embedded servers by name. A process that exited keeps its last
-    reading."""
+    reading. With ``pin``, the crawl process gets the last core to itself and every other
+    process the first one (as if the servers and the site were on other machines, the
+    extraction worker beside them)."""
 
-    def __init__(self, servers: dict[str, int], interval: float = 0.05) -> None:
+    def __init__(self, servers: dict[str, int], interval: float = 0.05, pin: bool = False) -> None:
         self.servers = servers
+        self.pin = pin
+        self.cores = os.sched_getaffinity(0)
         self.interval = interval
         self.samples: list[tuple[float, dict[str, float]]] = []
         self._last: dict[int, tuple[str, float]] = {}
@@ -159,6 +163,10 @@ class CPUSampler:
     def __exit__(self, *exc: object) -> None:
         self._done.set()
         self._thread.join()
+        if self.pin:  # the processes that outlive the crawl get every core back
+            for pid in (os.getpid(), *self.servers.values()):
+                with contextlib.suppress(OSError):
+                    os.sched_setaffinity(pid, self.cores)
 
     def _run(self) -> None:
         while not self._done.is_set():
@@ -186,6 +194,10 @@ class CPUSampler:
         for pid, role in roles.items():
             if pid in stats:
                 self._last[pid] = (role, stats[pid][1])
+                if self.pin:
+                    alone = {max(self.cores)} if role == "crawl process" else {min(self.cores)}
+                    with contextlib.suppress(OSError):  # gone meanwhile
+                        os.sched_setaffinity(pid, alone)
         totals: dict[str, float] = {}
         for role, cpu in self._last.values():
             totals[role] = totals.get(role, 0.0) + cpu
@@ -240,6 +252,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=1, help="runs of every variant, alternated")
     parser.add_argument("--data-dir", type=Path, help="tracker data dir (default: a temporary one)")
     parser.add_argument("--cpu", action="store_true", help="CPU per page of each process (full)")
+    parser.add_argument(
+        "--pin", action="store_true", help="full crawl: its process alone on a core (2+ cores)"
+    )
     args = parser.parse_args(argv)
 
     with tempfile.TemporaryDirectory(prefix="tracker-bench-crawl-") as tmp:
@@ -267,11 +282,12 @@ def main(argv: list[str] | None = None) -> int:
                         if not getattr(settings, f"{name}_url")
                         and (state := services.read_state(settings, name)) is not None
                     }
-                    sampler = CPUSampler(servers)
-                    measured = args.cpu and name == "full"  # sampling /proc costs CPU too
+                    sampler = CPUSampler(servers, pin=args.pin)
+                    # sampling /proc costs CPU too: only when asked, and for the full crawl
+                    measured = (args.cpu or args.pin) and name == "full"
                     with sampler if measured else contextlib.nullcontext():
                         result = run_variant(name, settings, site.url, extra, tmp_path)
-                    if measured:
+                    if args.cpu and name == "full":
                         used = sampler.between(*result["open"])
                         result["cpu_ms_per_page"] = {
                             role: round(1000 * cpu / result["pages"], 2)
