@@ -42,9 +42,9 @@ class Settings:
     mongo_read_preference: str = ""
 
     # The layout of an index built from scratch (the first ingest, ``tracker index rebuild``):
-    # 2^bits buckets a table (16-24; 16 + round(log2(chapters / 300,000)) keeps a check's cost
-    # as the library grows) and 32-bit master numbers past 16.7M. An index keeps the layout
-    # it was built with (see tracker.index.layout).
+    # 2^bits buckets a table (16-24; 16 + round(log2(chapters / 300,000)) keeps the records a
+    # lookup reads per bucket as the library grows) and 32-bit master numbers past 16.7M. An
+    # index keeps the layout it was built with (see tracker.index.layout).
     index_bucket_bits: int = 16
     index_wide_ids: bool = False
 

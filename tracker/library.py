@@ -102,11 +102,9 @@ class MasterLibrary:
         store = MasterStore(runtime.db)
         prefix = runtime.settings.redis_prefix
         storage: Storage = RedisStorage(runtime.redis, prefix + "ix:")
-        settings = runtime.settings
-        wanted = IndexLayout(settings.index_bucket_bits, settings.index_wide_ids)
         library = cls(
             store,
-            MasterIndex.open(storage, wanted),
+            MasterIndex.open(storage, IndexLayout.configured(runtime.settings)),
             lambda: HeldLock(runtime.redis, prefix + "library:lock", WRITE_LOCK_TTL_S),
         )
         if verify:

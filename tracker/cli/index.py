@@ -66,7 +66,7 @@ def _print_layout(layout: IndexLayout, settings: Settings, masters: int) -> None
     from tracker.index.layout import IndexLayout
 
     print(f"layout:  {layout}")
-    wanted = IndexLayout(settings.index_bucket_bits, settings.index_wide_ids)
+    wanted = IndexLayout.configured(settings)
     called_for = IndexLayout.for_library(masters)
     if called_for.bucket_bits > layout.bucket_bits or called_for.wide_ids > layout.wide_ids:
         print(
@@ -104,9 +104,8 @@ def rebuild(args: argparse.Namespace, runtime: Runtime) -> int:
     from tracker.library import MasterLibrary
     from tracker.rematch import Rematcher
 
-    settings = runtime.settings
     library = MasterLibrary.from_runtime(runtime, verify=False)
-    layout = IndexLayout(settings.index_bucket_bits, settings.index_wide_ids)
+    layout = IndexLayout.configured(runtime.settings)
     count = library.rebuild_index(layout=layout)
     pages = Rematcher(runtime, library).rebuild_page_index()
     print(f"re-indexed {count} master documents and {pages} stored pages from MongoDB ({layout})")

@@ -1,12 +1,13 @@
 """How the index files its postings, fixed when it is built.
 
 A lookup reads whole buckets, so with a fixed number of buckets every check reads a share of the
-index that grows with the library: measured 3.8 ms more CPU a check per million chapters with
-2^16 buckets a table (``deploy/CAPACITY.md``, A4). Scaling the buckets with the library keeps
-what a check reads constant: ``bucket_bits`` = 16 + round(log2(N / 300,000)) for N chapters
-(16 up to ~420,000 chapters, 21 at 10M, 24 at 100M; the SimHash tables get as many more bits
-over their 12). Master numbers are 24-bit (16.7M, the 5-byte records) unless ``wide_ids``
-(32-bit, 6-byte records, the page index's).
+index that grows with the library. Scaling the buckets with the library keeps the records a
+lookup reads per bucket constant: ``bucket_bits`` = 16 + round(log2(N / 300,000)) for N
+chapters (16 up to ~420,000 chapters, 21 at 10M, 24 at 100M; the SimHash tables get as many more
+bits over their 12). That is part of a check's growth only: at 300,000 chapters, 2^18 buckets
+cut a check from 4.67 to 4.12 ms of CPU, and about 2.2 ms per million chapters grows whatever
+the buckets (``deploy/CAPACITY.md``, A4). Master numbers are 24-bit (16.7M, the 5-byte
+records) unless ``wide_ids`` (32-bit, 6-byte records, the page index's).
 
 The layout is stored with the index (one counter, beside its version) when it is first built,
 and an index is always read with its own: the settings' ``index_bucket_bits`` and
@@ -19,10 +20,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from tracker.index.postings import MAX_DOC, RECORD, WIDE_RECORD
+
+if TYPE_CHECKING:
+    from tracker.config import Settings
 
 MIN_BUCKET_BITS, MAX_BUCKET_BITS = 16, 24
 SIMHASH_BUCKET_BITS = 12  # per permuted table, at 16 postings bits
@@ -49,6 +54,11 @@ class IndexLayout:
     def record(self) -> np.dtype:
         """The postings' record: 5 bytes with a 24-bit master number, 6 with a 32-bit one."""
         return WIDE_RECORD if self.wide_ids else RECORD
+
+    @classmethod
+    def configured(cls, settings: Settings) -> IndexLayout:
+        """The layout the settings ask for an index built from scratch."""
+        return cls(settings.index_bucket_bits, settings.index_wide_ids)
 
     @classmethod
     def for_library(cls, chapters: int) -> IndexLayout:

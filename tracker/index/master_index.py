@@ -155,8 +155,9 @@ class MasterIndex:
         """The index in ``storage``, read with the layout it was built with; ``wanted`` is the
         layout of an index never built (see :meth:`stored_layout`)."""
         index = cls(storage)
-        stored = index.stored_layout()
-        index.use_layout(stored or wanted)
+        layout = index.stored_layout() or wanted
+        if layout != index.layout:
+            index.use_layout(layout)
         return index
 
     def use_layout(self, layout: IndexLayout) -> None:
