@@ -84,6 +84,7 @@ def test_a_rebuild_applies_a_new_layout_and_running_processes_follow_it(runtime,
     library.ingest(DOCS)
     assert library.index.stored_layout() == ORIGINAL
     crawl = library.detector()  # a long-lived process that opened the index before
+    writer = MasterLibrary.from_runtime(runtime)  # another, which only writes
     copy = CHAPTERS["big/05"]
     assert [m.doc_id for m in crawl.check(copy)] == ["big/05"]
 
@@ -98,8 +99,9 @@ def test_a_rebuild_applies_a_new_layout_and_running_processes_follow_it(runtime,
     # plans again: no silent miss.
     assert [m.doc_id for m in crawl.check(copy)] == ["big/05"]
     assert crawl.index.layout == IndexLayout(18, wide_ids=True)
-    # Its writes follow the stored layout too.
-    library.ingest([MasterDocument("big/07", "big", "big/07", prose(seed=777, chars=3000))])
+    # Writes follow the stored layout too, once they hold the library's lock.
+    assert writer.index.layout == ORIGINAL
+    writer.ingest([MasterDocument("big/07", "big", "big/07", prose(seed=777, chars=3000))])
     assert [m.doc_id for m in other.detector().check(prose(seed=777, chars=3000))] == ["big/07"]
 
 

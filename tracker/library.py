@@ -117,13 +117,16 @@ class MasterLibrary:
     @contextmanager
     def writing(self) -> Iterator[None]:
         """Hold the library write lock (waiting for another writer, or for the lock of one
-        that died to expire)."""
+        that died to expire), writing the index with its stored layout (a rebuild by another
+        process, under the same lock, may have changed it)."""
         if self._write_lock is None:
+            self.index.follow_stored_layout()
             yield
             return
         lock = self._write_lock()
         lock.acquire(wait=threading.Event(), poll=0.05)
         try:
+            self.index.follow_stored_layout()
             yield
         finally:
             lock.release()

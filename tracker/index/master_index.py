@@ -173,9 +173,10 @@ class MasterIndex:
         self.anchors = AnchorIndex(self.storage, layout=layout)
         self.dna = DnaIndex(self.storage, layout=layout)
 
-    def _follow_stored_layout(self) -> None:
-        """Write with the stored layout, should another process have rebuilt the index with
-        another since this one opened it (an index never built keeps this one's)."""
+    def follow_stored_layout(self) -> None:
+        """Use the stored layout, should another process have rebuilt the index with another
+        since this one opened it (an index never built keeps this one's). Writers call it once
+        they hold the library's write lock; lookups follow it in :meth:`fetch`."""
         stored = self.stored_layout()
         if stored is not None and stored != self.layout:
             self.use_layout(stored)
@@ -189,7 +190,6 @@ class MasterIndex:
         return ORIGINAL if version else None
 
     def add(self, items: Iterable[tuple[int, DocumentFingerprint]]) -> None:
-        self._follow_stored_layout()
         items = list(items)
         # Each index names its own keys, so the batches of records are disjoint.
         self.storage.append(
@@ -202,7 +202,6 @@ class MasterIndex:
 
     def remove(self, doc: int, fp: DocumentFingerprint) -> None:
         """Drop every record of ``doc`` filed under ``fp`` (nothing if there is none)."""
-        self._follow_stored_layout()
         if fp.simhash:
             self.simhash.remove([(doc, fp.simhash)])
         self.anchors.remove(doc, fp.length, fp.anchors)
