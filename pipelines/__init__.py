@@ -29,6 +29,7 @@ from scrapy.crawler import Crawler
 from scrapy.statscollectors import StatsCollector
 
 from tracker.batching import Batcher
+from tracker.context import tracker_context
 
 log = logging.getLogger(__name__)
 
@@ -110,6 +111,14 @@ class BatchedStage:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Any:
         return cls(crawler)
+
+    def open_spider(self, spider: Any = None) -> None:
+        self.batcher.prepare(self.warm_up)
+
+    def warm_up(self) -> None:
+        """What the stage's first batch would otherwise wait for (in its worker thread, as the
+        crawl opens): the tracker's connections, components and index tables."""
+        tracker_context(self.crawler).warm_up()
 
     async def process_item(self, item: Any) -> Any:
         tally = await self.batcher.submit(item)

@@ -30,7 +30,7 @@ from scrapy.exceptions import DropItem
 from pipelines import SERVER_ERRORS, Tally, close_batcher, stage_batcher
 from spiders.base import canonical_of
 from tracker.context import tracker_context
-from tracker.extract import ExtractionRules, extract_normalized
+from tracker.extract import ExtractionRules, extract_normalized, warm_up
 from tracker.items import PageItem
 from tracker.model import content_hash
 from tracker.process_pool import ProcessPool
@@ -51,7 +51,9 @@ class ExtractPipeline:
         self.recent: OrderedDict[str, str] = OrderedDict()  # url -> text digest, this crawl
         self.variants: OrderedDict[str, set[str]] = OrderedDict()  # canonical -> kept digests
         self.pool = ProcessPool(
-            crawler.settings.getint("TRACKER_EXTRACT_PROCESSES", 0), preload=["tracker.extract"]
+            crawler.settings.getint("TRACKER_EXTRACT_PROCESSES", 0),
+            preload=["tracker.extract"],
+            warm_up=warm_up,
         )
         self.lookups = stage_batcher(crawler, self._stored_digests, "canonical")
 

@@ -19,6 +19,10 @@ from tracker.text.normalize import normalize
 class FingerprintPipeline(BatchedStage):
     stage = "fingerprint"
 
+    def warm_up(self) -> None:
+        """Nothing: the stage uses no server, and the segmenter's dictionary (~0.2 s) loads on
+        the first page that needs hashing here, which most crawls never meet."""
+
     def process_batch(self, items: list[PageItem]) -> list[Tally]:
         unhashed = [item for item in items if item.get("simhash") is None]
         for item in unhashed:

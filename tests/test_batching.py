@@ -150,3 +150,62 @@ def test_a_dead_worker_process_fails_its_call_only():
 
     run(main())
     assert run(ProcessPool(0).run(divmod, 5, 5)) == (1, 0)  # no workers: in this process
+
+
+def test_a_warm_up_runs_in_the_worker_before_the_first_batch_and_may_fail():
+    log: list[tuple[str, str]] = []
+
+    def handler(items):
+        log.append(("batch", threading.current_thread().name))
+        return items
+
+    def warm_up():
+        time.sleep(0.05)  # the first batch, submitted meanwhile, waits for it
+        log.append(("warm", threading.current_thread().name))
+
+    def broken():
+        raise ConnectionError("server away")
+
+    async def main(warm):
+        batcher = Batcher(handler, delay=0)
+        batcher.prepare(warm)
+        result = await batcher.submit(1)
+        await batcher.close()
+        return result
+
+    assert run(main(warm_up)) == 1
+    assert [what for what, _ in log] == ["warm", "batch"]
+    assert log[0][1] == log[1][1] and log[0][1].startswith("batcher")  # the stage's worker
+    log.clear()
+    assert run(main(broken)) == 1  # logged; the batches go on
+    assert [what for what, _ in log] == ["batch"]
+
+
+_warmed = False
+
+
+def _warm_worker() -> None:
+    global _warmed
+    _warmed = True
+
+
+def _was_warmed() -> bool:
+    return _warmed
+
+
+def _warm_up_fails() -> None:
+    raise RuntimeError("no dictionary")
+
+
+def test_worker_processes_warm_up_when_they_start():
+    async def main(warm_up):
+        pool = ProcessPool(1, warm_up=warm_up)
+        pool.start()  # in the background: returns before the worker is up
+        try:
+            return await pool.run(_was_warmed)
+        finally:
+            pool.close()
+
+    assert run(main(_warm_worker)) is True
+    assert run(main(_warm_up_fails)) is False  # a failed warm-up leaves a working worker
+    assert _was_warmed() is False  # not in this process

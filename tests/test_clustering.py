@@ -55,10 +55,8 @@ def test_centre_index_finds_the_nearest_centre_within_three_bits(runtime):
     index = CentreIndex(runtime.redis, runtime.settings.redis_prefix + "cl:")
     rng = random.Random(7)
     others = [rng.getrandbits(64) for _ in range(500)]
-    for cluster, fingerprint in enumerate(others, start=100):
-        index.add(cluster, fingerprint)
-    index.add(1, BASE)
-    index.add(2, flip(BASE, 0, 1))  # 2 bits from BASE
+    index.add(list(enumerate(others, start=100)))
+    index.add([(1, BASE), (2, flip(BASE, 0, 1))])  # 2 bits from BASE
 
     assert index.nearest(BASE) == (1, 0)
     assert index.nearest(flip(BASE, 0, 1, 2)) == (2, 1)  # 3 bits from centre 1, 1 from centre 2
@@ -67,6 +65,38 @@ def test_centre_index_finds_the_nearest_centre_within_three_bits(runtime):
     assert index.nearest(flip(BASE, 10, 30, 50, 63)) is None  # 4 bits: no cluster
     assert index.nearest(others[123]) == (223, 0)
     assert index.size() == 502
+    probes = [BASE, flip(BASE, 0, 1, 2), flip(BASE, 1, 2), flip(BASE, 10, 30, 50, 63), others[7]]
+    assert index.nearest_many(probes) == [index.nearest(p) for p in probes]
+
+
+def test_a_batch_is_clustered_as_one_page_at_a_time(runtime, clusterer):
+    """Centres founded within one run take part like stored ones: a page joins the nearest
+    (a new centre only when strictly nearer than a stored one: ties go to the older)."""
+    crawl(runtime, "https://a.example/1.html", BASE, hour=1)
+    clusterer.cluster_seen_since(at(0))  # cluster 1, stored
+    new_centre = flip(BASE, 10, 20, 30, 40)  # 4 bits from cluster 1: founds cluster 2
+    crawl(runtime, "https://b.example/1.html", new_centre, hour=2)
+    crawl(runtime, "https://c.example/1.html", flip(BASE, 10, 20), hour=3)  # 2 from each: 1
+    crawl(runtime, "https://d.example/1.html", flip(new_centre, 50), hour=4)  # 1 from 2, 5 from 1
+    crawl(runtime, "https://e.example/1.html", flip(BASE, 10, 20, 30), hour=5)  # 3 from 1, 1 from 2
+    crawl(runtime, "https://f.example/1.html", flip(new_centre, 1, 2, 3, 4), hour=6)  # founds 3
+
+    summary = clusterer.cluster_seen_since(at(2))
+
+    assert (summary.assigned, summary.created) == (5, 2)
+    members = {
+        doc["_id"].split("/")[2]: (doc["cluster"], doc["distance"])
+        for doc in runtime.db["cluster_members"].find()
+    }
+    assert members == {
+        "a.example": (1, 0),
+        "b.example": (2, 0),
+        "c.example": (1, 2),
+        "d.example": (2, 1),
+        "e.example": (2, 1),
+        "f.example": (3, 0),
+    }
+    assert CentreIndex(runtime.redis, runtime.settings.redis_prefix + "cl:").size() == 3
 
 
 def test_mirror_copies_across_sites_become_one_cluster(runtime, clusterer):

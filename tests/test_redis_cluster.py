@@ -313,7 +313,7 @@ def test_locks_and_the_mirror_group_index_on_a_cluster(cluster_runtime):
 
     centres = CentreIndex(client, prefix + "cl:")
     assert centres.rebuild([(1, 0xFFFF0000FFFF0000), (2, 0x0123456789ABCDEF)]) == 2
-    centres.add(3, 0x0F0F0F0F0F0F0F0F)
+    centres.add([(3, 0x0F0F0F0F0F0F0F0F)])
     assert centres.nearest(0xFFFF0000FFFF0001) == (1, 1)
     assert centres.nearest(0x0F0F0F0F0F0F0F0F) == (3, 0)
     assert centres.size() == 3

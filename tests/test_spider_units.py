@@ -21,7 +21,14 @@ from spiders.siteconfig import SiteConfigError, load_site_config, parse_site_con
 from tests.stages import process
 from tests.texts import prose
 from tracker.context import TrackerContext
-from tracker.extract import ExtractionRules, extract, strip_boilerplate_lines
+from tracker.extract import (
+    WARM_UP_PAGE,
+    WARM_UP_TEXT,
+    ExtractionRules,
+    extract,
+    strip_boilerplate_lines,
+    warm_up,
+)
 from tracker.items import PageItem
 from tracker.middlewares.proxy import ProxyListMiddleware, read_proxy_list
 from tracker.middlewares.redirect import RedirectLoop, RedirectLoopMiddleware
@@ -257,6 +264,15 @@ def test_redirect_loop_is_caught_at_the_first_repeat():
 
 
 # ------------------------------------------------------------------------------ extraction
+
+
+def test_the_warm_up_page_goes_through_extraction_and_hashing_whole():
+    """What an extraction worker runs first must load what a page does: extracted as an
+    article by trafilatura, its text segmented into a SimHash."""
+    extracted = extract(WARM_UP_PAGE)
+    assert extracted.extractor == "trafilatura" and not extracted.is_list
+    assert extracted.text.endswith(WARM_UP_TEXT)  # after its title
+    assert warm_up() != 0
 
 
 def test_extraction_removes_boilerplate_lines_and_records_the_extractor():

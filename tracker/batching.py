@@ -86,6 +86,18 @@ class Batcher(Generic[T, R]):
         self._launch()
         return await future
 
+    def prepare(self, warm_up: Callable[[], object]) -> None:
+        """Run ``warm_up()`` in a worker thread now, ahead of any batch (connections, tables),
+        so the first items need not wait for it. A failure is logged, not raised: the batches
+        meet it again and handle it as theirs."""
+        self._workers().submit(self._warm_up, warm_up)
+
+    def _warm_up(self, warm_up: Callable[[], object]) -> None:
+        try:
+            warm_up()
+        except Exception as exc:
+            log.info("%s: warming up failed (%r); the first batch will try again", self.name, exc)
+
     def pending(self) -> int:
         """Items submitted and not yet answered."""
         queued = len(self._filling) + sum(len(batch) for batch in self._full)
@@ -129,14 +141,17 @@ class Batcher(Generic[T, R]):
             if not self._full:
                 return
             batch = self._full.popleft()
-            if self._executor is None:
-                self._executor = ThreadPoolExecutor(self.workers, thread_name_prefix=self.name)
             loop = asyncio.get_running_loop()
-            task = loop.run_in_executor(self._executor, self._run, [item for item, _ in batch])
+            task = loop.run_in_executor(self._workers(), self._run, [item for item, _ in batch])
             self._running[task] = len(batch)
             self.batches += 1
             self.items += len(batch)
             task.add_done_callback(lambda done, batch=batch: self._finish(batch, done))
+
+    def _workers(self) -> Executor:
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(self.workers, thread_name_prefix=self.name)
+        return self._executor
 
     def _run(self, items: list[T]) -> list[R | BaseException]:
         """The handler's results for ``items`` (in the worker thread)."""

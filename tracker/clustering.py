@@ -20,10 +20,11 @@ the earliest copy founds its group; each page is clustered once, and again only 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Container, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 
+import numpy as np
 import redis
 from pymongo.database import Database
 
@@ -34,7 +35,7 @@ from tracker.index.storage import RedisStorage
 from tracker.model import site_of
 from tracker.redis_cluster import on_state_slot
 from tracker.runtime import Runtime
-from tracker.stores.clusters import ClusterStore
+from tracker.stores.clusters import ClusterStore, Membership
 
 log = logging.getLogger(__name__)
 
@@ -57,18 +58,25 @@ class CentreIndex:
         self._index = SimHashIndex(self._storage, k=k, blocks=blocks, name="centres")
         self._count = on_state_slot(client, prefix + "count")
 
-    def add(self, cluster: int, fingerprint: int) -> None:
-        self._index.add([(cluster, fingerprint)])
-        self.client.incr(self._count)
+    def add(self, centres: Sequence[tuple[int, int]]) -> None:
+        """Index ``(cluster, centre fingerprint)`` pairs."""
+        if centres:
+            self._index.add(centres)
+            self.client.incrby(self._count, len(centres))
 
     def nearest(self, fingerprint: int) -> tuple[int, int] | None:
         """``(cluster, distance)`` of the nearest centre within ``k`` bits (ties: the oldest
         cluster), or None."""
-        found = self._index.query(fingerprint)
-        if not found:
-            return None
-        cluster = min(found, key=lambda c: (found[c], c))
-        return cluster, found[cluster]
+        return _nearest(self._index.query(fingerprint))
+
+    def nearest_many(self, fingerprints: Sequence[int]) -> list[tuple[int, int] | None]:
+        """:meth:`nearest` of each fingerprint, the index read in one round trip."""
+        keys = [self._index.keys(fingerprint) for fingerprint in fingerprints]
+        buckets = iter(self._storage.get([key for table_keys in keys for key in table_keys]))
+        return [
+            _nearest(self._index.within(fingerprint, [next(buckets) for _ in table_keys]))
+            for fingerprint, table_keys in zip(fingerprints, keys, strict=True)
+        ]
 
     def size(self) -> int:
         return int(self.client.get(self._count) or 0)
@@ -142,6 +150,7 @@ class PageClusterer:
             memberships = self.store.memberships(urls)
             pages = self._pages(urls)
             summary.skipped = len(urls) - len(pages)  # matched, but the page is not stored
+            todo = []  # (url, fingerprint, site), earliest first seen first
             for page in pages:
                 fingerprint = page.get("simhash")
                 if fingerprint is None:
@@ -152,9 +161,9 @@ class PageClusterer:
                 if member is not None and member["simhash"] == fingerprint:
                     summary.unchanged += 1
                     continue
-                self._assign(
-                    page["_id"], fingerprint, page.get("site") or site_of(page["_id"]), now, summary
-                )
+                todo.append((page["_id"], fingerprint, page.get("site") or site_of(page["_id"])))
+            for chunk in batches(todo, IN_BATCH):
+                self._assign(chunk, now, summary, memberships)
             self.index.compact()
         return summary
 
@@ -172,18 +181,59 @@ class PageClusterer:
         return pages
 
     def _assign(
-        self, url: str, fingerprint: int, site: str, now: datetime, summary: ClusterSummary
+        self,
+        pages: list[tuple[str, int, str]],
+        now: datetime,
+        summary: ClusterSummary,
+        memberships: Container[str],
     ) -> None:
-        nearest = self.index.nearest(fingerprint)
-        if nearest is None:
-            cluster, distance = self.store.allocate_id(), 0
-            self.store.create(cluster, fingerprint, url, site, now)  # MongoDB first
-            self.index.add(cluster, fingerprint)
-            summary.created += 1
-        else:
-            cluster, distance = nearest
-        self.store.assign(url, cluster, fingerprint, distance, site, now)
-        summary.assigned += 1
+        """Single-pass over ``pages`` (url, fingerprint, site), in order: each joins the
+        nearest centre, or founds a cluster. The stored centres are looked up for all of them
+        at once; a centre founded by an earlier page of the batch is newer than every stored
+        one, so it wins only when strictly nearer (ties go to the oldest cluster, as one
+        page at a time). Then the new clusters are stored (MongoDB first, then the index) and
+        the memberships written in one bulk write."""
+        found = self.index.nearest_many([fingerprint for _, fingerprint, _ in pages])
+        founded: list[tuple[str, int, str]] = []  # new centres, in the order founded
+        centres = np.empty(len(pages), dtype=np.uint64)  # their fingerprints
+        # (url, fingerprint, site, stored cluster or None, new centre's number, distance)
+        placed: list[tuple[str, int, str, int | None, int, int]] = []
+        for (url, fingerprint, site), nearest in zip(pages, found, strict=True):
+            if founded:
+                distances = np.bitwise_count(centres[: len(founded)] ^ np.uint64(fingerprint))
+                j = int(np.argmin(distances))  # the first of the nearest: the oldest
+                distance = int(distances[j])
+                if distance <= self.index.k and (nearest is None or distance < nearest[1]):
+                    placed.append((url, fingerprint, site, None, j, distance))
+                    continue
+            if nearest is not None:
+                placed.append((url, fingerprint, site, nearest[0], -1, nearest[1]))
+                continue
+            centres[len(founded)] = fingerprint
+            placed.append((url, fingerprint, site, None, len(founded), 0))
+            founded.append((url, fingerprint, site))
+        ids = self.store.allocate_ids(len(founded))
+        new = [(ids[j], fp, url, site) for j, (url, fp, site) in enumerate(founded)]
+        self.store.create(new, now)  # MongoDB first: the index is rebuilt from it
+        self.index.add([(cluster, fp) for cluster, fp, _, _ in new])
+        self.store.assign(
+            [
+                Membership(url, ids[j] if cluster is None else cluster, fp, distance, site)
+                for url, fp, site, cluster, j, distance in placed
+            ],
+            now,
+            known=memberships,
+        )
+        summary.created += len(founded)
+        summary.assigned += len(placed)
+
+
+def _nearest(found: dict[int, int]) -> tuple[int, int] | None:
+    """The nearest of ``{cluster: distance}`` (ties: the oldest cluster), or None."""
+    if not found:
+        return None
+    cluster = min(found, key=lambda c: (found[c], c))
+    return cluster, found[cluster]
 
 
 def _utc(moment: datetime) -> datetime:

@@ -4,8 +4,10 @@ Extraction (lxml and trafilatura, ~8 ms a chapter page) holds the GIL, so thread
 overlap it with the rest of the crawl; a process can, on another core. The workers are forked
 from a *forkserver* that imported the modules named once (not from the crawl process, which
 has threads and open connections), ignore SIGINT (Ctrl-C stops the crawl, which stops them),
-and are replaced if one dies: the calls it took are tried once more in a fresh pool, one at a
-time, so a page that kills a worker (a crash in a C parser) fails alone, with its own error.
+run a ``warm_up`` function when they start (dictionaries and tables a first call would load,
+so the first page does not wait for them), and are replaced if one dies: the calls it took
+are tried once more in a fresh pool, one at a time, so a page that kills a worker (a crash in
+a C parser) fails alone, with its own error.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import asyncio
 import logging
 import multiprocessing
 import signal
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -24,40 +27,64 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-def _ignore_interrupts() -> None:
+def _start_worker(warm_up: Callable[[], object] | None) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if warm_up is not None:
+        try:
+            warm_up()
+        except Exception as exc:  # a worker that failed to warm up still works, only slower
+            log.warning("worker warm-up failed: %r", exc)
 
 
 class ProcessPool:
-    """``processes`` worker processes (0: run the calls in the caller's thread)."""
+    """``processes`` worker processes (0: run the calls in the caller's thread), which import
+    the modules ``preload`` names and run ``warm_up()`` (a module-level function) first."""
 
-    def __init__(self, processes: int, preload: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        processes: int,
+        preload: Sequence[str] = (),
+        warm_up: Callable[[], object] | None = None,
+    ) -> None:
         if processes < 0:
             raise ValueError("processes must be >= 0")
         self.processes = processes
         self.preload = list(preload)
+        self.warm_up = warm_up
         self._executor: ProcessPoolExecutor | None = None
         self._retrying: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
+        self._starting: threading.Thread | None = None
 
     def _pool(self) -> ProcessPoolExecutor:
         if self._executor is None:
             context = multiprocessing.get_context("forkserver")
             context.set_forkserver_preload(self.preload)
             self._executor = ProcessPoolExecutor(
-                self.processes, mp_context=context, initializer=_ignore_interrupts
+                self.processes,
+                mp_context=context,
+                initializer=_start_worker,
+                initargs=(self.warm_up,),
             )
         return self._executor
 
     def start(self) -> None:
-        """Start the workers now (they import the preloaded modules while the crawl starts)."""
-        if self.processes:
-            for _ in range(self.processes):
-                self._pool().submit(int)
+        """Start the workers in the background: a worker's start waits for the forkserver's
+        imports (~0.3 s), which the caller's thread (a crawl's event loop) should not."""
+        if self.processes and self._starting is None:
+            pool = self._pool()
+            self._starting = threading.Thread(
+                target=lambda: [pool.submit(int) for _ in range(self.processes)],
+                name="process-pool-start",
+                daemon=True,
+            )
+            self._starting.start()
 
     async def run(self, function: Callable[..., T], *args: object) -> T:
         """``function(*args)`` in a worker process; its exception is raised here."""
         if not self.processes:
             return function(*args)
+        if self._starting is not None and self._starting.is_alive():
+            await asyncio.to_thread(self._starting.join)  # submitting meanwhile would block
         try:
             return await self._submit(function, args)
         except BrokenProcessPool:
@@ -82,6 +109,8 @@ class ProcessPool:
         return self._retrying[1]
 
     def close(self) -> None:
+        if self._starting is not None:
+            self._starting.join()
         if self._executor is not None:
             executor, self._executor = self._executor, None
             executor.shutdown(wait=True, cancel_futures=True)

@@ -9,7 +9,8 @@ truth; the Redis index of centres is rebuilt from it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Container, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -17,7 +18,19 @@ from pymongo.database import Database
 
 from tracker.batching import ID_BATCH, batches
 from tracker.fingerprints.document import to_signed, to_unsigned
-from tracker.stores.counters import increment
+from tracker.stores.counters import allocate
+from tracker.stores.writes import Upsert, write
+
+
+@dataclass(frozen=True)
+class Membership:
+    """A page in a cluster: its SimHash (unsigned) and its distance from the centre."""
+
+    url: str
+    cluster: int
+    simhash: int
+    distance: int
+    site: str
 
 
 class ClusterStore:
@@ -26,36 +39,43 @@ class ClusterStore:
         self.members = db["cluster_members"]
         self.counters = db["counters"]
 
-    def allocate_id(self) -> int:
-        return increment(self.counters, "cluster_n")
+    def allocate_ids(self, count: int) -> range:
+        """``count`` new cluster ids, in one step."""
+        return allocate(self.counters, "cluster_n", count)
 
-    def create(self, cluster: int, simhash: int, url: str, site: str, now: datetime) -> None:
-        self.clusters.insert_one(
-            {
-                "_id": cluster,
-                "simhash": to_signed(simhash),
-                "leader": url,
-                "site": site,
-                "created_at": now,
-            }
-        )
+    def create(self, clusters: Sequence[tuple[int, int, str, str]], now: datetime) -> None:
+        """New clusters, each ``(id, centre SimHash, founding page's URL, its site)``."""
+        if clusters:
+            self.clusters.insert_many(
+                [
+                    {
+                        "_id": cluster,
+                        "simhash": to_signed(simhash),
+                        "leader": url,
+                        "site": site,
+                        "created_at": now,
+                    }
+                    for cluster, simhash, url, site in clusters
+                ]
+            )
 
-    def assign(
-        self, url: str, cluster: int, simhash: int, distance: int, site: str, now: datetime
-    ) -> None:
-        self.members.update_one(
-            {"_id": url},
-            {
-                "$set": {
-                    "cluster": cluster,
-                    "simhash": to_signed(simhash),
-                    "distance": distance,
-                    "site": site,
+    def assign(self, members: Sequence[Membership], now: datetime, known: Container[str]) -> None:
+        """Put each page in its cluster, in one bulk write: the pages among ``known`` (in a
+        cluster already) are moved, the others inserted (:func:`tracker.stores.writes.write`)."""
+        upserts = [
+            Upsert(
+                m.url,
+                {
+                    "cluster": m.cluster,
+                    "simhash": to_signed(m.simhash),
+                    "distance": m.distance,
+                    "site": m.site,
                     "assigned_at": now,
-                }
-            },
-            upsert=True,
-        )
+                },
+            )
+            for m in members
+        ]
+        write(self.members, upserts, {m.url for m in members} - set(known))
 
     def memberships(self, urls: Iterable[str]) -> dict[str, dict[str, Any]]:
         """``url → {cluster, simhash (unsigned), …}`` for the clustered pages among ``urls``."""
