@@ -15,9 +15,12 @@ database, with AutoThrottle off and 16 requests in flight:
 * ``re-crawl unchanged``: the full crawl again over the stored pages (content-hash skip).
 
 Pages/s is responses over the spider's open time (from the run record in ``crawl_runs``, so
-process start-up is excluded). Ratios are against the baseline measured in the same round;
-with ``--rounds N`` the variants run N times, alternated, and the medians are reported (the
-machine is shared: the load average is printed too). The mean batch of each stage comes from
+process start-up is excluded). The pages' ``stored_at`` give two more figures: how long after
+the spider opened the first page was stored, and the *steady* rate between the 10th and the
+90th percentile of the pages stored, the pace of a long crawl. Ratios are against the
+baseline measured in the same round; with ``--rounds N`` the variants run N times,
+alternated, and the medians are reported (the machine is shared: the load average is printed
+too). The mean batch of each stage comes from
 the full crawl's stats. With ``--cpu``, the CPU milliseconds per page of every process during
 the full crawl's open time: the crawl process, its extraction workers, the embedded servers,
 and this process (the site's server thread), sampled from ``/proc`` every 50 ms.
@@ -38,6 +41,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 
@@ -230,6 +234,10 @@ def run_variant(
     run = runtime.db["crawl_runs"].find_one(sort=[("finished_at", -1)])
     seconds = (run["finished_at"] - run["started_at"]).total_seconds()
     stats = run["stats"]
+    stored = sorted(
+        (doc["stored_at"] - run["started_at"]).total_seconds()
+        for doc in runtime.db["pages"].find({"stored_at": {"$gte": run["started_at"]}})
+    )
     return {
         "pages": run["pages"]["fetched"],
         "seconds": round(seconds, 2),
@@ -238,11 +246,26 @@ def run_variant(
         "stored": run["pages"]["stored"],
         "matched": run["pages"]["matched"],
         "unchanged": run["pages"]["unchanged"],
+        **steady_rate(stored),
         "mean_batch": {
             stage: round(stats[f"tracker__batches__{stage}__pages"] / stats[key], 1)
             for stage in STAGES
             if (key := f"tracker__batches__{stage}") in stats
         },
+    }
+
+
+def steady_rate(stored: list[float]) -> dict[str, float | None]:
+    """From the seconds after the spider opened at which each page was stored (sorted): when
+    the first was, and the rate between the 10th and the 90th percentile, the crawl's pace
+    once started and before its tail (a short crawl's open time is mostly its start-up: the
+    workers' imports, the first connections, the first pages through every stage)."""
+    if len(stored) < 20:
+        return {"first_stored_s": stored[0] if stored else None, "steady_pages_per_second": None}
+    low, high = len(stored) // 10, len(stored) * 9 // 10
+    return {
+        "first_stored_s": round(stored[0], 2),
+        "steady_pages_per_second": round((high - low) / (stored[high] - stored[low]), 1),
     }
 
 
@@ -311,8 +334,11 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.rounds} round(s); load average (1 min) before and after each round: "
         + ", ".join(f"{x:.1f}" for x in load)
     )
-    print(f"| {title} | pages | s | pages/s | vs fetch only | matched |")
-    print("|---|---:|---:|---:|---:|---:|")
+    print(
+        f"| {title} | pages | s | pages/s | vs fetch only | matched "
+        "| first stored after s | steady pages/s |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
     results = {}
     for name, rs in runs.items():
         ratios = [r["pages_per_second"] / b for r, b in zip(rs, baselines, strict=True)]
@@ -322,11 +348,14 @@ def main(argv: list[str] | None = None) -> int:
             "pages_per_second": round(statistics.median(x["pages_per_second"] for x in rs), 1),
             "vs_fetch_only": round(statistics.median(ratios), 3),
             "matched": rs[0]["matched"],
+            "first_stored_s": _median(x["first_stored_s"] for x in rs),
+            "steady_pages_per_second": _median(x["steady_pages_per_second"] for x in rs),
             "runs": rs,
         }
         print(
             f"| {name} | {r['pages']} | {r['seconds']} | {r['pages_per_second']} | "
-            f"{r['vs_fetch_only']:.2f}× | {r['matched']} |"
+            f"{r['vs_fetch_only']:.2f}× | {r['matched']} | {r['first_stored_s'] or '–'} | "
+            f"{r['steady_pages_per_second'] or '–'} |"
         )
     batches = runs["full"][0]["mean_batch"]
     if batches:
@@ -345,6 +374,11 @@ def main(argv: list[str] | None = None) -> int:
             )
     print(json.dumps({"pages": args.pages, "copies": copies, "load": load, "results": results}))
     return 0
+
+
+def _median(values: Iterable[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return round(statistics.median(known), 2) if known else None
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from pipelines.extract import ExtractPipeline
 from pipelines.unchanged import UnchangedPagePipeline
 from spiders.base import canonical_of, decode_page, error_kind, link_text, looks_truncated
 from spiders.news import document_kind, is_article_url, is_list_url
+from spiders.novel import NovelSpider
 from spiders.siteconfig import SiteConfigError, load_site_config, parse_site_config
 from tests.stages import process
 from tests.texts import prose
@@ -395,6 +396,38 @@ def test_news_url_and_document_rules():
     )
     (farm_total, farm_links), (text_total, text_links) = link_text(farm), link_text(article)
     assert farm_links > 0.9 * farm_total and text_links < 0.1 * text_total
+
+
+def test_a_link_given_before_is_not_requested_again_unless_met_shallower():
+    spider = NovelSpider.from_crawler(get_crawler(NovelSpider), start_url="http://x.test/")
+
+    def followed(url: str, depth: int, *hrefs: str) -> list[str]:
+        links = "".join(f'<a href="{href}">第{i}章</a>' for i, href in enumerate(hrefs))
+        request = Request(url, meta={"depth": depth})
+        page = HtmlResponse(
+            url, body=f"<html><body>{links}</body></html>", encoding="utf-8", request=request
+        )
+        return [r.url for r in spider.follow(page)]
+
+    assert followed("http://x.test/1.html", 1, "/2.html", "/list.html", "http://y.test/") == [
+        "http://x.test/2.html",
+        "http://x.test/list.html",
+    ]
+    # A chapter page's 上一章 / 目录 / 下一章: only the new link; off-site links still counted.
+    assert followed("http://x.test/2.html", 2, "/1.html", "/list.html", "/3.html") == [
+        "http://x.test/1.html",
+        "http://x.test/3.html",
+    ]
+    assert followed("http://x.test/3.html", 3, "/2.html", "/3.html", "/4.html") == [
+        "http://x.test/4.html"
+    ]
+    # Met again nearer the start than when first given (a depth limit may have dropped it).
+    assert followed("http://x.test/", 0, "/4.html", "/2.html") == [
+        "http://x.test/4.html",  # given at depth 4, now met at 1
+        "http://x.test/2.html",  # given at 2, now at 1
+    ]
+    assert followed("http://x.test/5.html", 1, "/4.html", "/2.html") == []
+    assert spider.crawler.stats.get_value("tracker/links_offsite") == 1
 
 
 # -------------------------------------------------------------- the unchanged-page pipeline
