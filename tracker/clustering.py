@@ -28,7 +28,7 @@ import numpy as np
 import redis
 from pymongo.database import Database
 
-from tracker.batching import batches
+from tracker.batching import ID_BATCH, batches
 from tracker.fingerprints.document import to_unsigned
 from tracker.index.simhash_index import SimHashIndex
 from tracker.index.storage import RedisStorage
@@ -41,7 +41,7 @@ log = logging.getLogger(__name__)
 
 MAX_DISTANCE = 3
 LOCK_TIMEOUT_S = 600
-IN_BATCH = 1000
+ASSIGN_BATCH = 1000  # pages clustered per round trip to the index and bulk write
 
 
 class CentreIndex:
@@ -162,7 +162,7 @@ class PageClusterer:
                     summary.unchanged += 1
                     continue
                 todo.append((page["_id"], fingerprint, page.get("site") or site_of(page["_id"])))
-            for chunk in batches(todo, IN_BATCH):
+            for chunk in batches(todo, ASSIGN_BATCH):
                 self._assign(chunk, now, summary, memberships)
             self.index.compact()
         return summary
@@ -170,7 +170,7 @@ class PageClusterer:
     def _pages(self, urls: list[str]) -> list[dict]:
         """The stored pages among ``urls``, earliest first seen first."""
         pages = []
-        for chunk in batches(urls, IN_BATCH):
+        for chunk in batches(urls, ID_BATCH):
             pages += self.db["pages"].find(
                 {"_id": {"$in": chunk}}, {"simhash": 1, "site": 1, "first_seen": 1}
             )
