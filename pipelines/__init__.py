@@ -83,7 +83,7 @@ def stage_batcher(
     return Batcher(
         handler,
         size=settings.getint("TRACKER_BATCH_SIZE", 16),
-        delay=settings.getfloat("TRACKER_BATCH_DELAY", 0.005),
+        delay=settings.getfloat("TRACKER_BATCH_DELAY", 0.02),
         name=f"pipeline-{name}",
     )
 
