@@ -30,7 +30,6 @@ EVIDENCE_CHARS = 200
 UNKNOWN_WORK = "(unknown work)"
 TREND_DAYS = 30
 TREND_FIGURES = ("pages", "new_pages", "matches", "sites", "works")
-IN_BATCH = 1000
 
 
 def day_window(day: date) -> tuple[datetime, datetime]:
@@ -185,7 +184,7 @@ def _carried_matches(db: Database, day: date) -> list[dict]:
 def _chapter_totals(db: Database, works: Iterable[str]) -> dict[str, int]:
     """How many chapters (master documents) each work has in the library."""
     totals: Counter[str] = Counter()
-    for chunk in batches(sorted(works), IN_BATCH):
+    for chunk in batches(sorted(works), ID_BATCH):
         for doc in db["masters"].find({"work": {"$in": chunk}}, {"work": 1, "_id": 0}):
             totals[doc["work"]] += 1
     return dict(totals)

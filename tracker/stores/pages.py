@@ -35,7 +35,6 @@ from tracker.stores.counters import allocate, increment
 from tracker.stores.writes import Upsert, write
 
 OK, FAILED = "ok", "failed"
-IN_BATCH = 1000
 
 
 @dataclass
@@ -179,7 +178,7 @@ class PageStore:
     def by_ns(self, ns: Iterable[int], fields: dict[str, int] | None = None) -> list[dict]:
         """The stored pages whose current page number is one of ``ns``."""
         found = []
-        for chunk in batches(sorted({int(n) for n in ns}), IN_BATCH):
+        for chunk in batches(sorted({int(n) for n in ns}), ID_BATCH):
             found += self.pages.find({"n": {"$in": chunk}}, fields)
         return found
 
@@ -284,7 +283,7 @@ class MatchStore:
         """The stored matches of these pages, open or closed (``_id``, ``doc_id``, ``active``),
         by URL: one indexed query per chunk of URLs."""
         stored: dict[str, list[dict[str, Any]]] = {}
-        for chunk in batches(sorted(set(urls)), IN_BATCH):
+        for chunk in batches(sorted(set(urls)), ID_BATCH):
             query = {"url": {"$in": chunk}}
             for doc in self.matches.find(query, {"url": 1, "doc_id": 1, "active": 1}):
                 stored.setdefault(doc["url"], []).append(doc)
@@ -299,7 +298,7 @@ class MatchStore:
         the doc ids by URL."""
         now = now or datetime.now(UTC)
         carried: dict[str, list[str]] = {url: [] for url in urls}
-        for chunk in batches(sorted(carried), IN_BATCH):
+        for chunk in batches(sorted(carried), ID_BATCH):
             open_matches = {"url": {"$in": chunk}, "active": {"$ne": False}}
             for doc in self.matches.find(open_matches, {"url": 1, "doc_id": 1}):
                 carried[doc["url"]].append(str(doc["doc_id"]))
@@ -322,7 +321,7 @@ class MatchStore:
     def open_urls(self, doc_ids: Iterable[str]) -> set[str]:
         """Pages with an open match of one of these masters."""
         urls: set[str] = set()
-        for chunk in batches(sorted(set(doc_ids)), IN_BATCH):
+        for chunk in batches(sorted(set(doc_ids)), ID_BATCH):
             query = {"doc_id": {"$in": chunk}, "active": {"$ne": False}}
             urls.update(doc["url"] for doc in self.matches.find(query, {"url": 1}))
         return urls
