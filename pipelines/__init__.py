@@ -117,7 +117,7 @@ class BatchedStage:
 
     def warm_up(self) -> None:
         """What the stage's first batch would otherwise wait for (in its worker thread, as the
-        crawl opens): the tracker's connections, components and index tables."""
+        crawl opens): the tracker's connections and components."""
         tracker_context(self.crawler).warm_up()
 
     async def process_item(self, item: Any) -> Any:

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from pipelines import SERVER_ERRORS, BatchedStage, Tally
 from tracker.context import tracker_context
+from tracker.extract import WARM_UP_TEXT
 from tracker.items import PageItem
+from tracker.text.normalize import normalize
 
 
 class MatchPipeline(BatchedStage):
@@ -14,6 +16,11 @@ class MatchPipeline(BatchedStage):
     and matched again by the next crawl or ``tracker rematch``) and ``library_version``."""
 
     stage = "match"
+
+    def warm_up(self) -> None:
+        """The connections, and one short text looked up: the index's query tables load."""
+        super().warm_up()
+        tracker_context(self.crawler).detector.check_normalized_many([normalize(WARM_UP_TEXT)], [0])
 
     def process_batch(self, items: list[PageItem]) -> list[Tally]:
         context = tracker_context(self.crawler)

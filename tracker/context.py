@@ -25,7 +25,6 @@ from tracker.matching.detector import Detector
 from tracker.runtime import Runtime
 from tracker.stores.pages import MatchStore, PageStore
 from tracker.stores.rematch import RematchMark, RematchStore
-from tracker.text.normalize import normalize
 
 log = logging.getLogger(__name__)
 
@@ -78,16 +77,13 @@ class TrackerContext:
         return RematchStore(self.runtime.db)
 
     def warm_up(self) -> None:
-        """Connect to both servers, build the components and look one short text up in the
-        index (its query tables), so that a crawl's first pages need not wait for any of it.
-        Every stage's worker thread calls it when the crawl opens: each gets its connections."""
-        from tracker.extract import WARM_UP_TEXT  # (imported by a crawl anyway)
-
+        """Connect to both servers and build the components, so that a crawl's first pages
+        need not wait for it. Every stage's worker thread calls it when the crawl opens: each
+        gets its connections (the components are built once)."""
         self.runtime.db.command("ping")
         self.runtime.redis.ping()
         for name in _COMPONENTS:
             getattr(self, name)
-        self.detector.check_normalized_many([normalize(WARM_UP_TEXT)], [0])
 
     def library_version(self) -> int:
         """The library version the index holds now."""
