@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
 
         def extract() -> None:
             for url, page in html:
-                extracted, normalized, simhash = extract_normalized(page, url)
+                extracted, normalized, simhash, digest = extract_normalized(page, url)
                 items.append(
                     PageItem(
                         url=url,
@@ -118,6 +118,7 @@ def main(argv: list[str] | None = None) -> int:
                         extractor=extracted.extractor,
                         normalized=normalized,
                         simhash=simhash,
+                        content_hash=digest,
                         status=200,
                     )
                 )

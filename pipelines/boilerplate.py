@@ -40,15 +40,15 @@ class SiteBoilerplatePipeline(BatchedStage):
             ],
             version=lambda: context.detector.version or 0,
         )
-        tallies = []
-        for item in items:
-            url, tally = item["url"], Tally(item["url"])
-            tallies.append(tally)
-            try:
-                mask, dropped = self._boilerplate.mask(site_of(url), item["text"], url, library)
-            except SERVER_ERRORS as exc:  # counts or library unavailable: match it as it is
+        tallies = [Tally(item["url"]) for item in items]
+        pages = [(site_of(item["url"]), item["text"], item["url"]) for item in items]
+        try:
+            masks = self._boilerplate.mask_many(pages, library)
+        except SERVER_ERRORS as exc:  # counts or library unavailable: match them as they are
+            for tally in tallies:
                 tally.failure(exc, "site boilerplate lookup")
-                continue
+            return tallies
+        for item, tally, (mask, dropped) in zip(items, tallies, masks, strict=True):
             if dropped:
                 item["normalized"] = normalize(item["text"], drop=mask)
                 item.pop("simhash", None)  # of the text with the lines: made again

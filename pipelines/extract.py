@@ -32,7 +32,6 @@ from spiders.base import canonical_of
 from tracker.context import tracker_context
 from tracker.extract import ExtractionRules, extract_normalized, warm_up
 from tracker.items import PageItem
-from tracker.model import content_hash
 from tracker.process_pool import ProcessPool
 
 log = logging.getLogger(__name__)
@@ -71,13 +70,12 @@ class ExtractPipeline:
     async def process_item(self, item: PageItem) -> PageItem:
         rules = ExtractionRules.from_dict(item.get("rules"))
         try:
-            extracted, normalized, simhash = await self.pool.run(
-                extract_normalized, item["html"], item["url"], rules
-            )
+            page = await self.pool.run(extract_normalized, item["html"], item["url"], rules)
         except Exception as exc:  # hostile markup must not stop the crawl
             log.warning("extraction failed for %s: %r", item["url"], exc)
             self.stats.inc_value("tracker/errors/extract")
             raise DropItem(f"extraction failed: {item['url']}") from exc
+        extracted, normalized = page.extracted, page.normalized
         if rules and (rules.css or rules.xpath) and extracted.extractor not in ("css", "xpath"):
             self.stats.inc_value("tracker/extract/selector_missed")
         if extracted.is_list and not (rules and rules.articles):
@@ -88,7 +86,7 @@ class ExtractPipeline:
             self.stats.inc_value("tracker/pages_without_text")
             raise DropItem(f"no body text ({len(normalized)} characters): {item['url']}")
         await self._drop_canonical_copy(
-            item["url"], extracted.text, extracted.metadata.get("canonical")
+            item["url"], page.content_hash, extracted.metadata.get("canonical")
         )
         self.stats.inc_value("tracker/pages_extracted")
         item["text"] = extracted.text
@@ -96,14 +94,15 @@ class ExtractPipeline:
         item["chapter_title"] = extracted.chapter_title
         item["metadata"] = extracted.metadata
         item["extractor"] = extracted.extractor
+        item["content_hash"] = page.content_hash
         item["normalized"] = normalized
-        item["simhash"] = simhash
+        item["simhash"] = page.simhash
         return item
 
-    async def _drop_canonical_copy(self, url: str, text: str, href: str | None) -> None:
-        """Raise DropItem when the page is a copy of its canonical, or the canonical of a page
-        already kept with the same text; remember the page's digest otherwise."""
-        digest = content_hash(text)
+    async def _drop_canonical_copy(self, url: str, digest: str, href: str | None) -> None:
+        """Raise DropItem when the page (its text's ``digest``) is a copy of its canonical, or
+        the canonical of a page already kept with the same text; remember the digest
+        otherwise."""
         canonical = canonical_of(url, href)
         if canonical is not None:
             known = self.recent.get(canonical)

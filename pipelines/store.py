@@ -95,6 +95,7 @@ def _record(item: PageItem) -> PageRecord:
         extractor=item.get("extractor") or "",
         status=item.get("status", 200),
         simhash=to_signed(item["simhash"]) if item.get("simhash") is not None else None,
+        content_hash=item.get("content_hash"),
         extra={
             "encoding": item.get("encoding"),
             "chapter_title": item.get("chapter_title") or "",

@@ -39,11 +39,13 @@ class UnchangedPagePipeline(BatchedStage):
 
     def process_batch(self, items: list[PageItem]) -> list[tuple[str | None, Tally]]:
         """For each page: why it is dropped (None: it goes on), and what it counts. Sets
-        ``content_hash`` and ``stored`` on the items. In the stage's worker thread."""
+        ``stored`` on the items (and ``content_hash``, unless the extraction worker did). In
+        the stage's worker thread."""
         context = tracker_context(self.crawler)
         tallies = [Tally(item["url"]) for item in items]
         for item in items:
-            item["content_hash"] = content_hash(item["text"])
+            if not item.get("content_hash"):  # the extraction worker sets it
+                item["content_hash"] = content_hash(item["text"])
         try:
             urls = [item["url"] for item in items]
             states = context.call(lambda: context.pages.states(urls), "page lookup")

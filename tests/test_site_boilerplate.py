@@ -30,6 +30,38 @@ def test_lines_repeated_on_many_pages_are_dropped(runtime):
     assert boilerplate.strip("other.test", pages[0]) == (pages[0], 0)
 
 
+def test_a_batch_counts_page_after_page_in_one_round_trip(runtime):
+    stamp = "手机用户访问 m.example-pirate.test 阅读体验更好"
+    pages = [
+        (site, f"{stamp}\n{prose(seed=i, chars=300)}\n返回目录", f"http://{site}/{i % 4}.html")
+        for i, site in enumerate(["a.test"] * 6 + ["b.test"] * 2)
+    ]  # a.test's pages 4 and 5 are its pages 0 and 1 again: counted once
+    one_by_one = SiteBoilerplate(runtime.redis, "one:", min_pages=3)
+    expected = [one_by_one.mask(*page) for page in pages]
+    assert [dropped for _, dropped in expected] == [0, 0, 2, 2, 2, 2, 0, 0]
+    batched = SiteBoilerplate(runtime.redis, "batch:", min_pages=3)
+    calls = []
+    runtime.redis.pipeline = _counting(runtime.redis.pipeline, calls)
+    try:
+        found = batched.mask_many(pages)
+    finally:
+        del runtime.redis.pipeline
+    assert [(m.tolist(), n) for m, n in found] == [(m.tolist(), n) for m, n in expected]
+    assert len(calls) == 1  # the eight pages' counts in one pipeline
+    # A server that lost its scripts (restarted) has them loaded again; nothing counts twice.
+    runtime.redis.script_flush()
+    again = batched.mask_many([(site, text, f"{url}?again") for site, text, url in pages[:3]])
+    assert [dropped for _, dropped in again] == [2, 2, 2]
+
+
+def _counting(make_pipeline, calls):
+    def pipeline(*args, **kwargs):
+        calls.append(args)
+        return make_pipeline(*args, **kwargs)
+
+    return pipeline
+
+
 def test_long_lines_are_content(runtime):
     boilerplate = SiteBoilerplate(
         runtime.redis, runtime.settings.redis_prefix, min_pages=2, max_line_chars=30

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import lxml.etree
 import lxml.html
@@ -39,6 +39,7 @@ import trafilatura
 from parsel import Selector
 
 from tracker.fingerprints.simhash import simhash_texts
+from tracker.model import content_hash
 from tracker.text.chapters import CHAPTER_NUMBER
 from tracker.text.normalize import NormalizedText, boilerplate_mask, normalize
 
@@ -173,16 +174,27 @@ def extract(html: str, url: str | None = None, rules: ExtractionRules | None = N
     return done(text, "trafilatura" if text else "none")
 
 
+class ExtractedPage(NamedTuple):
+    """What a crawl's extraction worker sends back for a page."""
+
+    extracted: Extracted
+    normalized: NormalizedText  # of ``extracted.text``
+    simhash: int  # of ``normalized``
+    content_hash: str  # of ``extracted.text`` (:func:`tracker.model.content_hash`)
+
+
 def extract_normalized(
     html: str, url: str | None = None, rules: ExtractionRules | None = None
-) -> tuple[Extracted, NormalizedText, int]:
-    """:func:`extract`, its text normalised and the SimHash of that: a crawl's extraction
-    worker does all three, on another core than the crawl process (the arrays cost less to
-    send back than to compute there). The SimHash stands unless the site's boilerplate is
-    dropped from the text later (:mod:`pipelines.boilerplate`)."""
+) -> ExtractedPage:
+    """:func:`extract`, its text normalised, the SimHash of that and the text's digest: a
+    crawl's extraction worker does it all, on another core than the crawl process (the arrays
+    cost less to send back than to compute there, and the crawl process's threads share one
+    GIL). The SimHash stands unless the site's boilerplate is dropped from the text later
+    (:mod:`pipelines.boilerplate`)."""
     extracted = extract(html, url, rules)
     normalized = normalize(extracted.text)
-    return extracted, normalized, int(simhash_texts([normalized.chars])[0])
+    simhash = int(simhash_texts([normalized.chars])[0])
+    return ExtractedPage(extracted, normalized, simhash, content_hash(extracted.text))
 
 
 #: Text to warm up with: long enough to be extracted, segmented and looked up whole.
@@ -202,7 +214,7 @@ def warm_up() -> int:
     """Extract, normalise and hash :data:`WARM_UP_PAGE` once, loading what a first page would
     (trafilatura's tables, the segmenter's dictionary: ~0.2 s); its SimHash. A crawl's
     extraction workers run it when they start, before its first page arrives."""
-    return extract_normalized(WARM_UP_PAGE)[2]
+    return extract_normalized(WARM_UP_PAGE).simhash
 
 
 def page_metadata(selector: Selector) -> dict[str, str]:

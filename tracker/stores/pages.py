@@ -51,6 +51,7 @@ class PageRecord:
     matched: list[str] | None = field(default_factory=list)
     library_version: int = 0
     n: int | None = None
+    content_hash: str | None = None  # of ``text``, when known already
 
 
 class PageStore:
@@ -107,7 +108,7 @@ class PageStore:
         upserts: list[Upsert] = []
         changes = []
         for page in pages:
-            digest = content_hash(page.text)
+            digest = page.content_hash or content_hash(page.text)
             changed = stored.get(page.url) != digest
             fields: dict[str, Any] = {
                 "last_seen": now,

@@ -20,8 +20,9 @@ Two rules keep the counts from hiding text:
   detector reports: a passage shorter than its evidence threshold (``min_passage_chars``)
   could still be masked, but it was too short to be evidence of a copy anyway.
 
-Counting, membership and the cache cost one round trip per page (a Lua script), and the cache
-one more when a page has lines to drop.
+Counting, membership and the cache cost one round trip per batch of pages (a Lua script per
+page, pipelined: in a crawl process, each round trip is a wait for the GIL besides), and the
+cache one more for each page that has lines to drop.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 import redis
 import xxhash
+from redis.exceptions import NoScriptError
 
 from tracker.redis_cluster import check_prefix, is_cluster
 
@@ -112,35 +114,88 @@ class SiteBoilerplate:
         Returns a boolean mask over ``text`` (True = boilerplate) and the number of lines it
         covers.
         """
-        mask = np.zeros(len(text), dtype=bool)
-        spans = []  # (start, end, line id) of the page's short lines
+        return self.mask_many([(site, text, url)], library)[0]
+
+    def mask_many(
+        self, pages: Sequence[tuple[str, str, str | None]], library: MasterText | None = None
+    ) -> list[tuple[np.ndarray, int]]:
+        """:meth:`mask` of ``(site, text, url)`` pages, counted in their order: page after
+        page, as if masked one by one, with their counts in one round trip."""
+        lines = [self._short_lines(text) for _, text, _ in pages]
+        calls = [
+            (
+                [self._key(site), self._key(site, "-urls"), self._key(site, "-masters")],
+                [
+                    xxhash.xxh64_hexdigest(url.encode()) if url else "",
+                    self.max_lines_per_site,
+                    self.max_urls_per_site,
+                    *ids,
+                ],
+            )
+            for (site, _, url), (_, ids) in zip(pages, lines, strict=True)
+            if ids
+        ]
+        replies = iter(self._run_counts(calls))
+        masters_met: dict[str, set[str]] = {}  # master lines found by this call, by site
+        results = []
+        for (site, text, _), (spans, ids) in zip(pages, lines, strict=True):
+            mask = np.zeros(len(text), dtype=bool)
+            if not ids:
+                results.append((mask, 0))
+                continue
+            counts, masters = next(replies)
+            boilerplate = {
+                line_id
+                for line_id, count, master in zip(ids, counts, masters, strict=True)
+                if int(count) >= self.min_pages and not int(master)
+            } - masters_met.get(site, set())
+            if boilerplate and library is not None:
+                found = self._master_lines(site, text, spans, boilerplate, library)
+                masters_met.setdefault(site, set()).update(found)
+                boilerplate -= found
+            dropped = 0
+            for start, end, line_id in spans:
+                if line_id in boilerplate:
+                    mask[start:end] = True
+                    dropped += 1
+            results.append((mask, dropped))
+        return results
+
+    def _short_lines(self, text: str) -> tuple[list[tuple[int, int, str]], list[str]]:
+        """``(start, end, line id)`` of the short lines of ``text``, and their distinct ids
+        (sorted)."""
+        spans = []
         position = 0
         for line in text.split("\n"):
             stripped = line.strip()
             if stripped and len(stripped) <= self.max_line_chars:
                 spans.append((position, position + len(line), self.line_id(line)))
             position += len(line) + 1
-        if not spans:
-            return mask, 0
-        ids = sorted({line_id for _, _, line_id in spans})
-        url_id = xxhash.xxh64_hexdigest(url.encode()) if url else ""
-        counts, masters = self._count(
-            keys=[self._key(site), self._key(site, "-urls"), self._key(site, "-masters")],
-            args=[url_id, self.max_lines_per_site, self.max_urls_per_site, *ids],
-        )
-        boilerplate = {
-            line_id
-            for line_id, count, master in zip(ids, counts, masters, strict=True)
-            if int(count) >= self.min_pages and not int(master)
-        }
-        if boilerplate and library is not None:
-            boilerplate -= self._master_lines(site, text, spans, boilerplate, library)
-        dropped = 0
-        for start, end, line_id in spans:
-            if line_id in boilerplate:
-                mask[start:end] = True
-                dropped += 1
-        return mask, dropped
+        return spans, sorted({line_id for _, _, line_id in spans})
+
+    def _run_counts(self, calls: list[tuple[list[str], list]]) -> list:
+        """The count script's replies for ``(keys, args)`` calls, run in order: pipelined on
+        one server; one after the other on a cluster (sites' keys lie on different nodes)."""
+        if self.cluster or len(calls) < 2:
+            return [self._count(keys=keys, args=args) for keys, args in calls]
+        replies: list = [None] * len(calls)
+        todo = list(range(len(calls)))
+        for _ in range(2):  # once more after loading the script
+            pipe = self.client.pipeline(transaction=False)
+            for k in todo:
+                keys, args = calls[k]
+                pipe.evalsha(self._count.sha, len(keys), *keys, *args)
+            for k, reply in zip(todo, pipe.execute(raise_on_error=False), strict=True):
+                replies[k] = reply
+            todo = [k for k in todo if isinstance(replies[k], NoScriptError)]
+            if not todo:
+                break
+            # Not run (the server lost its scripts: restarted): loaded, those run again.
+            self._count.sha = self.client.script_load(_COUNT)
+        for reply in replies:
+            if isinstance(reply, Exception):
+                raise reply
+        return replies
 
     def _master_lines(
         self,
