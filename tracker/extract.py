@@ -38,7 +38,7 @@ import numpy as np
 import trafilatura
 from parsel import Selector
 
-from tracker.fingerprints.simhash import simhash_texts
+from tracker.fingerprints.simhash import simhash_text
 from tracker.model import content_hash
 from tracker.text.chapters import CHAPTER_NUMBER
 from tracker.text.normalize import NormalizedText, boilerplate_mask, normalize
@@ -193,8 +193,9 @@ def extract_normalized(
     (:mod:`pipelines.boilerplate`)."""
     extracted = extract(html, url, rules)
     normalized = normalize(extracted.text)
-    simhash = int(simhash_texts([normalized.chars])[0])
-    return ExtractedPage(extracted, normalized, simhash, content_hash(extracted.text))
+    return ExtractedPage(
+        extracted, normalized, simhash_text(normalized.chars), content_hash(extracted.text)
+    )
 
 
 #: Text to warm up with: long enough to be extracted, segmented and looked up whole.

@@ -75,7 +75,7 @@ class ClusterStore:
             )
             for m in members
         ]
-        write(self.members, upserts, {m.url for m in members} - set(known))
+        write(self.members, upserts, {m.url for m in members if m.url not in known})
 
     def memberships(self, urls: Iterable[str]) -> dict[str, dict[str, Any]]:
         """``url → {cluster, simhash (unsigned), …}`` for the clustered pages among ``urls``."""
