@@ -2,14 +2,24 @@
 that is fingerprinted and matched (the stored text and every offset stay as they were). Each
 page counts once, and lines of master text are never dropped (see
 :mod:`tracker.text.site_boilerplate`). The counts are kept in Redis, page after page in the
-order the pages arrive, in a worker thread."""
+order the pages arrive, in a worker thread.
+
+Dropping lines changes the page's normalised text and SimHash. Most pages are spared the cost
+of computing them again: lines already left out by the ad patterns change nothing; otherwise
+the normalised text loses their characters (:meth:`NormalizedText.without`) and the SimHash
+their words' votes (:class:`tracker.fingerprints.simhash.Votes`: words are cut line by line,
+so only the dropped lines are segmented). Pages with Latin letters (read as pinyin by runs
+that dropping a line may join), or without their votes, are normalised again and hashed by
+the fingerprint stage."""
 
 from __future__ import annotations
 
+import numpy as np
 from scrapy.crawler import Crawler
 
 from pipelines import SERVER_ERRORS, BatchedStage, Tally
 from tracker.context import tracker_context
+from tracker.fingerprints.simhash import votes_of_lines
 from tracker.items import PageItem
 from tracker.model import site_of
 from tracker.text.normalize import normalize
@@ -50,7 +60,28 @@ class SiteBoilerplatePipeline(BatchedStage):
             return tallies
         for item, tally, (mask, dropped) in zip(items, tallies, masks, strict=True):
             if dropped:
-                item["normalized"] = normalize(item["text"], drop=mask)
-                item.pop("simhash", None)  # of the text with the lines: made again
+                drop_lines(item, mask)
                 tally.inc("tracker/boilerplate_lines", dropped)
         return tallies
+
+
+def drop_lines(item: PageItem, mask: np.ndarray) -> None:
+    """Leave the lines ``mask`` covers (whole lines of ``item["text"]``) out of the item's
+    normalised text and SimHash."""
+    normalized = item.get("normalized")
+    kept = normalized.without(mask) if normalized is not None else None
+    if kept is normalized:
+        return  # only characters the ad patterns had left out already
+    votes = item.get("simhash_votes")
+    if kept is None or votes is None:
+        item["normalized"] = kept or normalize(item["text"], drop=mask)
+        item.pop("simhash", None)  # of the text with the lines: made again
+        item.pop("simhash_votes", None)
+        return
+    gone = [
+        normalized.chars[a:b] for a, b in normalized.line_slices() if mask[normalized.char_pos[a]]
+    ]
+    votes = votes - votes_of_lines(gone)
+    item["normalized"] = kept
+    item["simhash_votes"] = votes
+    item["simhash"] = votes.fingerprint

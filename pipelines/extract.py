@@ -96,6 +96,7 @@ class ExtractPipeline:
         item["extractor"] = extracted.extractor
         item["content_hash"] = page.content_hash
         item["normalized"] = normalized
+        item["simhash_votes"] = page.votes
         item["simhash"] = page.simhash
         return item
 

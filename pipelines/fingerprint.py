@@ -6,12 +6,12 @@ they were not extracted by the worker).
 
 The SimHash of a batch of pages is computed together in a worker thread: the jieba
 segmentation runs there without the GIL (on another core than the downloads), and the
-hashing pays numpy's per-call cost once per batch (:func:`simhash_texts`)."""
+hashing pays numpy's per-call cost once per batch (:func:`simhash_normalized`)."""
 
 from __future__ import annotations
 
 from pipelines import BatchedStage, Tally
-from tracker.fingerprints.simhash import simhash_texts
+from tracker.fingerprints.simhash import simhash_normalized
 from tracker.items import PageItem
 from tracker.text.normalize import normalize
 
@@ -28,7 +28,7 @@ class FingerprintPipeline(BatchedStage):
         for item in unhashed:
             if not item.get("normalized"):
                 item["normalized"] = normalize(item["text"])
-        simhashes = simhash_texts([item["normalized"].chars for item in unhashed]).tolist()
+        simhashes = simhash_normalized([item["normalized"] for item in unhashed]).tolist()
         for item, simhash in zip(unhashed, simhashes, strict=True):
             item["simhash"] = simhash
         return [Tally(item["url"]) for item in items]

@@ -16,12 +16,16 @@ from tracker.fingerprints.document import (
 )
 from tracker.fingerprints.pinyin_dna import LETTERS, dna_windows
 from tracker.fingerprints.simhash import (
+    Votes,
     hamming,
     idf_table,
+    simhash_normalized,
     simhash_text,
     simhash_tokens,
     simhash_weighted,
     tokenize,
+    votes_normalized,
+    votes_of_lines,
     word_hashes,
 )
 from tracker.text.normalize import normalize
@@ -184,3 +188,35 @@ def test_a_batch_fingerprints_each_text_as_if_it_were_alone():
     assert together[1][1].simhash == 0 and len(together[1][1].dna) == 0
     assert together[3][1].simhash == together[6][1].simhash == 0
     assert fingerprint_many([]) == []
+
+
+def test_a_normalized_text_is_cut_into_words_line_by_line():
+    text = "林黛玉说道\n宝玉笑了。\n最快更新请记住本站域名 www.biquge.la\n贾母听了"
+    lines = ["林黛玉说道", "宝玉笑了", "贾母听了"]
+    expected = simhash_tokens([word for line in lines for word in tokenize(line)])
+    assert simhash_normalized([normalize(text)]).tolist() == [expected] != [0]
+    assert votes_normalized(normalize(text)).fingerprint == expected
+
+
+def test_votes_less_those_of_some_lines_are_the_votes_without_them():
+    rng = random.Random(9)
+    for seed in range(6):
+        lines = [
+            prose(seed=60 + seed * 10 + k, chars=rng.randint(5, 300)).replace("\n", "")
+            for k in range(14)
+        ]
+        text = "\n".join(lines)
+        gone = set(rng.sample(range(len(lines)), 4))
+        whole = votes_normalized(normalize(text))
+        less = whole - votes_of_lines([normalize(lines[k]).chars for k in sorted(gone)])
+        rest = normalize("\n".join(line for k, line in enumerate(lines) if k not in gone))
+        expected = votes_normalized(rest)
+        assert less.ones.tolist() == expected.ones.tolist()  # exactly: sums of sixteenths
+        assert less.total == expected.total
+        assert less.fingerprint == int(simhash_normalized([rest])[0])
+
+
+def test_votes_of_nothing_make_the_zero_fingerprint():
+    assert votes_of_lines([]).fingerprint == 0
+    assert Votes(np.zeros(64), 0.0).fingerprint == 0
+    assert votes_of_lines(["的了"]).fingerprint == 0  # stop words only

@@ -3,11 +3,13 @@ counted once, master text never."""
 
 from __future__ import annotations
 
+import numpy as np
 from scrapy.utils.test import get_crawler
 
 from pipelines.boilerplate import SiteBoilerplatePipeline
 from tests.stages import process
 from tracker.context import TrackerContext
+from tracker.fingerprints.simhash import simhash_normalized, votes_normalized
 from tracker.items import PageItem
 from tracker.library import MasterLibrary
 from tracker.model import MasterDocument
@@ -93,6 +95,45 @@ def test_pipeline_masks_boilerplate_without_touching_the_stored_text(runtime):
         assert normalize(stamp).chars not in item["normalized"].chars
         assert item["normalized"].source == item["text"]  # offsets still refer to the page
     assert crawler.stats.get_value("tracker/boilerplate_lines") == 2
+
+
+def test_pipeline_takes_the_dropped_lines_votes_from_the_simhash(runtime):
+    crawler = get_crawler(settings_dict={"TRACKER_BOILERPLATE_MIN_PAGES": 2})
+    crawler._tracker_context = TrackerContext(runtime)
+    pipeline = SiteBoilerplatePipeline.from_crawler(crawler)
+    stamps = ["本书由某某文学网独家首放欢迎收藏", "天才一秒记住本站地址：www.biquge.la"]
+    items = []
+    for i, letters in enumerate(("", "", "ABC公司", "他打开电zi书看了")):
+        text = f"{stamps[0]}\n{prose(seed=30 + i, chars=400)}\n{letters}\n{stamps[1]}"
+        normalized = normalize(text)
+        votes = votes_normalized(normalized)
+        item = PageItem(
+            url=f"http://127.0.0.1:9/book/{i}.html",
+            text=text,
+            normalized=normalized,
+            simhash=votes.fingerprint,
+            simhash_votes=votes,
+        )
+        items.append(process(pipeline, item))
+    for item in items[1:]:
+        expected = normalize(item["text"], drop=_line_mask(item["text"], stamps))
+        assert item["normalized"].chars == expected.chars
+        assert normalize(stamps[0]).chars not in item["normalized"].chars
+    # A text without pinyin runs loses the stamp's votes; the last one, with a run read as
+    # pinyin, is normalised again and hashed by the next stage.
+    for item in items[1:3]:
+        assert item["simhash"] == int(simhash_normalized([item["normalized"]])[0])
+        assert item["simhash"] != votes_normalized(normalize(item["text"])).fingerprint
+    assert "simhash" not in items[3] and "simhash_votes" not in items[3]
+    assert crawler.stats.get_value("tracker/boilerplate_lines") == 6
+
+
+def _line_mask(text: str, lines: list[str]) -> np.ndarray:
+    mask = np.zeros(len(text), dtype=bool)
+    for line in lines:
+        start = text.index(line)
+        mask[start : start + len(line)] = True
+    return mask
 
 
 def test_a_page_counts_once_however_often_it_is_crawled(runtime):

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import random
+
+import numpy as np
 import opencc
 import pytest
 
 from tracker.text.chapters import split_chapters
 from tracker.text.encoding import DecodeError, decode_bytes
 from tracker.text.normalize import boilerplate_mask, normalize, segment_pinyin
+
+from .texts import prose
 
 BOOK = """红楼梦
 曹雪芹 著
@@ -153,3 +158,66 @@ def test_executables_are_binary_even_with_nul_bytes_on_one_side():
         data = fh.read(65536)
     with pytest.raises(DecodeError, match="binary"):
         decode_bytes(data)
+
+
+def _random_line_mask(text: str, rng: random.Random, share: float) -> np.ndarray:
+    mask = np.zeros(len(text), dtype=bool)
+    position = 0
+    for line in text.split("\n"):
+        if line.strip() and rng.random() < share:
+            mask[position : position + len(line)] = True
+        position += len(line) + 1
+    return mask
+
+
+def test_dropping_lines_from_a_normalized_text_is_normalizing_without_them():
+    rng = random.Random(5)
+    lines = [
+        *prose(seed=40, chars=1500).split("。"),
+        "最快更新红楼梦最新章节，请记住本站域名 www.biquge.la",  # left out by the ad patterns
+        "他打开电zi书",  # a pinyin run inside a line
+        "ABC公司",  # letters that are no pinyin
+        "shu",  # a pinyin run that is a whole line
+        "Ｘ",  # a stray letter, full-width
+        "z",
+    ]
+    checked = {"exact": 0, "again": 0}
+    for _ in range(60):
+        text = "\n".join(rng.sample(lines, k=min(len(lines), 12)))
+        mask = _random_line_mask(text, rng, 0.3)
+        normalized = normalize(text)
+        expected = normalize(text, drop=mask)
+        kept = normalized.without(mask)
+        if kept is None:  # runs of letters that dropping may join or shorten
+            checked["again"] += 1
+            continue
+        checked["exact"] += 1
+        assert kept.chars == expected.chars
+        for name in ("char_pos", "tokens", "token_start", "token_end"):
+            assert getattr(kept, name).tolist() == getattr(expected, name).tolist(), name
+    assert checked["exact"] >= 20 and checked["again"] >= 5, checked
+
+
+def test_dropping_only_ad_lines_leaves_the_normalized_text_as_it_is():
+    ad = "天才一秒记住本站地址：www.biquge.la"
+    text = f"{prose(seed=41, chars=200)}\n{ad}\n{prose(seed=42, chars=200)}"
+    mask = np.zeros(len(text), dtype=bool)
+    start = text.index(ad)
+    mask[start : start + len(ad)] = True
+    normalized = normalize(text)
+    assert normalized.without(mask) is normalized
+
+
+def test_dropping_a_line_between_two_letter_runs_folds_the_text_again():
+    text = "电子dian\n这是中间的一行字\nzi书"
+    mask = np.zeros(len(text), dtype=bool)
+    mask[text.index("这") : text.index("字") + 1] = True
+    assert normalize(text).without(mask) is None  # "dian" and "zi" would join
+    assert normalize(text, drop=mask).chars == "电子dianzi书"
+
+
+def test_line_slices_cover_each_line_that_keeps_characters():
+    text = "第一行，字。\n\n  \n第二行\n最快更新请记住本站域名 www.biquge.la\n末行"
+    normalized = normalize(text)
+    assert normalized.lines() == ["第一行字", "第二行", "末行"]
+    assert "".join(normalized.lines()) == normalized.chars

@@ -38,7 +38,7 @@ import numpy as np
 import trafilatura
 from parsel import Selector
 
-from tracker.fingerprints.simhash import simhash_text
+from tracker.fingerprints.simhash import Votes, votes_normalized
 from tracker.model import content_hash
 from tracker.text.chapters import CHAPTER_NUMBER
 from tracker.text.normalize import NormalizedText, boilerplate_mask, normalize
@@ -179,22 +179,26 @@ class ExtractedPage(NamedTuple):
 
     extracted: Extracted
     normalized: NormalizedText  # of ``extracted.text``
-    simhash: int  # of ``normalized``
+    votes: Votes  # of ``normalized``'s words
     content_hash: str  # of ``extracted.text`` (:func:`tracker.model.content_hash`)
+
+    @property
+    def simhash(self) -> int:
+        return self.votes.fingerprint
 
 
 def extract_normalized(
     html: str, url: str | None = None, rules: ExtractionRules | None = None
 ) -> ExtractedPage:
-    """:func:`extract`, its text normalised, the SimHash of that and the text's digest: a
-    crawl's extraction worker does it all, on another core than the crawl process (the arrays
-    cost less to send back than to compute there, and the crawl process's threads share one
-    GIL). The SimHash stands unless the site's boilerplate is dropped from the text later
-    (:mod:`pipelines.boilerplate`)."""
+    """:func:`extract`, its text normalised, the SimHash votes of that and the text's
+    digest: a crawl's extraction worker does it all, on another core than the crawl process
+    (the arrays cost less to send back than to compute there, and the crawl process's threads
+    share one GIL). When the site's boilerplate lines are dropped from the text later
+    (:mod:`pipelines.boilerplate`), their votes are taken from these."""
     extracted = extract(html, url, rules)
     normalized = normalize(extracted.text)
     return ExtractedPage(
-        extracted, normalized, simhash_text(normalized.chars), content_hash(extracted.text)
+        extracted, normalized, votes_normalized(normalized), content_hash(extracted.text)
     )
 
 

@@ -22,5 +22,6 @@ class PageItem(scrapy.Item):
     stored = scrapy.Field()  # the stored page's content hash and match state, None if new
     normalized = scrapy.Field()  # tracker.text.normalize.NormalizedText (not stored)
     simhash = scrapy.Field()  # unsigned 64-bit SimHash of the text
+    simhash_votes = scrapy.Field()  # its tracker.fingerprints.simhash.Votes, when known
     matches = scrapy.Field()  # list of match dicts; None when matching failed
     library_version = scrapy.Field()  # the library version the page was matched against

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 from bson import Binary
 
-from tracker.fingerprints.simhash import simhash_text, simhash_texts
+from tracker.fingerprints.simhash import simhash_normalized
 from tracker.index.anchor_index import AnchorIndex
 from tracker.index.dna_index import master_windows_many
 from tracker.text.normalize import NormalizedText, normalize
@@ -16,8 +16,9 @@ from tracker.text.normalize import NormalizedText, normalize
 # Raised whenever a change makes stored fingerprints incomparable with new ones (2: SimHash
 # word hashes computed in bulk; 3: words segmented without jieba's HMM, anchors winnowed with
 # a window of 95; 4: every anchor winnowed, windows of 31 and 48, so that any passage of 100
-# tokens shares two); ``tracker index rebuild`` recomputes older ones from the text.
-VERSION = 4
+# tokens shares two; 5: SimHash words cut line by line); ``tracker index rebuild`` recomputes
+# older ones from the text.
+VERSION = 5
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,7 @@ def fingerprint_many(
     per-call cost (~0.15 ms a text, as much as fingerprinting a 500-character article)."""
     normalized = [t if isinstance(t, NormalizedText) else normalize(t) for t in texts]
     tokens = [n.tokens for n in normalized]
-    simhashes = simhash_texts([n.chars for n in normalized]).tolist()
+    simhashes = simhash_normalized(normalized).tolist()
     windows = master_windows_many(tokens)
     anchors = AnchorIndex.master_anchors_many(tokens)
     return [
@@ -72,7 +73,7 @@ def fingerprint_many(
 def text_simhash(normalized: NormalizedText) -> int:
     """SimHash-64 of a normalised text's jieba words (0 for an empty text): all a crawled page
     needs to be looked up and grouped; DNA windows and anchors are for masters."""
-    return simhash_text(normalized.chars)
+    return int(simhash_normalized([normalized])[0])
 
 
 def to_signed(value: int) -> int:

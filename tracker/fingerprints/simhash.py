@@ -10,12 +10,18 @@ removed, weighted by TF × IDF with jieba's IDF table (so frequent function word
 and rare names and terms weigh much). Only the segmentation (rjieba) works word by word: the
 words' hashes, weights and votes are computed for the whole text with a few vector operations
 (:func:`word_hashes`, :class:`_WeightTable`, :func:`simhash_weighted`).
+
+A normalised text is segmented line by line (:func:`simhash_normalized`): no word spans two
+lines of the page, so the votes of a text are the sums of its lines' votes (:class:`Votes`),
+and dropping a line (a site's boilerplate, :mod:`pipelines.boilerplate`) takes its votes away
+without segmenting the rest of the page again.
 """
 
 from __future__ import annotations
 
 import importlib.util
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import cache
 from itertools import chain
 from pathlib import Path
@@ -25,7 +31,7 @@ import numpy as np
 from tracker.disk_cache import cached_arrays
 from tracker.fingerprints.anchors import mix
 from tracker.fingerprints.batches import owners
-from tracker.text.normalize import codepoints
+from tracker.text.normalize import NormalizedText, codepoints
 
 STOP_WORDS = frozenset(
     [
@@ -302,6 +308,15 @@ def segment(folded: Sequence[str]) -> list[list[str]]:
 
 def simhash_segmented(folded: Sequence[str], words: Sequence[list[str]]) -> np.ndarray:
     """:func:`simhash_texts` of texts already segmented into ``words``."""
+    return Votes.fingerprints(*votes_segmented(folded, words))
+
+
+def votes_segmented(
+    folded: Sequence[str], words: Sequence[list[str]]
+) -> tuple[np.ndarray, np.ndarray]:
+    """The votes of texts already segmented into ``words``: an ``n × 64`` array of the weight
+    of each text's words having each bit set, and each text's total weight (see
+    :class:`Votes`)."""
     counts = np.fromiter(map(len, words), np.int64, len(words))
     lengths = _lengths(list(chain.from_iterable(words)))
     covered = np.bincount(owners(counts), weights=lengths, minlength=len(words))
@@ -309,7 +324,62 @@ def simhash_segmented(folded: Sequence[str], words: Sequence[list[str]]) -> np.n
     pieces = [
         text if covered[i] == len(text) else "".join(words[i]) for i, text in enumerate(folded)
     ]
-    return _simhash_groups(codepoints("".join(pieces)), lengths, counts)
+    return _vote_groups(codepoints("".join(pieces)), lengths, counts)
+
+
+def segment_lines(texts: Sequence[NormalizedText]) -> list[list[str]]:
+    """jieba words of each normalised text, line by line of its page (no word spans two
+    lines). Without the GIL but to make the words, as :func:`segment`."""
+    return [cut_lines(text.lines()) for text in texts]
+
+
+def cut_lines(lines: Sequence[str]) -> list[str]:
+    """jieba words of folded ``lines``, each cut alone."""
+    cut = _segmenter()
+    return [word for line in lines for word in cut(line)]
+
+
+def simhash_normalized(texts: Sequence[NormalizedText]) -> np.ndarray:
+    """SimHash-64 of each normalised text's jieba words, cut line by line (uint64)."""
+    return simhash_segmented([t.chars for t in texts], segment_lines(texts))
+
+
+def votes_normalized(text: NormalizedText) -> Votes:
+    """The :class:`Votes` of a normalised text (its SimHash is their ``fingerprint``)."""
+    return votes_of_lines(text.lines())
+
+
+def votes_of_lines(lines: Sequence[str]) -> Votes:
+    """The :class:`Votes` of folded ``lines``' words, each line cut alone."""
+    ones, totals = votes_segmented(["".join(lines)], [cut_lines(lines)])
+    return Votes(ones[0], float(totals[0]))
+
+
+@dataclass(frozen=True)
+class Votes:
+    """A SimHash before its signs are taken: per bit b, the weight ``ones[b]`` of the words
+    whose hash has bit b set, and the weight ``total`` of all; bit b of the fingerprint is 1
+    when  2·ones[b] > total  (the same as  Σ w·(2·h_b − 1) > 0).
+
+    Weights are sixteenths, so their sums are exact in float64 whatever their order: the votes
+    of a text less those of some of its lines (cut as the text's, line by line) are exactly
+    the votes of the text without them."""
+
+    ones: np.ndarray  # float64, 64
+    total: float
+
+    @property
+    def fingerprint(self) -> int:
+        return int(self.fingerprints(self.ones[None, :], np.array([self.total]))[0])
+
+    def __sub__(self, other: Votes) -> Votes:
+        return Votes(self.ones - other.ones, self.total - other.total)
+
+    @staticmethod
+    def fingerprints(ones: np.ndarray, totals: np.ndarray) -> np.ndarray:
+        """The fingerprints (uint64) of ``n × 64`` votes and their ``n`` totals."""
+        set_bits = ones > (np.asarray(totals, dtype=np.float64) / 2)[:, None]
+        return np.packbits(set_bits, axis=1, bitorder="little").view("<u8").reshape(-1)
 
 
 def simhash_tokens(tokens: Sequence[str]) -> int:
@@ -326,15 +396,22 @@ def simhash_tokens(tokens: Sequence[str]) -> int:
 def _simhash_groups(codes: np.ndarray, lengths: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """SimHash of consecutive groups of words: ``counts[g]`` words for group g, the words being
     runs of ``lengths`` code points of ``codes``."""
+    return Votes.fingerprints(*_vote_groups(codes, lengths, counts))
+
+
+def _vote_groups(
+    codes: np.ndarray, lengths: np.ndarray, counts: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_simhash_groups`'s votes (``n × 64``) and total weights."""
     if len(lengths) == 0:
-        return np.zeros(len(counts), dtype=np.uint64)
+        return np.zeros((len(counts), 64)), np.zeros(len(counts))
     hashes = word_hashes(codes, lengths)
     weights = _weight_table().lookup(hashes).astype(np.float64)
     digit = (codes - 0x30) < 10  # unsigned: only '0'..'9'
     if digit.any():  # numbers carry no evidence (chapter numbers, dates): they weigh 0
         starts = np.cumsum(lengths) - lengths
         weights[np.add.reduceat(digit.astype(np.int32), starts) == lengths] = 0.0
-    return simhash_weighted_groups(hashes, weights, owners(counts), len(counts))
+    return weighted_votes(hashes, weights, owners(counts), len(counts))
 
 
 def simhash_weighted(hashes: np.ndarray, weights: np.ndarray) -> int:
@@ -351,34 +428,39 @@ _BYTE_BITS = ((np.arange(256)[:, None] >> np.arange(8)) & 1).astype(np.float64)
 def simhash_weighted_groups(
     hashes: np.ndarray, weights: np.ndarray, groups: np.ndarray, n_groups: int
 ) -> np.ndarray:
-    """One fingerprint per group of weighted 64-bit feature hashes (uint64 array).
+    """One fingerprint per group of weighted 64-bit feature hashes (uint64 array)."""
+    return Votes.fingerprints(*weighted_votes(hashes, weights, groups, n_groups))
 
-    Bit b of group g is set when  Σ w·(2·h_b − 1) > 0,  i.e.  2·Σ_{h_b=1} w > Σ w. The votes
-    are counted a byte at a time: per group, the weight of each of the 256 values of hash byte
-    k (one ``bincount``), times the 256 × 8 table of those values' bits; no n × 64 matrix of
-    bits is made, except for a single group, where its one product is the faster way. Weights
-    in steps of 1/16 add up exactly in float64, so the result does not depend on the order of
-    the sum.
+
+def weighted_votes(
+    hashes: np.ndarray, weights: np.ndarray, groups: np.ndarray, n_groups: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The votes of each group of weighted 64-bit feature hashes: per group and bit b, the
+    weight of its features with bit b set (``n_groups × 64``), and each group's total weight
+    (bit b of a fingerprint is set when  2·Σ_{h_b=1} w > Σ w, see :class:`Votes`).
+
+    The votes are counted a byte at a time: per group, the weight of each of the 256 values of
+    hash byte k (one ``bincount``), times the 256 × 8 table of those values' bits; no n × 64
+    matrix of bits is made, except for a single group, where its one product is the faster
+    way. Weights in steps of 1/16 add up exactly in float64, so the result does not depend on
+    the order of the sum.
     """
     weights = np.asarray(weights, dtype=np.float64)
-    half = np.bincount(groups, weights=weights, minlength=n_groups) / 2
+    totals = np.bincount(groups, weights=weights, minlength=n_groups)
     octets = hashes.astype("<u8").view(np.uint8).reshape(-1, 8)
     if n_groups == 1 and len(hashes) <= ONE_PRODUCT_WORDS:
         # One text (a page being checked): one n x 64 product is faster, in float32 while
         # that stays exact (sums of sixteenths below 2^20). Not for a whole book on one page,
         # whose n x 64 matrix would take gigabytes: the byte-wise counts below take O(n).
-        exact = np.float32 if half[0] < 1 << 19 else np.float64
+        exact = np.float32 if totals[0] < 1 << 20 else np.float64
         bits = np.unpackbits(octets, axis=1, bitorder="little").astype(exact)
-        votes = weights.astype(exact) @ bits
-        return np.packbits(votes > half[0], bitorder="little").view("<u8")
+        return (weights.astype(exact) @ bits).astype(np.float64)[None, :], totals
     base = np.asarray(groups, dtype=np.intp) * 256
-    prints = np.zeros(n_groups, dtype=np.uint64)
+    ones = np.empty((n_groups, 64))
     for k in range(8):
         sums = np.bincount(base + octets[:, k], weights=weights, minlength=n_groups * 256)
-        votes = sums.reshape(n_groups, 256) @ _BYTE_BITS  # n_groups x 8: bits 8k … 8k+7
-        byte = np.packbits(votes > half[:, None], axis=1, bitorder="little")[:, 0]
-        prints |= byte.astype(np.uint64) << np.uint64(8 * k)
-    return prints
+        ones[:, 8 * k : 8 * k + 8] = sums.reshape(n_groups, 256) @ _BYTE_BITS
+    return ones, totals
 
 
 def hamming(a: int, b: int) -> int:

@@ -38,7 +38,7 @@ import numpy as np
 from tracker.batching import batches
 from tracker.config import Settings
 from tracker.fingerprints.anchors import gram_hashes
-from tracker.fingerprints.simhash import segment, simhash_segmented
+from tracker.fingerprints.simhash import segment_lines, simhash_segmented
 from tracker.index.master_index import METHODS, Candidates, MasterIndex
 from tracker.matching.align import Alignment, Passage, Shingles, align, merge
 from tracker.matching.segments import LONG_PAGE_TOKENS, chapter_starts, segments
@@ -203,10 +203,7 @@ class Detector:
         short = [i for i, page in enumerate(pages) if 0 < len(page) <= LONG_PAGE_TOKENS]
         if short:
             texts = [pages[i] for i in short]
-            if simhashes is None:
-                hashes = self._simhashes([page.chars for page in texts])
-            else:
-                hashes = [simhashes[i] for i in short]
+            hashes = self._simhashes(texts) if simhashes is None else [simhashes[i] for i in short]
             found = self._align(self._lookup([page.tokens for page in texts], hashes))
             for i, aligned in zip(short, found, strict=True):
                 own = own_shares(
@@ -232,11 +229,11 @@ class Detector:
             matches.sort(key=lambda m: (-m.score, -m.coverage, m.doc_id))
         return results
 
-    def _simhashes(self, folded: list[str]) -> Callable[[], Sequence[int]]:
-        """The SimHash of ``folded`` texts, to be summed when called: their jieba words are cut
+    def _simhashes(self, texts: list[NormalizedText]) -> Callable[[], Sequence[int]]:
+        """The SimHash of ``texts``, to be summed when called: their jieba words are cut
         meanwhile on another core."""
-        words = self._segmenter().submit(segment, folded)
-        return lambda: simhash_segmented(folded, words.result()).tolist()
+        words = self._segmenter().submit(segment_lines, texts)
+        return lambda: simhash_segmented([t.chars for t in texts], words.result()).tolist()
 
     def _check_long(self, page: NormalizedText, progress: Progress | None) -> list[Match]:
         """A long page checked in segments (:mod:`tracker.matching.segments`), a batch of

@@ -10,6 +10,7 @@ quoted exactly as they appear on the page.
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 from functools import cache, lru_cache
@@ -79,6 +80,7 @@ def _ad_patterns() -> tuple[re.Pattern, re.Pattern]:
 
 
 _BRACKET, _DOT = 1, 2
+_LATIN = re.compile("[a-z]")  # in folded text: letters are lower-case
 _PAIR_BITS = 16
 
 
@@ -168,6 +170,49 @@ class NormalizedText:
     def source_span(self, start: int, end: int) -> tuple[int, int]:
         """Source offsets covering tokens ``[start, end)``."""
         return int(self.token_start[start]), int(self.token_end[end - 1])
+
+    def line_slices(self) -> list[tuple[int, int]]:
+        """``(start, end)`` in ``chars`` of the folded characters of each line of ``source``
+        that keeps any."""
+        newlines = np.flatnonzero(codepoints(self.source) == 10)
+        bounds = [0, *np.searchsorted(self.char_pos, newlines).tolist(), len(self.chars)]
+        return [(a, b) for a, b in itertools.pairwise(bounds) if b > a]
+
+    def lines(self) -> list[str]:
+        """The folded characters of each line of ``source`` that keeps any."""
+        return [self.chars[a:b] for a, b in self.line_slices()]
+
+    def without(self, drop: np.ndarray) -> NormalizedText | None:
+        """This text with the characters ``drop`` masks (over ``source``) left out: what
+        ``normalize(source, drop=drop)`` gives, without folding the text again; None when
+        that needs the text folded again: runs of Latin letters are read as pinyin, and
+        dropping characters may shorten or join them (a stray letter is harmless as long as
+        its run stays as it was and no run was read as pinyin). ``self`` itself when ``drop``
+        masks none of its characters."""
+        keep = ~drop[self.char_pos]
+        if keep.all():
+            return self
+        kept = codepoints(self.chars)
+        if _LATIN.search(self.chars):
+            letters = (kept >= 0x61) & (kept <= 0x7A)
+            left = np.flatnonzero(keep)
+            gaps = np.flatnonzero(np.diff(left) > 1)
+            if (
+                len(self.tokens) != len(self.chars)
+                or (letters & ~keep).any()
+                or (letters[left[gaps]] & letters[left[gaps + 1]]).any()
+            ):
+                return None
+        char_pos = self.char_pos[keep]
+        kept = kept[keep]
+        return NormalizedText(
+            self.source,
+            kept.tobytes().decode("utf-32-le"),
+            char_pos,
+            self.tokens[keep],
+            char_pos,
+            char_pos + 1,
+        )
 
 
 def codepoints(text: str) -> np.ndarray:
