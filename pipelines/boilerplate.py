@@ -69,12 +69,12 @@ def drop_lines(item: PageItem, mask: np.ndarray) -> None:
     """Leave the lines ``mask`` covers (whole lines of ``item["text"]``) out of the item's
     normalised text and SimHash."""
     normalized = item.get("normalized")
-    kept = normalized.without(mask) if normalized is not None else None
-    if kept is normalized:
+    kept = None if normalized is None else normalized.without(mask)
+    if normalized is not None and kept is normalized:
         return  # only characters the ad patterns had left out already
     votes = item.get("simhash_votes")
     if kept is None or votes is None:
-        item["normalized"] = kept or normalize(item["text"], drop=mask)
+        item["normalized"] = normalize(item["text"], drop=mask) if kept is None else kept
         item.pop("simhash", None)  # of the text with the lines: made again
         item.pop("simhash_votes", None)
         return

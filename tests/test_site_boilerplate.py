@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from scrapy.utils.test import get_crawler
 
-from pipelines.boilerplate import SiteBoilerplatePipeline
+from pipelines.boilerplate import SiteBoilerplatePipeline, drop_lines
 from tests.stages import process
 from tracker.context import TrackerContext
 from tracker.fingerprints.simhash import simhash_normalized, votes_normalized
@@ -126,6 +126,14 @@ def test_pipeline_takes_the_dropped_lines_votes_from_the_simhash(runtime):
         assert item["simhash"] != votes_normalized(normalize(item["text"])).fingerprint
     assert "simhash" not in items[3] and "simhash_votes" not in items[3]
     assert crawler.stats.get_value("tracker/boilerplate_lines") == 6
+
+
+def test_a_page_without_its_normalized_text_is_normalized_without_the_lines():
+    text = f"{prose(seed=35, chars=300)}\n本书由某某文学网独家首放欢迎收藏"
+    item = PageItem(url="http://127.0.0.1:9/book/1.html", text=text)
+    drop_lines(item, _line_mask(text, ["本书由某某文学网独家首放欢迎收藏"]))
+    assert item["normalized"].chars == normalize(prose(seed=35, chars=300)).chars
+    assert "simhash" not in item  # hashed by the fingerprint stage
 
 
 def _line_mask(text: str, lines: list[str]) -> np.ndarray:
