@@ -390,19 +390,14 @@ def simhash_tokens(tokens: Sequence[str]) -> int:
     tokens = [t for t in tokens if t]
     lengths = _lengths(tokens)
     counts = np.array([len(tokens)])
-    return int(_simhash_groups(codepoints("".join(tokens)), lengths, counts)[0])
-
-
-def _simhash_groups(codes: np.ndarray, lengths: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """SimHash of consecutive groups of words: ``counts[g]`` words for group g, the words being
-    runs of ``lengths`` code points of ``codes``."""
-    return Votes.fingerprints(*_vote_groups(codes, lengths, counts))
+    return int(Votes.fingerprints(*_vote_groups(codepoints("".join(tokens)), lengths, counts))[0])
 
 
 def _vote_groups(
     codes: np.ndarray, lengths: np.ndarray, counts: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`_simhash_groups`'s votes (``n × 64``) and total weights."""
+    """The votes (``n × 64``) and total weights of consecutive groups of words: ``counts[g]``
+    words for group g, the words being runs of ``lengths`` code points of ``codes``."""
     if len(lengths) == 0:
         return np.zeros((len(counts), 64)), np.zeros(len(counts))
     hashes = word_hashes(codes, lengths)
@@ -417,19 +412,12 @@ def _vote_groups(
 def simhash_weighted(hashes: np.ndarray, weights: np.ndarray) -> int:
     """Combine 64-bit feature hashes with their weights into one fingerprint."""
     groups = np.zeros(len(hashes), dtype=np.intp)
-    return int(simhash_weighted_groups(hashes, np.asarray(weights), groups, 1)[0])
+    return int(Votes.fingerprints(*weighted_votes(hashes, np.asarray(weights), groups, 1))[0])
 
 
 ONE_PRODUCT_WORDS = 1 << 16  # up to this many words, one text's votes are one matrix product
 # _BYTE_BITS[v, j]: bit j of the byte value v.
 _BYTE_BITS = ((np.arange(256)[:, None] >> np.arange(8)) & 1).astype(np.float64)
-
-
-def simhash_weighted_groups(
-    hashes: np.ndarray, weights: np.ndarray, groups: np.ndarray, n_groups: int
-) -> np.ndarray:
-    """One fingerprint per group of weighted 64-bit feature hashes (uint64 array)."""
-    return Votes.fingerprints(*weighted_votes(hashes, weights, groups, n_groups))
 
 
 def weighted_votes(
