@@ -113,7 +113,7 @@ VARIANTS = {
     "full, extraction in process": {"TRACKER_EXTRACT_PROCESSES": 0},
     "re-crawl unchanged": {},  # over the pages the full crawl stored
 }
-STAGES = ("unchanged", "boilerplate", "fingerprint", "match", "store")
+STAGES = ("extract", "unchanged", "boilerplate", "fingerprint", "match", "store")
 COMMON = {
     "AUTOTHROTTLE_ENABLED": 0,
     "CONCURRENT_REQUESTS": 16,

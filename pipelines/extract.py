@@ -11,10 +11,11 @@ pages, textless pages and copies of a page's canonical.
   arriving later with the same text, is the copy dropped. Counted as
   ``tracker/pages_canonical_copy``.
 
-Extraction runs in ``TRACKER_EXTRACT_PROCESSES`` worker processes (0: in the crawl process),
-beside the downloads and the other stages; a page whose extraction fails, or kills its worker
-twice, is counted as ``tracker/errors/extract`` and dropped. Stored canonicals are looked up a
-batch at a time in a worker thread.
+Extraction runs in ``TRACKER_EXTRACT_PROCESSES`` worker processes (0: in a thread of the crawl
+process), beside the downloads and the other stages, ``TRACKER_EXTRACT_BATCH`` pages to a call
+(:class:`tracker.process_pool.PoolBatcher`: the batches grow while the worker is busy); a page
+whose extraction fails, or kills its worker twice, is counted as ``tracker/errors/extract`` and
+dropped. Stored canonicals are looked up a batch at a time in a worker thread.
 """
 
 from __future__ import annotations
@@ -30,9 +31,9 @@ from scrapy.exceptions import DropItem
 from pipelines import SERVER_ERRORS, Tally, close_batcher, stage_batcher
 from spiders.base import canonical_of
 from tracker.context import tracker_context
-from tracker.extract import ExtractionRules, extract_normalized, warm_up
+from tracker.extract import ExtractionRules, extract_pages, warm_up
 from tracker.items import PageItem
-from tracker.process_pool import ProcessPool
+from tracker.process_pool import PoolBatcher, ProcessPool
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +55,13 @@ class ExtractPipeline:
             preload=["tracker.extract"],
             warm_up=warm_up,
         )
+        self.extractions = PoolBatcher(
+            self.pool,
+            extract_pages,
+            size=crawler.settings.getint("TRACKER_EXTRACT_BATCH", 16),
+            delay=crawler.settings.getfloat("TRACKER_BATCH_DELAY", 0.02),
+            name="pipeline-extract",
+        )
         self.lookups = stage_batcher(crawler, self._stored_digests, "canonical")
 
     @classmethod
@@ -64,13 +72,14 @@ class ExtractPipeline:
         self.pool.start()
 
     async def close_spider(self, spider: Spider | None = None) -> None:
+        await close_batcher(self.crawler, self.extractions, "extract")
         await close_batcher(self.crawler, self.lookups, "canonical")
         self.pool.close()
 
     async def process_item(self, item: PageItem) -> PageItem:
         rules = ExtractionRules.from_dict(item.get("rules"))
         try:
-            page = await self.pool.run(extract_normalized, item["html"], item["url"], rules)
+            page = await self.extractions.submit((item["html"], item["url"], rules))
         except Exception as exc:  # hostile markup must not stop the crawl
             log.warning("extraction failed for %s: %r", item["url"], exc)
             self.stats.inc_value("tracker/errors/extract")

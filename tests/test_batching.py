@@ -8,11 +8,12 @@ import os
 import threading
 import time
 from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
 
 import pytest
 
 from tracker.batching import Batcher, batches
-from tracker.process_pool import ProcessPool
+from tracker.process_pool import PIPE_BYTES, PoolBatcher, ProcessPool
 
 
 def test_batches_of_a_stream():
@@ -209,3 +210,67 @@ def test_worker_processes_warm_up_when_they_start():
     assert run(main(_warm_worker)) is True
     assert run(main(_warm_up_fails)) is False  # a failed warm-up leaves a working worker
     assert _was_warmed() is False  # not in this process
+
+
+def _square_in_worker(items: list[int]) -> list[object]:
+    """(worker pid, batch size, x²) of each item; 13 kills the worker, a negative item fails."""
+    if 13 in items:
+        os._exit(3)
+    return [
+        ValueError(f"negative {x}") if x < 0 else (os.getpid(), len(items), x * x) for x in items
+    ]
+
+
+def test_a_pool_batcher_sends_batches_to_the_worker_and_a_killer_fails_alone():
+    async def main(items):
+        pool = ProcessPool(1)
+        batcher = PoolBatcher(pool, _square_in_worker, size=4, delay=0.01)
+        try:
+            return await asyncio.gather(
+                *(batcher.submit(x) for x in items), return_exceptions=True
+            ), (batcher.batches, batcher.items)
+        finally:
+            await batcher.close()
+            pool.close()
+
+    results, (batches_run, items_run) = run(main(range(10)))
+    assert [square for _, _, square in results] == [x * x for x in range(10)]
+    assert {pid for pid, _, _ in results} - {os.getpid()} == {pid for pid, _, _ in results}
+    assert [size for _, size, _ in results] == [4] * 8 + [2] * 2  # 3 calls for 10 items
+    assert (batches_run, items_run) == (3, 10)
+
+    results, _ = run(main([1, -2, 13, 4]))  # one batch: 13 kills its worker, -2 fails
+    assert isinstance(results[1], ValueError) and str(results[1]) == "negative -2"
+    assert isinstance(results[2], BrokenProcessPool)
+    assert [results[0][2], results[3][2]] == [1, 16]
+    assert results[0][1] == results[3][1] == 1  # run again item by item, in fresh workers
+
+
+def test_a_pool_batcher_without_processes_runs_its_batches_in_a_thread():
+    def handler(items):
+        return [(threading.get_ident(), x) for x in items]
+
+    async def main():
+        batcher = PoolBatcher(ProcessPool(0), handler, size=8, delay=0.01)
+        results = await asyncio.gather(*(batcher.submit(x) for x in range(3)))
+        await batcher.close()
+        return results
+
+    results = run(main())
+    assert [x for _, x in results] == [0, 1, 2]
+    assert {thread for thread, _ in results} != {threading.get_ident()}
+
+
+@pytest.mark.skipif(not hasattr(__import__("fcntl"), "F_GETPIPE_SZ"), reason="Linux pipes only")
+def test_the_worker_pipes_hold_a_whole_extracted_page():
+    import fcntl
+
+    if int(Path("/proc/sys/fs/pipe-max-size").read_text()) < PIPE_BYTES:
+        pytest.skip("this system caps pipes below PIPE_BYTES")
+    pool = ProcessPool(1)
+    try:
+        executor = pool._pool()
+        for queue in (executor._call_queue, executor._result_queue):
+            assert fcntl.fcntl(queue._reader.fileno(), fcntl.F_GETPIPE_SZ) >= PIPE_BYTES
+    finally:
+        pool.close()

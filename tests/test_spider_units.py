@@ -25,8 +25,11 @@ from tracker.context import TrackerContext
 from tracker.extract import (
     WARM_UP_PAGE,
     WARM_UP_TEXT,
+    ExtractionFailed,
     ExtractionRules,
     extract,
+    extract_normalized,
+    extract_pages,
     strip_boilerplate_lines,
     warm_up,
 )
@@ -274,6 +277,16 @@ def test_the_warm_up_page_goes_through_extraction_and_hashing_whole():
     assert extracted.extractor == "trafilatura" and not extracted.is_list
     assert extracted.text.endswith(WARM_UP_TEXT)  # after its title
     assert warm_up() != 0
+
+
+def test_a_batch_of_pages_is_extracted_page_by_page_and_a_failure_stays_its_own():
+    page = extract_normalized(WARM_UP_PAGE, "http://x/1.html")
+    batch = [(WARM_UP_PAGE, "http://x/1.html", None), (None, "http://x/2.html", None)] * 2
+    first, broken, again, _ = extract_pages(batch)  # type: ignore[arg-type]
+    for result in (first, again):
+        assert result.extracted == page.extracted and result.simhash == page.simhash != 0
+        assert result.normalized.chars == page.normalized.chars
+    assert isinstance(broken, ExtractionFailed) and str(broken).startswith("TypeError: ")
 
 
 def test_extraction_removes_boilerplate_lines_and_records_the_extractor():

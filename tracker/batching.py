@@ -142,12 +142,15 @@ class Batcher(Generic[T, R]):
             if not self._full:
                 return
             batch = self._full.popleft()
-            loop = asyncio.get_running_loop()
-            task = loop.run_in_executor(self._workers(), self._run, [item for item, _ in batch])
+            task = self._dispatch([item for item, _ in batch])
             self._running[task] = len(batch)
             self.batches += 1
             self.items += len(batch)
             task.add_done_callback(lambda done, batch=batch: self._finish(batch, done))
+
+    def _dispatch(self, items: list[T]) -> asyncio.Future:
+        """Start running ``items``' batch; the future of its results (see :meth:`_run`)."""
+        return asyncio.get_running_loop().run_in_executor(self._workers(), self._run, items)
 
     def _workers(self) -> Executor:
         if self._executor is None:

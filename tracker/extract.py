@@ -202,6 +202,27 @@ def extract_normalized(
     )
 
 
+class ExtractionFailed(Exception):
+    """A page's extraction raised (its error's type and message: any error pickles as this)."""
+
+
+#: A page to extract: its HTML, URL and the site's extraction rules.
+PageSource = tuple[str, str | None, ExtractionRules | None]
+
+
+def extract_pages(pages: list[PageSource]) -> list[ExtractedPage | ExtractionFailed]:
+    """:func:`extract_normalized` of each page, a crawl's batch of them in one call to its
+    extraction worker; a page whose extraction raises gets its own :class:`ExtractionFailed`
+    (hostile markup must not fail the rest of the batch)."""
+    results: list[ExtractedPage | ExtractionFailed] = []
+    for html, url, rules in pages:
+        try:
+            results.append(extract_normalized(html, url, rules))
+        except Exception as exc:
+            results.append(ExtractionFailed(f"{type(exc).__name__}: {exc}"))
+    return results
+
+
 #: Text to warm up with: long enough to be extracted, segmented and looked up whole.
 WARM_UP_TEXT = "\n".join(
     ["那日天气晴好，他一早便出了城门，沿着河岸慢慢走去，看见远处的山上还有些积雪。"] * 6

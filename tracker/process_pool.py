@@ -8,11 +8,17 @@ run a ``warm_up`` function when they start (dictionaries and tables a first call
 so the first page does not wait for them), and are replaced if one dies: the calls it took
 are tried once more in a fresh pool, one at a time, so a page that kills a worker (a crash in
 a C parser) fails alone, with its own error.
+
+:class:`PoolBatcher` sends the calls a batch at a time (group commit, as
+:class:`tracker.batching.Batcher`): every call is a round trip through the caller's
+management threads, which wait for the GIL while the crawl's other threads run, and a worker
+that finishes a call before the next one has arrived sits idle.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import multiprocessing
 import signal
@@ -20,11 +26,26 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from typing import TypeVar
+from typing import Any, TypeVar
+
+from tracker.batching import Batcher
+
+try:
+    from fcntl import F_SETPIPE_SZ, fcntl
+except ImportError:  # not Linux: the pipes keep their size
+    F_SETPIPE_SZ = None
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+R = TypeVar("R")
+
+#: Bytes a worker may write into its result pipe before it waits for the caller to read (and
+#: the caller into its call pipe). Linux's default, 64 KB, is less than one extracted chapter
+#: page (its text and folded arrays: ~100 KB pickled), so the worker would stall on every
+#: result until the caller's management thread got the GIL to read it. 1 MB is Linux's
+#: ceiling for an unprivileged process (``/proc/sys/fs/pipe-max-size``).
+PIPE_BYTES = 1 << 20
 
 
 def _start_worker(warm_up: Callable[[], object] | None) -> None:
@@ -65,6 +86,7 @@ class ProcessPool:
                 initializer=_start_worker,
                 initargs=(self.warm_up,),
             )
+            _enlarge_pipes(self._executor)
         return self._executor
 
     def start(self) -> None:
@@ -114,3 +136,55 @@ class ProcessPool:
         if self._executor is not None:
             executor, self._executor = self._executor, None
             executor.shutdown(wait=True, cancel_futures=True)
+
+
+def _enlarge_pipes(executor: ProcessPoolExecutor) -> None:
+    """Give the executor's call and result pipes :data:`PIPE_BYTES` (where the platform and
+    the executor's internals allow: otherwise they keep their size, and work as before)."""
+    if F_SETPIPE_SZ is None:
+        return
+    for queue in ("_call_queue", "_result_queue"):
+        reader = getattr(getattr(executor, queue, None), "_reader", None)
+        with contextlib.suppress(AttributeError, OSError, ValueError):
+            fcntl(reader.fileno(), F_SETPIPE_SZ, PIPE_BYTES)
+
+
+class PoolBatcher(Batcher[T, R]):
+    """A :class:`tracker.batching.Batcher` whose batches run in ``pool``'s worker processes:
+    ``handler`` (a module-level function) gets a batch and returns one result per item, an
+    exception being that item's own. ``workers`` batches are in flight at once (by default
+    one more than the pool has processes, so that a worker finishing a batch finds the next
+    one already sent). A batch that fails whole (its worker died) is run again item by item,
+    so that only the item that killed its worker fails. With no worker processes the batches
+    run in threads, as a :class:`~tracker.batching.Batcher`'s."""
+
+    def __init__(
+        self,
+        pool: ProcessPool,
+        handler: Callable[[list[T]], Sequence[R | BaseException]],
+        size: int = 16,
+        delay: float = 0.005,
+        workers: int | None = None,
+        name: str = "pool-batcher",
+    ) -> None:
+        super().__init__(handler, size, delay, workers or pool.processes + 1, name)
+        self.pool = pool
+
+    def _dispatch(self, items: list[T]) -> asyncio.Future:
+        if not self.pool.processes:
+            return super()._dispatch(items)
+        return asyncio.ensure_future(self._run_in_pool(items))
+
+    async def _run_in_pool(self, items: list[T]) -> list[Any]:
+        try:
+            results = list(await self.pool.run(self.handler, items))
+            if len(results) != len(items):
+                raise RuntimeError(f"{self.name}: {len(results)} results for {len(items)} items")
+            return results
+        except Exception as exc:
+            if len(items) == 1:
+                return [exc]
+            log.warning(
+                "%s: a batch of %d failed (%r); running it item by item", self.name, len(items), exc
+            )
+            return [(await self._run_in_pool([item]))[0] for item in items]

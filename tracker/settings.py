@@ -105,8 +105,10 @@ TRACKER_BOILERPLATE_MIN_PAGES = 5
 # page, for at most 0.1 s more before a page is stored.
 TRACKER_BATCH_SIZE = 16
 TRACKER_BATCH_DELAY = 0.02
-# Pages are extracted in this many worker processes (0: in the crawl process).
+# Pages are extracted in this many worker processes (0: in a thread of the crawl process), in
+# batches of up to this many pages (one round trip each, grown while the worker is busy).
 TRACKER_EXTRACT_PROCESSES = 1
+TRACKER_EXTRACT_BATCH = 16
 
 EXTENSIONS = {
     "tracker.extensions.CrawlRunRecorder": 500,
