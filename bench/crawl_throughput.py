@@ -25,7 +25,11 @@ the full crawl's stats. With ``--cpu``, the CPU milliseconds per page of every p
 the full crawl's open time: the crawl process, its extraction workers, the embedded servers,
 and this process (the site's server thread), sampled from ``/proc`` every 50 ms.
 
-    python -m bench.crawl_throughput --pages 300 --rounds 3 [--cpu]
+With ``--site corpus`` the pages are instead distinct parts of the 220 chapters of 红楼梦 and
+西游记 (all registered as masters) and innocent texts of the development corpus (see
+:func:`build_corpus_site`): a larger index, and no line repeated across the site but its own.
+
+    python -m bench.crawl_throughput --pages 300 --rounds 3 [--cpu] [--site corpus]
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ import html
 import json
 import os
 import random
+import re
 import statistics
 import sys
 import tempfile
@@ -50,6 +55,7 @@ from tracker.config import Settings
 from tracker.crawl import run_crawl
 from tracker.demo.site import AD_LINES, master_documents, serve
 from tracker.library import MasterLibrary
+from tracker.model import MasterDocument
 from tracker.runtime import Runtime
 
 PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"><title>{title}_笔趣阁</title></head>
@@ -60,24 +66,80 @@ PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"><title>{title}_笔趣
 
 
 def build_site(root: Path, pages: int, seed: int = 1) -> int:
-    """Write the bench site; returns the number of pages that copy a master."""
+    """Write the bench site of the demo's master sample; returns the number of pages that copy
+    a master."""
     rng = random.Random(seed)
     masters = [d for d in master_documents() if "/" in d.doc_id]  # the book's chapters
     innocent_pool = [line for d in master_documents() for line in d.text.splitlines() if line]
     rng.shuffle(innocent_pool)
-    copies = 0
-    (root / "p").mkdir(parents=True)
-    (root / "list").mkdir()
+    texts = []
     for n in range(pages):
         if n % 2 == 0:
             master = masters[(n // 2) % len(masters)]
-            lines, title = master.text.splitlines(), master.title
-            copies += 1
+            title, lines = master.title, master.text.splitlines()
         else:  # innocent: lines of the sample reshuffled (no passage long enough to match)
             lines = rng.sample(innocent_pool, 40)
             lines = ["".join(rng.sample(line, len(line))) for line in lines]
             title = f"第{n}章 无关"
-        lines = [*lines[:3], rng.choice(AD_LINES), *lines[3:]]
+        texts.append((title, with_ad_line(lines, rng)))
+    write_site(root, texts)
+    return (pages + 1) // 2
+
+
+def build_corpus_site(
+    root: Path, pages: int, corpus_dir: Path | None = None, seed: int = 1
+) -> tuple[int, list[MasterDocument]]:
+    """Page texts from the development corpus (``../shared/corpus``, see :mod:`bench.corpus`):
+    the even pages copy the chapters of 红楼梦 and 西游记 split into parts of about 3,000
+    characters (as pirate sites split chapters over pages; a last part under 1,000 joins the
+    one before, as a copy shorter than the detector's passage is not one to find: parts of
+    1,000–5,500 characters, 488 distinct ones in the first 500 copies), the odd ones innocent texts of about the same length
+    (People's Daily, 呐喊, 古文观止, none of them a master here), each page with an ad line.
+    Returns the number of copies and the masters to register (every chapter)."""
+    from bench.corpus import load
+
+    corpus = load(corpus_dir)
+    parts: list[tuple[str, list[str]]] = []
+    for chapter in corpus.novel_chapters:
+        split: list[list[str]] = [[]]
+        for line in chapter.text.splitlines():
+            if sum(map(len, split[-1])) >= 3000:
+                split.append([])
+            split[-1].append(line)
+        if len(split) > 1 and sum(map(len, split[-1])) < 1000:
+            tail = split.pop()  # no page of a chapter's last few lines
+            split[-1] += tail
+        parts += [(f"{chapter.title}（{k}）", lines) for k, lines in enumerate(split, start=1)]
+    innocents: list[tuple[str, list[str]]] = []
+    part, title = [], ""
+    for innocent in corpus.innocents:
+        title = title or innocent.title
+        part += innocent.text.splitlines()
+        if sum(map(len, part)) >= 3000:
+            innocents.append((title, part))
+            part, title = [], ""
+    rng = random.Random(seed)
+    texts = []
+    for n in range(pages):
+        pool = parts if n % 2 == 0 else innocents
+        title, lines = pool[(n // 2) % len(pool)]
+        texts.append((title, with_ad_line(lines, rng)))
+    write_site(root, texts)
+    return (pages + 1) // 2, corpus.novel_chapters
+
+
+def with_ad_line(lines: list[str], rng: random.Random) -> list[str]:
+    """``lines`` with one of the demo's ad lines after the third."""
+    return [*lines[:3], rng.choice(AD_LINES), *lines[3:]]
+
+
+def write_site(root: Path, texts: list[tuple[str, list[str]]]) -> None:
+    """Chapter pages ``p/<n>.html`` of ``texts`` (title, lines), chapter lists of 50 linking
+    them, an index and robots.txt."""
+    pages = len(texts)
+    (root / "p").mkdir(parents=True)
+    (root / "list").mkdir()
+    for n, (title, lines) in enumerate(texts):
         body = "<br /><br />".join(f"&nbsp;&nbsp;{html.escape(line)}" for line in lines if line)
         (root / "p" / f"{n}.html").write_text(
             PAGE.format(
@@ -103,7 +165,6 @@ def build_site(root: Path, pages: int, seed: int = 1) -> int:
         f'<html><head><meta charset="utf-8"></head><body>{lists}</body></html>', encoding="utf-8"
     )
     (root / "robots.txt").write_text("User-agent: *\nAllow: /\n", encoding="ascii")
-    return copies
 
 
 VARIANTS = {
@@ -234,6 +295,12 @@ def run_variant(
     run = runtime.db["crawl_runs"].find_one(sort=[("finished_at", -1)])
     seconds = (run["finished_at"] - run["started_at"]).total_seconds()
     stats = run["stats"]
+    # Odd pages are innocent: one matched is a false alarm.
+    innocent_matched = sum(
+        int(m[1]) % 2 == 1
+        for url in runtime.db["matches"].distinct("url")
+        if (m := re.search(r"/p/(\d+)\.html$", url))
+    )
     stored = sorted(
         (doc["stored_at"] - run["started_at"]).total_seconds()
         for doc in runtime.db["pages"].find({"stored_at": {"$gte": run["started_at"]}})
@@ -245,6 +312,7 @@ def run_variant(
         "open": (run["started_at"].timestamp(), run["finished_at"].timestamp()),
         "stored": run["pages"]["stored"],
         "matched": run["pages"]["matched"],
+        "innocent_matched": innocent_matched,
         "unchanged": run["pages"]["unchanged"],
         **steady_rate(stored),
         "mean_batch": {
@@ -276,6 +344,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data-dir", type=Path, help="tracker data dir (default: a temporary one)")
     parser.add_argument("--cpu", action="store_true", help="CPU per page of each process (full)")
     parser.add_argument(
+        "--site",
+        choices=("demo", "corpus"),
+        default="demo",
+        help="pages of the demo's master sample, or distinct parts of the development corpus's "
+        "chapters (../shared/corpus or $BENCH_CORPUS) with innocent texts",
+    )
+    parser.add_argument(
         "--pin", action="store_true", help="full crawl: its process alone on a core (2+ cores)"
     )
     args = parser.parse_args(argv)
@@ -286,7 +361,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.data_dir or not (base.mongo_url and base.redis_url):
             base = replace(base, data_dir=args.data_dir or tmp_path / "data")
         tag = f"bench_crawl_{int(time.time())}"
-        copies = build_site(tmp_path / "site", args.pages)
+        if args.site == "corpus":
+            copies, masters = build_corpus_site(tmp_path / "site", args.pages)
+        else:
+            copies, masters = build_site(tmp_path / "site", args.pages), master_documents()
         runs: dict[str, list[dict]] = {name: [] for name in VARIANTS}
         load = [os.getloadavg()[0]]
         with serve(tmp_path / "site") as site:
@@ -298,7 +376,7 @@ def main(argv: list[str] | None = None) -> int:
                     settings = replace(base, mongo_db=db, redis_prefix=f"{tag}:{db}:")
                     runtime = Runtime(settings)
                     if name.startswith("full") and not runtime.db["masters"].count_documents({}):
-                        MasterLibrary.from_runtime(runtime).ingest(master_documents())
+                        MasterLibrary.from_runtime(runtime).ingest(masters)
                     servers = {
                         name: state.pid
                         for name in ("mongo", "redis")
@@ -329,7 +407,7 @@ def main(argv: list[str] | None = None) -> int:
             services.stop(replace(base, mongo_url=None, redis_url=None))
 
     baselines = [r["pages_per_second"] for r in runs["fetch only"]]
-    title = f"variant ({args.pages} chapter pages, {copies} copies)"
+    title = f"variant ({args.pages} chapter pages, {copies} copies, {args.site} site)"
     print(
         f"{args.rounds} round(s); load average (1 min) before and after each round: "
         + ", ".join(f"{x:.1f}" for x in load)
@@ -357,6 +435,10 @@ def main(argv: list[str] | None = None) -> int:
             f"{r['vs_fetch_only']:.2f}× | {r['matched']} | {r['first_stored_s'] or '–'} | "
             f"{r['steady_pages_per_second'] or '–'} |"
         )
+    print(
+        "innocent pages matched (full, each round): "
+        + ", ".join(str(r["innocent_matched"]) for r in runs["full"])
+    )
     batches = runs["full"][0]["mean_batch"]
     if batches:
         print("mean batch (full): " + ", ".join(f"{k} {v}" for k, v in batches.items()))
@@ -372,7 +454,17 @@ def main(argv: list[str] | None = None) -> int:
                 + " | ".join(cells)
                 + f" | {sum(cpu.values()):.2f} |"
             )
-    print(json.dumps({"pages": args.pages, "copies": copies, "load": load, "results": results}))
+    print(
+        json.dumps(
+            {
+                "pages": args.pages,
+                "site": args.site,
+                "copies": copies,
+                "load": load,
+                "results": results,
+            }
+        )
+    )
     return 0
 
 
