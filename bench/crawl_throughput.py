@@ -29,7 +29,7 @@ With ``--site corpus`` the pages are instead distinct parts of the 220 chapters 
 西游记 (all registered as masters) and innocent texts of the development corpus (see
 :func:`build_corpus_site`): a larger index, and no line repeated across the site but its own.
 
-    python -m bench.crawl_throughput --pages 300 --rounds 3 [--cpu] [--site corpus]
+    python -m bench.crawl_throughput --pages 300 --rounds 3 [--cpu] [--site corpus] [--out F]
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 
+from bench.corpus import load as load_corpus
 from tracker import services
 from tracker.config import Settings
 from tracker.crawl import run_crawl
@@ -89,16 +90,15 @@ def build_site(root: Path, pages: int, seed: int = 1) -> int:
 def build_corpus_site(
     root: Path, pages: int, corpus_dir: Path | None = None, seed: int = 1
 ) -> tuple[int, list[MasterDocument]]:
-    """Page texts from the development corpus (``../shared/corpus``, see :mod:`bench.corpus`):
-    the even pages copy the chapters of 红楼梦 and 西游记 split into parts of about 3,000
-    characters (as pirate sites split chapters over pages; a last part under 1,000 joins the
-    one before, as a copy shorter than the detector's passage is not one to find: parts of
-    1,000–5,500 characters, 488 distinct ones in the first 500 copies), the odd ones innocent texts of about the same length
-    (People's Daily, 呐喊, 古文观止, none of them a master here), each page with an ad line.
-    Returns the number of copies and the masters to register (every chapter)."""
-    from bench.corpus import load
-
-    corpus = load(corpus_dir)
+    """Write a bench site from the development corpus (``../shared/corpus``, see
+    :mod:`bench.corpus`). The even pages copy the chapters of 红楼梦 and 西游记 split into
+    parts of about 3,000 characters, as pirate sites split chapters over pages (a last part
+    under 1,000 joins the one before: a copy shorter than the detector's passage is not one
+    to find; parts of 1,000–5,500 characters, 488 distinct ones in the first 500 copies). The
+    odd ones are innocent texts of about the same length (People's Daily, 呐喊, 古文观止, none
+    of them a master here). Each page has an ad line. Returns the number of copies and the
+    masters to register (every chapter)."""
+    corpus = load_corpus(corpus_dir)
     parts: list[tuple[str, list[str]]] = []
     for chapter in corpus.novel_chapters:
         split: list[list[str]] = [[]]
@@ -353,6 +353,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--pin", action="store_true", help="full crawl: its process alone on a core (2+ cores)"
     )
+    parser.add_argument("--out", type=Path, help="also write the results (JSON) to this file")
     args = parser.parse_args(argv)
 
     with tempfile.TemporaryDirectory(prefix="tracker-bench-crawl-") as tmp:
@@ -454,17 +455,16 @@ def main(argv: list[str] | None = None) -> int:
                 + " | ".join(cells)
                 + f" | {sum(cpu.values()):.2f} |"
             )
-    print(
-        json.dumps(
-            {
-                "pages": args.pages,
-                "site": args.site,
-                "copies": copies,
-                "load": load,
-                "results": results,
-            }
-        )
-    )
+    summary = {
+        "pages": args.pages,
+        "site": args.site,
+        "copies": copies,
+        "load": load,
+        "results": results,
+    }
+    print(json.dumps(summary))
+    if args.out:
+        args.out.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
     return 0
 
 
