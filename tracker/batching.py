@@ -46,8 +46,8 @@ class Batcher(Generic[T, R]):
     submitted.
 
     Errors are each item's own: a result that is an exception is raised to that item's
-    awaiter only. A batch whose handler raises is run again item by item (in the same
-    worker), so one bad item cannot fail the others; the handler must therefore be safe to
+    awaiter only. A batch whose handler raises is run again item by item (before any later
+    batch), so one bad item cannot fail the others; the handler must therefore be safe to
     run again on items of a batch that failed part-way (upserts, reads).
     """
 
@@ -149,37 +149,36 @@ class Batcher(Generic[T, R]):
             task.add_done_callback(lambda done, batch=batch: self._finish(batch, done))
 
     def _dispatch(self, items: list[T]) -> asyncio.Future:
-        """Start running ``items``' batch; the future of its results (see :meth:`_run`)."""
-        return asyncio.get_running_loop().run_in_executor(self._workers(), self._run, items)
+        """Start running ``handler(items)`` in a worker; its future."""
+        return asyncio.get_running_loop().run_in_executor(self._workers(), self.handler, items)
 
     def _workers(self) -> Executor:
         if self._executor is None:
             self._executor = ThreadPoolExecutor(self.workers, thread_name_prefix=self.name)
         return self._executor
 
-    def _run(self, items: list[T]) -> list[R | BaseException]:
-        """The handler's results for ``items`` (in the worker thread)."""
-        try:
-            results = list(self.handler(items))
-            if len(results) != len(items):
-                raise RuntimeError(f"{self.name}: {len(results)} results for {len(items)} items")
-            return results
-        except Exception as exc:
-            if len(items) == 1:
-                return [exc]
-            log.warning(
-                "%s: a batch of %d failed (%r); running it item by item", self.name, len(items), exc
-            )
-            return [self._run([item])[0] for item in items]
-
     def _finish(self, batch: list[tuple[T, asyncio.Future]], done: asyncio.Future) -> None:
         self._running.pop(done, None)
         if done.cancelled():
             outcomes: list = [asyncio.CancelledError()] * len(batch)
-        elif done.exception() is not None:
-            outcomes = [done.exception()] * len(batch)
         else:
-            outcomes = done.result()
+            error = done.exception()
+            if error is None:
+                outcomes = list(done.result())
+                if len(outcomes) != len(batch):
+                    error = RuntimeError(f"{len(outcomes)} results for {len(batch)} items")
+            if isinstance(error, Exception) and len(batch) > 1:
+                log.warning(
+                    "%s: a batch of %d failed (%r); running it item by item",
+                    self.name,
+                    len(batch),
+                    error,
+                )
+                self._full.extendleft([pair] for pair in reversed(batch))  # next, in order
+                self._launch()
+                return
+            if error is not None:
+                outcomes = [error] * len(batch)
         for (_, future), outcome in zip(batch, outcomes, strict=True):
             if future.done():  # its awaiter was cancelled
                 continue

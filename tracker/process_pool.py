@@ -26,7 +26,7 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from tracker.batching import Batcher
 
@@ -154,9 +154,10 @@ class PoolBatcher(Batcher[T, R]):
     ``handler`` (a module-level function) gets a batch and returns one result per item, an
     exception being that item's own. ``workers`` batches are in flight at once (by default
     one more than the pool has processes, so that a worker finishing a batch finds the next
-    one already sent). A batch that fails whole (its worker died) is run again item by item,
-    so that only the item that killed its worker fails. With no worker processes the batches
-    run in threads, as a :class:`~tracker.batching.Batcher`'s."""
+    one already sent). A batch that fails whole (its worker died twice: see
+    :meth:`ProcessPool.run`) is run again item by item, so that only the item that killed its
+    worker fails. With no worker processes the batches run in threads, as a
+    :class:`~tracker.batching.Batcher`'s."""
 
     def __init__(
         self,
@@ -173,18 +174,4 @@ class PoolBatcher(Batcher[T, R]):
     def _dispatch(self, items: list[T]) -> asyncio.Future:
         if not self.pool.processes:
             return super()._dispatch(items)
-        return asyncio.ensure_future(self._run_in_pool(items))
-
-    async def _run_in_pool(self, items: list[T]) -> list[Any]:
-        try:
-            results = list(await self.pool.run(self.handler, items))
-            if len(results) != len(items):
-                raise RuntimeError(f"{self.name}: {len(results)} results for {len(items)} items")
-            return results
-        except Exception as exc:
-            if len(items) == 1:
-                return [exc]
-            log.warning(
-                "%s: a batch of %d failed (%r); running it item by item", self.name, len(items), exc
-            )
-            return [(await self._run_in_pool([item]))[0] for item in items]
+        return asyncio.ensure_future(self.pool.run(self.handler, items))
