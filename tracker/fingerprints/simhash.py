@@ -289,25 +289,15 @@ def _lengths(words: Sequence[str]) -> np.ndarray:
 
 
 def simhash_text(folded: str) -> int:
-    """SimHash-64 of a folded text's jieba words (see :func:`simhash_texts`)."""
-    return int(simhash_texts([folded])[0])
-
-
-def simhash_texts(folded: Sequence[str]) -> np.ndarray:
-    """SimHash-64 of each folded text's jieba words (uint64; 0 for a text with no weighted
-    word). Only the segmentation runs text by text: hashes, weights and votes of all the texts'
-    words are computed together, so a batch pays numpy's per-call cost once, not per text."""
-    return simhash_segmented(folded, segment(folded))
-
-
-def segment(folded: Sequence[str]) -> list[list[str]]:
-    """jieba words of each folded text. rjieba segments without holding the GIL, so this may
-    run in a thread beside other work (only making the words' ``str`` objects needs it)."""
-    return [tokenize(text) if text else [] for text in folded]
+    """SimHash-64 of the jieba words of one folded line (0 when none is weighted). A page's is
+    cut line by line of its source: :func:`simhash_normalized`."""
+    return votes_of_lines([folded]).fingerprint
 
 
 def simhash_segmented(folded: Sequence[str], words: Sequence[list[str]]) -> np.ndarray:
-    """:func:`simhash_texts` of texts already segmented into ``words``."""
+    """SimHash-64 (uint64) of each folded text, already segmented into ``words``: only the
+    segmentation runs text by text; hashes, weights and votes of all the texts' words are
+    computed together, so a batch pays numpy's per-call cost once, not per text."""
     return Votes.fingerprints(*votes_segmented(folded, words))
 
 
@@ -329,7 +319,8 @@ def votes_segmented(
 
 def segment_lines(texts: Sequence[NormalizedText]) -> list[list[str]]:
     """jieba words of each normalised text, line by line of its page (no word spans two
-    lines). Without the GIL but to make the words, as :func:`segment`."""
+    lines). rjieba segments without holding the GIL, so this may run in a thread beside other
+    work (only making the words' ``str`` objects needs it)."""
     return [cut_lines(text.lines()) for text in texts]
 
 
