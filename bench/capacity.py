@@ -63,13 +63,13 @@ from bench.crawl_throughput import build_site, process_stat, run_variant
 from bench.disguises import noise, with_ads
 from bench.run import machine
 from bench.scale import sentence_pool, synthetic_chapters
-from tracker import services
 from tracker.batching import batches
 from tracker.config import Settings
 from tracker.demo.site import master_documents, serve
-from tracker.library import MasterLibrary
+from tracker.matching.library import MasterLibrary
 from tracker.model import MasterDocument
-from tracker.runtime import Runtime
+from tracker.servers import services
+from tracker.servers.runtime import Runtime
 
 DB, PREFIX = "capacity", "capacity:"
 BATCH = 16  # texts per detector call, as `tracker check --jsonl` batches them

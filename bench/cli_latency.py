@@ -32,18 +32,18 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from tracker import services
 from tracker.config import Settings
-from tracker.library import MasterLibrary
+from tracker.matching.library import MasterLibrary
 from tracker.model import MasterDocument
-from tracker.runtime import Runtime
+from tracker.servers import services
+from tracker.servers.runtime import Runtime
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = Path(os.environ.get("BENCH_CORPUS", ROOT.parent / "shared" / "corpus"))
 
 
 def masters() -> list[MasterDocument]:
-    from tracker.readers import read_book
+    from tracker.reading.readers import read_book
 
     books = [CORPUS / name for name in ("hongloumeng.txt", "xiyouji.txt")]
     if all(book.is_file() for book in books):

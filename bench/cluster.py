@@ -3,7 +3,7 @@
 The scale run's library (:mod:`bench.scale`: the corpus masters, then synthetic 3,000-character
 chapters up to ``--masters``) is ingested once, MongoDB and the index on one valkey server
 (``MasterLibrary.ingest``); then the index is built from MongoDB on both sides, the single server
-and a 3-node valkey cluster on loopback (:func:`tracker.services.start_cluster`), each with
+and a 3-node valkey cluster on loopback (:func:`tracker.servers.services.start_cluster`), each with
 ``rebuild_index`` (timed alike). The disguised chapter-sized cases of the detection bench (and
 some innocent texts) are checked on both, one text per call, alternating which side goes first
 from case to case; then all of them again in batches of 16 (``check_many``, as the crawl's
@@ -44,12 +44,12 @@ from bench.report import CHAPTER_CHARS  # noqa: E402
 from bench.run import RELATED_CHARS, log, machine  # noqa: E402
 from bench.scale import sentence_pool, synthetic_chapters  # noqa: E402
 from bench.simulator import CASE_TYPE, INNOCENT, Simulator  # noqa: E402
-from tracker import services  # noqa: E402
 from tracker.index.master_index import MasterIndex  # noqa: E402
 from tracker.index.storage import RedisStorage  # noqa: E402
-from tracker.library import MasterLibrary  # noqa: E402
-from tracker.redis_cluster import keys_per_node, used_memory  # noqa: E402
-from tracker.runtime import Runtime  # noqa: E402
+from tracker.matching.library import MasterLibrary  # noqa: E402
+from tracker.servers import services  # noqa: E402
+from tracker.servers.redis_cluster import keys_per_node, used_memory  # noqa: E402
+from tracker.servers.runtime import Runtime  # noqa: E402
 
 NODES = 3
 BATCH = 16

@@ -30,11 +30,11 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from tracker import services
 from tracker.batching import batches
 from tracker.config import Settings
 from tracker.reports.build import build_report
-from tracker.runtime import Runtime
+from tracker.servers import services
+from tracker.servers.runtime import Runtime
 from tracker.stores.pages import MatchStore, PageRecord, PageStore
 from tracker.stores.reports import ReportStore
 

@@ -2,7 +2,7 @@
 process and of the servers, on the crawl-throughput bench's pages.
 
 Each stage runs as the crawl runs it (the pipelines' own ``process_batch`` on batches of
-``--batch`` pages, extraction through :func:`tracker.extract.extract_normalized`), one stage
+``--batch`` pages, extraction through :func:`tracker.reading.extract.extract_normalized`), one stage
 after the other over all the pages, so each is timed alone: wall time, CPU time of this
 process (all its threads: the detector's jieba and I/O threads too), and CPU time of the
 embedded SecantusDB and valkey (read from ``/proc``; Linux, embedded servers only). A second
@@ -34,15 +34,15 @@ from pipelines.fingerprint import FingerprintPipeline
 from pipelines.match import MatchPipeline
 from pipelines.store import StorePipeline
 from pipelines.unchanged import UnchangedPagePipeline
-from tracker import services
 from tracker.batching import batches
 from tracker.config import Settings
-from tracker.context import TrackerContext
+from tracker.crawling.context import TrackerContext
+from tracker.crawling.items import PageItem
 from tracker.demo.site import master_documents
-from tracker.extract import extract_normalized
-from tracker.items import PageItem
-from tracker.library import MasterLibrary
-from tracker.runtime import Runtime
+from tracker.matching.library import MasterLibrary
+from tracker.reading.extract import extract_normalized
+from tracker.servers import services
+from tracker.servers.runtime import Runtime
 
 
 def server_cpu(settings: Settings, name: str) -> float:

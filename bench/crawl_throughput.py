@@ -51,13 +51,13 @@ from dataclasses import replace
 from pathlib import Path
 
 from bench.corpus import load as load_corpus
-from tracker import services
 from tracker.config import Settings
-from tracker.crawl import run_crawl
+from tracker.crawling.crawl import run_crawl
 from tracker.demo.site import AD_LINES, master_documents, serve
-from tracker.library import MasterLibrary
+from tracker.matching.library import MasterLibrary
 from tracker.model import MasterDocument
-from tracker.runtime import Runtime
+from tracker.servers import services
+from tracker.servers.runtime import Runtime
 
 PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"><title>{title}_笔趣阁</title></head>
 <body><div class="nav"><a href="/">首页</a> <a href="/list/{list_no}.html">目录</a></div>

@@ -2,9 +2,9 @@
 
 A fresh library on the embedded servers (or ``--mongo-url``/``--redis-url``): database
 ``bench`` dropped and keys ``bench:*`` removed first. Ingest goes through
-:meth:`tracker.library.MasterLibrary.ingest`, checks through ``library.detector().check``, and the
-``tracker check --jsonl`` command is timed as a separate process, so changes to the engine show up
-here without touching the harness. Only :func:`explain_miss` looks inside (candidates and
+:meth:`tracker.matching.library.MasterLibrary.ingest`, checks through ``library.detector().check``,
+and the ``tracker check --jsonl`` command is timed as a separate process, so changes to the engine
+show up here without touching the harness. Only :func:`explain_miss` looks inside (candidates and
 alignment of one expected master) and it degrades to a message if the internals change.
 """
 
@@ -20,12 +20,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from tracker import services
 from tracker.cli.check import DEFAULT_WORKERS
 from tracker.config import Settings
-from tracker.library import MasterLibrary
+from tracker.matching.library import MasterLibrary
 from tracker.model import MasterDocument
-from tracker.runtime import Runtime
+from tracker.servers import services
+from tracker.servers.runtime import Runtime
 
 DB, PREFIX = "bench", "bench:"
 

@@ -5,9 +5,9 @@
 
 The pages are the real-page fixtures (``tests/fixtures/pages``, see its SOURCES.md): article
 pages of Chinese news portals, blogs, government and WeChat pages, and list pages. Each page
-goes through what a crawl does to it (:func:`tracker.extract.extract`, then the ExtractPipeline's
-decision: list page, too little text, or kept as an article) and is scored against its
-expected body:
+goes through what a crawl does to it (:func:`tracker.reading.extract.extract`, then the
+ExtractPipeline's decision: list page, too little text, or kept as an article) and is scored against
+its expected body:
 
 * **recall**: the share of the expected body's character bigrams (after normalisation:
   Simplified, letters and digits) found in the extracted text, as multisets;
@@ -33,7 +33,7 @@ from pathlib import Path
 from scrapy.http import HtmlResponse
 
 from spiders.base import decode_page, link_text
-from tracker.extract import Extracted, extract
+from tracker.reading.extract import Extracted, extract
 from tracker.text.normalize import normalize
 
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "pages"

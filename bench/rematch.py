@@ -32,13 +32,13 @@ from pathlib import Path
 from bench import corpus as bench_corpus
 from bench.disguises import Alphabet, typos, with_ads
 from bench.scale import sentence_pool, synthetic_chapters
-from tracker import services
 from tracker.batching import batches
 from tracker.config import Settings
 from tracker.index.page_index import PageIndex
-from tracker.library import MasterLibrary
-from tracker.rematch import Rematcher
-from tracker.runtime import Runtime
+from tracker.matching.library import MasterLibrary
+from tracker.matching.rematch import Rematcher
+from tracker.servers import services
+from tracker.servers.runtime import Runtime
 from tracker.stores.pages import MatchStore, PageRecord, PageStore
 from tracker.text.normalize import normalize
 

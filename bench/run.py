@@ -360,7 +360,7 @@ def main(argv: list[str] | None = None) -> int:
     log(f"{len(corpus.masters)} masters, {len(cases)} cases")
 
     from tracker.fingerprints.document import fingerprint, fingerprint_many
-    from tracker.library import MasterLibrary
+    from tracker.matching.library import MasterLibrary
 
     baselines = {m: BASELINES[m]() for m in args.methods if m != "tracker"}
     sample = sample_texts(corpus, args.fp_chars, args.seed)

@@ -19,7 +19,7 @@ from pathlib import Path
 from tracker.config import Settings
 from tracker.index.simhash_index import RECORD, SimHashIndex
 from tracker.index.storage import RedisStorage
-from tracker.runtime import Runtime
+from tracker.servers.runtime import Runtime
 
 
 def flip(value: int, rng: random.Random, bits: int) -> int:
@@ -82,7 +82,7 @@ def main() -> None:
                     f"| {name} | {r['tables']} | 2^{bucket_bits} | {r['bytes_per_fp']:.0f} | "
                     f"{r['candidates']:.0f} | {r['p50_ms']:.2f} | {r['recall']:.3f} |"
                 )
-        from tracker import services
+        from tracker.servers import services
 
         services.stop(runtime.settings)
 

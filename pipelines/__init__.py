@@ -3,7 +3,7 @@ store (see ``ITEM_PIPELINES``).
 
 No stage blocks the reactor. Extraction runs in worker processes
 (``TRACKER_EXTRACT_PROCESSES``); every MongoDB and Redis call, and the pauses of a reconnection
-(:meth:`tracker.context.TrackerContext.call`), run in a worker thread per stage, a batch of
+(:meth:`tracker.crawling.context.TrackerContext.call`), run in a worker thread per stage, a batch of
 pages at a time (:class:`tracker.batching.Batcher`: a batch goes to the worker when it holds
 ``TRACKER_BATCH_SIZE`` pages, or when the worker is free and ``TRACKER_BATCH_DELAY`` seconds have
 passed since its first page, so batches grow while the worker is busy), so a slow or absent
@@ -14,7 +14,7 @@ A page that could not be matched or stored because a server failed is counted as
 ``tracker/errors/index`` (Redis) or ``tracker/errors/store`` (MongoDB) and as
 ``tracker/degraded/unmatched`` or ``tracker/degraded/unstored``, each page of a failed batch
 for itself; the crawl then ends with ``status: degraded`` and a non-zero exit status (see
-:mod:`tracker.extensions`).
+:mod:`tracker.crawling.extensions`).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from scrapy.crawler import Crawler
 from scrapy.statscollectors import StatsCollector
 
 from tracker.batching import Batcher
-from tracker.context import tracker_context
+from tracker.crawling.context import tracker_context
 
 log = logging.getLogger(__name__)
 

@@ -18,11 +18,11 @@ import numpy as np
 from scrapy.crawler import Crawler
 
 from pipelines import SERVER_ERRORS, BatchedStage, Tally
-from tracker.context import tracker_context
-from tracker.extract import WARM_UP_TEXT
+from tracker.crawling.context import tracker_context
+from tracker.crawling.items import PageItem
 from tracker.fingerprints.simhash import votes_of_lines
-from tracker.items import PageItem
 from tracker.model import site_of
+from tracker.reading.extract import WARM_UP_TEXT
 from tracker.text.normalize import normalize
 from tracker.text.site_boilerplate import MasterText, SiteBoilerplate
 

@@ -2,8 +2,9 @@
 pages, textless pages and copies of a page's canonical.
 
 * **Lists.** The spider drops only obvious link lists; here a page is a list when its extracted
-  main text is short of prose and mostly link lines (:attr:`tracker.extract.Extracted.is_list`),
-  whatever the rest of the page holds. Counted as ``tracker/skipped/list_page``.
+  main text is short of prose and mostly link lines
+  (:attr:`tracker.reading.extract.Extracted.is_list`), whatever the rest of the page holds. Counted
+  as ``tracker/skipped/list_page``.
 * **Canonical copies.** A page whose ``<link rel="canonical">`` names another page is stored
   under its own URL (markup must not hide a page) unless its text is its canonical's: then one
   copy suffices. The canonical's text is known when it was met earlier in this crawl or is
@@ -13,8 +14,8 @@ pages, textless pages and copies of a page's canonical.
 
 Extraction runs in ``TRACKER_EXTRACT_PROCESSES`` worker processes (0: in a thread of the crawl
 process), beside the downloads and the other stages, ``TRACKER_EXTRACT_BATCH`` pages to a call
-(:class:`tracker.process_pool.PoolBatcher`: the batches grow while the worker is busy); a page
-whose extraction fails, or kills its worker twice, is counted as ``tracker/errors/extract`` and
+(:class:`tracker.crawling.process_pool.PoolBatcher`: the batches grow while the worker is busy); a
+page whose extraction fails, or kills its worker twice, is counted as ``tracker/errors/extract`` and
 dropped. Stored canonicals are looked up a batch at a time in a worker thread.
 """
 
@@ -30,10 +31,10 @@ from scrapy.exceptions import DropItem
 
 from pipelines import SERVER_ERRORS, Tally, close_batcher, stage_batcher
 from spiders.base import canonical_of
-from tracker.context import tracker_context
-from tracker.extract import ExtractionRules, extract_pages, warm_up
-from tracker.items import PageItem
-from tracker.process_pool import PoolBatcher, ProcessPool
+from tracker.crawling.context import tracker_context
+from tracker.crawling.items import PageItem
+from tracker.crawling.process_pool import PoolBatcher, ProcessPool
+from tracker.reading.extract import ExtractionRules, extract_pages, warm_up
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +53,7 @@ class ExtractPipeline:
         self.variants: OrderedDict[str, set[str]] = OrderedDict()  # canonical -> kept digests
         self.pool = ProcessPool(
             crawler.settings.getint("TRACKER_EXTRACT_PROCESSES", 0),
-            preload=["tracker.extract"],
+            preload=["tracker.reading.extract"],
             warm_up=warm_up,
         )
         self.extractions = PoolBatcher(
@@ -86,7 +87,7 @@ class ExtractPipeline:
             raise DropItem(f"extraction failed: {item['url']}") from exc
         extracted, normalized = page.extracted, page.normalized
         if rules and (rules.css or rules.xpath) and extracted.extractor not in ("css", "xpath"):
-            self.stats.inc_value("tracker/extract/selector_missed")
+            self.stats.inc_value("tracker/reading/extract/selector_missed")
         if extracted.is_list and not (rules and rules.articles):
             self.stats.inc_value("tracker/skipped/list_page")
             raise DropItem(f"list page (main text mostly links): {item['url']}")

@@ -1,8 +1,8 @@
 """Fingerprint a page's text: its SimHash-64 (matched against the library's near-duplicate
 index and used to group mirror copies). The page's shingles are hashed by the match itself.
-The extraction worker hashes the text it extracted (:func:`tracker.extract.extract_normalized`);
-this stage hashes the pages that come without one (their site's boilerplate was dropped, or
-they were not extracted by the worker).
+The extraction worker hashes the text it extracted
+(:func:`tracker.reading.extract.extract_normalized`); this stage hashes the pages that come without
+one (their site's boilerplate was dropped, or they were not extracted by the worker).
 
 The SimHash of a batch of pages is computed together in a worker thread: the jieba
 segmentation runs there without the GIL (on another core than the downloads), and the
@@ -11,8 +11,8 @@ hashing pays numpy's per-call cost once per batch (:func:`simhash_normalized`)."
 from __future__ import annotations
 
 from pipelines import BatchedStage, Tally
+from tracker.crawling.items import PageItem
 from tracker.fingerprints.simhash import simhash_normalized
-from tracker.items import PageItem
 from tracker.text.normalize import normalize
 
 

@@ -5,9 +5,9 @@ worker thread."""
 from __future__ import annotations
 
 from pipelines import SERVER_ERRORS, BatchedStage, Tally
-from tracker.context import tracker_context
-from tracker.extract import WARM_UP_TEXT
-from tracker.items import PageItem
+from tracker.crawling.context import tracker_context
+from tracker.crawling.items import PageItem
+from tracker.reading.extract import WARM_UP_TEXT
 from tracker.text.normalize import normalize
 
 

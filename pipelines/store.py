@@ -16,9 +16,9 @@ from collections import Counter
 from datetime import UTC, datetime
 
 from pipelines import SERVER_ERRORS, BatchedStage, Tally
-from tracker.context import TrackerContext, tracker_context
+from tracker.crawling.context import TrackerContext, tracker_context
+from tracker.crawling.items import PageItem
 from tracker.fingerprints.document import to_signed
-from tracker.items import PageItem
 from tracker.stores.pages import PageRecord
 
 

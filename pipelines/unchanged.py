@@ -20,8 +20,8 @@ from datetime import UTC, datetime
 from scrapy.exceptions import DropItem
 
 from pipelines import SERVER_ERRORS, BatchedStage, Tally
-from tracker.context import TrackerContext, tracker_context
-from tracker.items import PageItem
+from tracker.crawling.context import TrackerContext, tracker_context
+from tracker.crawling.items import PageItem
 from tracker.model import content_hash
 from tracker.stores.pages import OK
 from tracker.stores.rematch import RematchMark

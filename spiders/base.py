@@ -15,7 +15,7 @@
   canonical's, the ExtractPipeline keeps one copy (:mod:`pipelines.extract`).
 * **Lists**: only obvious link lists (:meth:`TrackerSpider.is_list_page`) are dropped here,
   before extraction; whether any other page is an article is decided on its extracted main
-  text (:attr:`tracker.extract.Extracted.is_list`).
+  text (:attr:`tracker.reading.extract.Extracted.is_list`).
 """
 
 from __future__ import annotations
@@ -47,10 +47,10 @@ from twisted.web._newclient import ResponseFailed, ResponseNeverReceived
 from w3lib.url import canonicalize_url
 
 from tracker.config import parse_bool
-from tracker.extract import MAX_LINK_TEXT_SHARE, MIN_PROSE_CHARS
-from tracker.items import PageItem
-from tracker.middlewares.redirect import RedirectLoop
-from tracker.middlewares.traps import strip_session_ids
+from tracker.crawling.items import PageItem
+from tracker.crawling.middlewares.redirect import RedirectLoop
+from tracker.crawling.middlewares.traps import strip_session_ids
+from tracker.reading.extract import MAX_LINK_TEXT_SHARE, MIN_PROSE_CHARS
 from tracker.text.encoding import DecodeError, decode_page  # decode_page: re-exported
 
 #: Links a spider remembers having given (:meth:`TrackerSpider.links`): ~150 bytes each.
@@ -185,7 +185,7 @@ def error_kind(failure: Failure) -> str:
 class TrackerSpider(scrapy.Spider):
     """Base of the tracker spiders (see the module doc). Subclasses implement :meth:`parse`."""
 
-    #: Extraction rules passed to the pipelines with every page (see ``tracker.extract``).
+    #: Extraction rules passed to the pipelines with every page (see ``tracker.reading.extract``).
     extraction_rules: dict[str, Any] | None = None
 
     def __init__(

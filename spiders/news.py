@@ -7,7 +7,7 @@ links (``<link rel="alternate">``) and article links are followed. Article pages
 their article links followed in turn; list and tag pages (by URL, or by their main text being
 mostly links) are skipped and counted as ``tracker/skipped/list_page``.
 
-Feeds are pages too (:mod:`tracker.feeds`): an item with its own text (``content:encoded``,
+Feeds are pages too (:mod:`tracker.reading.feeds`): an item with its own text (``content:encoded``,
 Atom ``content``, or a ``description`` long enough to be the article) is stored and matched as
 a page under its link, or under ``FEED_URL#guid`` when it has none or it leads off the site; an
 item that is only a summary has its on-site link fetched instead, so the whole article is
@@ -25,8 +25,8 @@ from scrapy.linkextractors import LinkExtractor
 from scrapy.utils.sitemap import Sitemap
 
 from spiders.base import IGNORED_EXTENSIONS, TrackerSpider
-from tracker.feeds import FeedError, looks_like_feed, parse_feed
-from tracker.items import PageItem
+from tracker.crawling.items import PageItem
+from tracker.reading.feeds import FeedError, looks_like_feed, parse_feed
 
 #: Article URLs: a date in the path, a long numeric id, or an article-like directory.
 ARTICLE_URL = re.compile(

@@ -3,7 +3,7 @@
 Follows every on-site link (book catalogues, chapter lists, chapter pages) and gives
 continuation links (下一页, ``_2.html``, ``?page=2``) priority, so a split chapter is fetched
 together. Every HTML page that is not mostly links (catalogues, chapter lists) becomes a
-:class:`tracker.items.PageItem`; the pipelines decide which pages carry text. Arguments:
+:class:`tracker.crawling.items.PageItem`; the pipelines decide which pages carry text. Arguments:
 ``start_url`` (comma-separated for several), ``allowed_domains``, ``max_pages``, ``max_depth``,
 ``obey_robots`` + ``robots_reason`` (see :mod:`spiders.base`).
 """

@@ -65,8 +65,8 @@ class SiteConfig:
 
     @property
     def extraction_rules(self) -> dict[str, Any] | None:
-        """The rules sent with every page (:class:`tracker.extract.ExtractionRules`): the body
-        selectors, and ``articles`` when ``pages.allow`` names the content pages (which are
+        """The rules sent with every page (:class:`tracker.reading.extract.ExtractionRules`): the
+        body selectors, and ``articles`` when ``pages.allow`` names the content pages (which are
         then never taken for lists)."""
         if not (self.body_css or self.body_xpath or self.body_remove or self.pages_allow):
             return None

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from tracker import services
 from tracker.config import Settings
-from tracker.runtime import Runtime
+from tracker.servers import services
+from tracker.servers.runtime import Runtime
 
 # Checks run by the tests in subprocesses leave no warm checker behind (one test turns it on).
 os.environ["TRACKER_CHECK_WARM_S"] = "0"

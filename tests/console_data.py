@@ -9,10 +9,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from tracker.config import Settings
-from tracker.library import MasterLibrary
-from tracker.readers import read_book
+from tracker.matching.library import MasterLibrary
+from tracker.reading.readers import read_book
 from tracker.reports.build import build_report
-from tracker.runtime import Runtime
+from tracker.servers.runtime import Runtime
 from tracker.stores.pages import MatchStore, PageRecord, PageStore
 from tracker.stores.reports import ReportStore
 

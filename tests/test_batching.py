@@ -1,5 +1,5 @@
 """The batching helper the pipelines share (:class:`tracker.batching.Batcher`) and the worker
-processes of extraction (:class:`tracker.process_pool.ProcessPool`): no servers needed."""
+processes of extraction (:class:`tracker.crawling.process_pool.ProcessPool`): no servers needed."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tracker.batching import Batcher, batches
-from tracker.process_pool import PIPE_BYTES, PoolBatcher, ProcessPool
+from tracker.crawling.process_pool import PIPE_BYTES, PoolBatcher, ProcessPool
 
 
 def test_batches_of_a_stream():

@@ -21,10 +21,10 @@ import pytest
 
 from tracker.cli import main
 from tracker.cli._servers import SERVER_TIMEOUT_S
-from tracker.commands.crawl import summary
-from tracker.library import MasterLibrary
+from tracker.crawling.commands.crawl import summary
+from tracker.matching.library import MasterLibrary
 from tracker.model import MasterDocument
-from tracker.readers import Input, input_text
+from tracker.reading.readers import Input, input_text
 
 from .texts import prose
 
@@ -436,9 +436,9 @@ def test_the_end_of_crawl_summary_is_short_and_says_where_the_report_is():
 def test_the_demo_says_which_database_it_used_and_how_to_look_at_it(
     settings, runtime, monkeypatch, capsys, caplog
 ):
-    import tracker.crawl
+    import tracker.crawling.crawl
 
-    monkeypatch.setattr(tracker.crawl, "run_crawl", lambda *args, **kwargs: 1)  # no crawl
+    monkeypatch.setattr(tracker.crawling.crawl, "run_crawl", lambda *args, **kwargs: 1)  # no crawl
     for name, value in (
         ("MONGO_URL", settings.mongo_url),
         ("REDIS_URL", settings.redis_url),

@@ -7,9 +7,9 @@ from datetime import UTC, date, datetime
 
 import pytest
 
-from tracker.clustering import CentreIndex, PageClusterer
 from tracker.fingerprints.document import to_signed
 from tracker.reports.build import build_report
+from tracker.reports.clustering import CentreIndex, PageClusterer
 from tracker.stores.clusters import ClusterStore
 from tracker.stores.pages import MatchStore, PageRecord, PageStore
 

@@ -287,7 +287,7 @@ def test_a_public_name_resolving_to_a_private_address_is_refused(monkeypatch):
     """No traffic: the name is resolved (here by a stub), the address checked, nothing sent."""
     import socket
 
-    from tracker.readers import InputError, fetch
+    from tracker.reading.readers import InputError, fetch
 
     def resolve(host, port, *args, **kwargs):
         address = {"meta.example": "169.254.169.254", "lan.example": "10.1.2.3"}[host]
@@ -449,7 +449,7 @@ def test_tracker_serve_serves_the_console(seeded):
     import urllib.error
     import urllib.request
 
-    from tracker.crawl import crawl_environment
+    from tracker.crawling.crawl import crawl_environment
 
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

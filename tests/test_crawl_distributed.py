@@ -12,7 +12,7 @@ import pytest
 from tests.sites import Page, TestSite, html_page, link_list
 from tests.test_crawl_novel import crawl_settings
 from tests.texts import prose
-from tracker.crawl import run_crawl
+from tracker.crawling.crawl import run_crawl
 
 pytestmark = pytest.mark.integration
 

@@ -9,9 +9,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from tracker.crawl import run_crawl
+from tracker.crawling.crawl import run_crawl
 from tracker.demo import build_site, master_documents, serve
-from tracker.library import MasterLibrary
+from tracker.matching.library import MasterLibrary
 from tracker.reports.build import build_report
 
 

@@ -18,7 +18,7 @@ import pytest
 from tests.sites import Page, TestSite, book_masters, chapter_p, html_page, link_list
 from tests.test_crawl_novel import crawl
 from tests.texts import prose
-from tracker.library import MasterLibrary
+from tracker.matching.library import MasterLibrary
 from tracker.model import MasterDocument
 
 pytestmark = pytest.mark.integration

@@ -12,7 +12,7 @@ import pytest
 from tests.sites import Page, TestSite, article_page, html_page
 from tests.test_crawl_novel import crawl
 from tests.texts import prose
-from tracker.library import MasterLibrary
+from tracker.matching.library import MasterLibrary
 from tracker.model import MasterDocument
 
 pytestmark = pytest.mark.integration

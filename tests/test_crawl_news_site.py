@@ -10,7 +10,7 @@ import yaml
 
 from tests.sites import WATERMARK, configured_site, news_site
 from tests.test_crawl_novel import crawl
-from tracker.library import MasterLibrary
+from tracker.matching.library import MasterLibrary
 
 pytestmark = pytest.mark.integration
 

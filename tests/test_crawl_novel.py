@@ -13,8 +13,8 @@ import pytest
 from tests.disguise import traditional
 from tests.sites import AD, Page, TestSite, html_page, link_list, novel_site
 from tests.texts import prose
-from tracker.crawl import run_crawl
-from tracker.library import MasterLibrary
+from tracker.crawling.crawl import run_crawl
+from tracker.matching.library import MasterLibrary
 from tracker.stores.pages import PageRecord, PageStore
 
 pytestmark = pytest.mark.integration

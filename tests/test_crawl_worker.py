@@ -14,8 +14,8 @@ import pytest
 
 from tests.test_crawl_distributed import PAGES, linked_site
 from tracker.cli.crawl_worker import least_manned
-from tracker.crawl import run_crawl
-from tracker.crawl_board import JOIN_SETTING, CrawlBoard, crawl_keys
+from tracker.crawling.crawl import run_crawl
+from tracker.crawling.crawl_board import JOIN_SETTING, CrawlBoard, crawl_keys
 from tracker.scheduler.jobs import JobContext
 
 pytestmark = pytest.mark.integration

@@ -15,7 +15,7 @@ import pytest
 
 from tracker.demo import LocalSite, SiteManifest, build_site, master_documents, master_paths, serve
 from tracker.demo.site import AD_LINES, ALL_ADS, INLINE_ADS, PAGE_BREAK_AD
-from tracker.readers import read_book, read_jsonl
+from tracker.reading.readers import read_book, read_jsonl
 from tracker.text.normalize import normalize
 
 HREF = re.compile(r"""href\s*=\s*["']([^"'#]+)["']""", re.I)

@@ -1,5 +1,5 @@
 """A site's concurrency limit holds: Scrapy 2.19 alone let every queued request of a slot go
-at once when no download delay was set (tracker/downloader.py)."""
+at once when no download delay was set (tracker/crawling/downloader.py)."""
 
 from __future__ import annotations
 
@@ -88,7 +88,7 @@ def peak_in_flight(tmp_path: Path, downloader: str, per_domain: int) -> int:
 
 @pytest.mark.parametrize("per_domain", [1, 3])
 def test_the_project_downloader_keeps_a_sites_concurrency_limit(tmp_path, per_domain):
-    from tracker import settings
+    from tracker.crawling import settings
 
-    assert settings.DOWNLOADER == "tracker.downloader.PoliteDownloader"
+    assert settings.DOWNLOADER == "tracker.crawling.downloader.PoliteDownloader"
     assert peak_in_flight(tmp_path, settings.DOWNLOADER, per_domain) == per_domain

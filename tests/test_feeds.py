@@ -1,4 +1,4 @@
-"""Feeds read item by item (tracker.feeds): RSS 2.0, RDF and Atom, escaped and inline HTML,
+"""Feeds read item by item (tracker.reading.feeds): RSS 2.0, RDF and Atom, escaped and inline HTML,
 legacy encodings declared only in the XML prolog, and hostile XML."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import pytest
 
 from tests.disguise import traditional
 from tests.texts import prose
-from tracker.extract import extract
-from tracker.feeds import FeedError, looks_like_feed, parse_feed
+from tracker.reading.extract import extract
+from tracker.reading.feeds import FeedError, looks_like_feed, parse_feed
 
 FEED = "http://news.test/feed.xml"
 BODY = prose(seed=90, chars=900)

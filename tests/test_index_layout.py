@@ -13,9 +13,9 @@ from tracker.fingerprints.document import fingerprint_many
 from tracker.index import MemoryStorage
 from tracker.index.layout import ORIGINAL, IndexLayout
 from tracker.index.master_index import MasterIndex
-from tracker.library import MasterLibrary
+from tracker.matching.library import MasterLibrary
 from tracker.model import MasterDocument
-from tracker.runtime import Runtime
+from tracker.servers.runtime import Runtime
 from tracker.text.normalize import normalize
 
 from . import disguise

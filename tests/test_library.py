@@ -11,10 +11,10 @@ import pytest
 
 from tracker.cli import main
 from tracker.fingerprints.document import VERSION
-from tracker.library import MasterLibrary
 from tracker.matching.detector import MasterCache
+from tracker.matching.library import MasterLibrary
 from tracker.model import MasterDocument
-from tracker.readers import InputError, read_documents, read_masters
+from tracker.reading.readers import InputError, read_documents, read_masters
 
 from . import disguise
 from .texts import prose

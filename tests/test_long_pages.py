@@ -8,7 +8,7 @@ import itertools
 import pytest
 
 from tracker.fingerprints.document import text_simhash
-from tracker.library import MasterLibrary
+from tracker.matching.library import MasterLibrary
 from tracker.matching.segments import LONG_PAGE_TOKENS, SEGMENT_TOKENS, segments
 from tracker.model import MasterDocument
 from tracker.text.normalize import normalize

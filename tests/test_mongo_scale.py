@@ -17,7 +17,7 @@ from pymongo.write_concern import WriteConcern
 
 from tracker.cli import _servers, main
 from tracker.config import ConfigError, Settings
-from tracker.runtime import Runtime
+from tracker.servers.runtime import Runtime
 from tracker.stores.indexes import INDEXES, ensure_indexes, key_of, missing_indexes
 from tracker.stores.pages import MatchStore
 

@@ -26,11 +26,11 @@ from pipelines.unchanged import UnchangedPagePipeline
 from tests.test_crawl_novel import crawl_settings
 from tests.test_record import FAST, book, crawl, expected, own, pirate_site  # noqa: F401
 from tests.texts import prose
-from tracker import services
-from tracker.context import TrackerContext
-from tracker.crawl import crawl_command, crawl_environment
-from tracker.items import PageItem
-from tracker.library import MasterLibrary
+from tracker.crawling.context import TrackerContext
+from tracker.crawling.crawl import crawl_command, crawl_environment
+from tracker.crawling.items import PageItem
+from tracker.matching.library import MasterLibrary
+from tracker.servers import services
 from tracker.text.normalize import normalize
 
 pytestmark = pytest.mark.integration

@@ -9,7 +9,7 @@ import pytest
 from bench.extraction import FIXTURES, load, measure, page_bytes
 from tests.sites import Page, TestSite, html_page, link_list
 from tests.test_crawl_novel import crawl
-from tracker.library import MasterLibrary
+from tracker.matching.library import MasterLibrary
 from tracker.model import MasterDocument
 
 PAGES = load()

@@ -31,18 +31,18 @@ from tests.disguise import typos, with_ads
 from tests.sites import Page, TestSite, chapter_p, encoded, html_page, link_list
 from tests.stages import process
 from tests.texts import prose
-from tracker import services
 from tracker.config import Settings
-from tracker.crawl import run_crawl
+from tracker.crawling.crawl import run_crawl
 from tracker.index.master_index import MasterIndex
 from tracker.index.simhash_index import RECORD as SIMHASH_RECORD
 from tracker.index.storage import RedisStorage, doc_ids
-from tracker.library import MasterLibrary
+from tracker.matching.library import MasterLibrary
+from tracker.matching.rematch import Rematcher
 from tracker.model import MasterDocument
-from tracker.rematch import Rematcher
 from tracker.reports.build import build_report
 from tracker.reports.notices import to_notices
-from tracker.runtime import Runtime
+from tracker.servers import services
+from tracker.servers.runtime import Runtime
 
 pytestmark = pytest.mark.integration
 
@@ -465,7 +465,7 @@ def test_queued_requests_and_scheduler_jobs_are_not_pickled():
     from scrapy import Request
     from scrapy.utils.request import request_from_dict
 
-    from tracker import request_codec
+    from tracker.crawling import request_codec
 
     request = Request(
         "http://127.0.0.1:1/书/1.html", body=b"\x00\xff", meta={"depth": 2}, priority=10
@@ -546,8 +546,8 @@ def test_server_errors_in_the_match_and_store_stages_are_counted_and_repaired(ow
     from pipelines.match import MatchPipeline
     from pipelines.store import StorePipeline
     from pipelines.unchanged import UnchangedPagePipeline
-    from tracker.context import TrackerContext
-    from tracker.items import PageItem
+    from tracker.crawling.context import TrackerContext
+    from tracker.crawling.items import PageItem
 
     _settings, runtime = own
     masters = book(3)

@@ -17,25 +17,25 @@ from redis.crc import key_slot
 from tests.disguise import typos, with_ads
 from tests.stages import process
 from tests.texts import ARTICLE, OTHER_ARTICLE, prose
-from tracker import services
 from tracker.cli import main
-from tracker.clustering import CentreIndex
 from tracker.config import ConfigError, Settings
-from tracker.crawl import crawl_environment
-from tracker.distributed import queue_redis_url, refuse_cluster_node
+from tracker.crawling.crawl import crawl_environment
+from tracker.crawling.distributed import queue_redis_url, refuse_cluster_node
 from tracker.index.page_index import PageIndex
 from tracker.index.storage import RedisStorage
-from tracker.library import MasterLibrary
-from tracker.locks import HeldLock, LockBusy
+from tracker.matching.library import MasterLibrary
+from tracker.matching.rematch import Rematcher
 from tracker.model import MasterDocument
-from tracker.redis_cluster import (
+from tracker.reports.clustering import CentreIndex
+from tracker.servers import services
+from tracker.servers.locks import HeldLock, LockBusy
+from tracker.servers.redis_cluster import (
     GROUPS,
     ClusterNodeError,
     group_tags,
     keys_per_node,
 )
-from tracker.rematch import Rematcher
-from tracker.runtime import Runtime
+from tracker.servers.runtime import Runtime
 from tracker.text.site_boilerplate import SiteBoilerplate
 
 pytestmark = pytest.mark.integration
@@ -218,8 +218,8 @@ def test_crawl_pipelines_page_index_and_rematch_on_a_cluster(cluster_runtime, re
     from pipelines.fingerprint import FingerprintPipeline
     from pipelines.match import MatchPipeline
     from pipelines.store import StorePipeline
-    from tracker.context import TrackerContext
-    from tracker.items import PageItem
+    from tracker.crawling.context import TrackerContext
+    from tracker.crawling.items import PageItem
 
     masters = chapters(4, seed=4500)
     late = MasterDocument("迟到/1", "迟到", "第一章", prose(4599, 2500))
@@ -264,7 +264,7 @@ def test_a_node_that_stops_answering_mid_batch(cluster_runtime, redis_cluster):
     and answered; appends it may have run are not sent twice, the error names the node."""
     import redis
 
-    from tracker.redis_cluster import connect
+    from tracker.servers.redis_cluster import connect
 
     client = connect(redis_cluster.url, socket_timeout=0.3)
     storage = RedisStorage(client, cluster_runtime.settings.redis_prefix + "pause:")
@@ -357,9 +357,9 @@ def test_a_killed_node_is_named_never_a_silent_miss(doomed, monkeypatch):
 
     from pipelines.fingerprint import FingerprintPipeline
     from pipelines.match import MatchPipeline
-    from tracker import context as context_module
-    from tracker.context import TrackerContext
-    from tracker.items import PageItem
+    from tracker.crawling import context as context_module
+    from tracker.crawling.context import TrackerContext
+    from tracker.crawling.items import PageItem
 
     cluster, runtime = doomed
     masters = chapters(6, seed=4700)

@@ -25,7 +25,6 @@ from apscheduler.executors.debug import DebugExecutor
 from apscheduler.schedulers.base import STATE_PAUSED
 
 from tracker.fingerprints.document import to_signed
-from tracker.locks import HeldLock
 from tracker.scheduler import jobs
 from tracker.scheduler.service import (
     SchedulerService,
@@ -34,6 +33,7 @@ from tracker.scheduler.service import (
     lock_name,
     with_run_time,
 )
+from tracker.servers.locks import HeldLock
 from tracker.stores.pages import MatchStore, PageRecord, PageStore
 
 pytestmark = pytest.mark.integration

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from tracker.crawl import crawl_environment
+from tracker.crawling.crawl import crawl_environment
 from tracker.demo import build_site, master_documents, serve
-from tracker.library import MasterLibrary
+from tracker.matching.library import MasterLibrary
 from tracker.scheduler.service import lock_name
 
 pytestmark = pytest.mark.integration

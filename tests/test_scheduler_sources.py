@@ -11,7 +11,7 @@ from datetime import UTC, date, datetime, timedelta
 import pytest
 
 from tracker.config import ConfigError, Settings
-from tracker.library import MasterLibrary
+from tracker.matching.library import MasterLibrary
 from tracker.scheduler.jobs import job_plan, report_days
 from tracker.scheduler.sources import CollectionSource, Cursors, DropFolder, configured_sources
 

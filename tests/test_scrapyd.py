@@ -23,7 +23,7 @@ from urllib.request import urlopen
 import pytest
 
 from tracker.demo.site import build_site, master_documents, serve
-from tracker.library import MasterLibrary
+from tracker.matching.library import MasterLibrary
 
 pytest.importorskip("scrapyd", reason="Scrapyd is in the test extra: pip install -e '.[test]'")
 pytestmark = pytest.mark.integration
@@ -110,7 +110,7 @@ def test_the_egg_deployed_to_scrapyd_runs_a_crawl(project, scrapyd, runtime, tmp
         entry_points = packed.read("EGG-INFO/entry_points.txt").decode()
     assert {"spiders/novel.py", "pipelines/store.py", "tracker/demo/data/红楼梦.txt"} <= names
     assert not {name for name in names if name.startswith(("tests/", "bench/"))}
-    assert "[scrapy]\nsettings = tracker.settings" in entry_points
+    assert "[scrapy]\nsettings = tracker.crawling.settings" in entry_points
 
     # Uploaded (addversion.json) to the scrapy.cfg target `scrapyd`, named for this Scrapyd.
     config = configparser.ConfigParser()

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from tracker import services
+from tracker.servers import services
 
 
 def _fake_redis(replies: list[bytes]) -> tuple[int, threading.Thread]:

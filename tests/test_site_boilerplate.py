@@ -8,10 +8,10 @@ from scrapy.utils.test import get_crawler
 
 from pipelines.boilerplate import SiteBoilerplatePipeline, drop_lines
 from tests.stages import process
-from tracker.context import TrackerContext
+from tracker.crawling.context import TrackerContext
+from tracker.crawling.items import PageItem
 from tracker.fingerprints.simhash import simhash_normalized, votes_normalized
-from tracker.items import PageItem
-from tracker.library import MasterLibrary
+from tracker.matching.library import MasterLibrary
 from tracker.model import MasterDocument
 from tracker.text.normalize import normalize
 from tracker.text.site_boilerplate import MasterText, SiteBoilerplate

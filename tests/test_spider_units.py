@@ -21,8 +21,19 @@ from spiders.novel import NovelSpider
 from spiders.siteconfig import SiteConfigError, load_site_config, parse_site_config
 from tests.stages import process
 from tests.texts import prose
-from tracker.context import TrackerContext
-from tracker.extract import (
+from tracker.crawling.context import TrackerContext
+from tracker.crawling.items import PageItem
+from tracker.crawling.middlewares.proxy import ProxyListMiddleware, read_proxy_list
+from tracker.crawling.middlewares.redirect import RedirectLoop, RedirectLoopMiddleware
+from tracker.crawling.middlewares.retry import backoff_delay
+from tracker.crawling.middlewares.traps import (
+    TrapGuardMiddleware,
+    date_shape,
+    repeated_segments,
+    strip_session_ids,
+)
+from tracker.crawling.middlewares.useragent import RotatingUserAgentMiddleware
+from tracker.reading.extract import (
     WARM_UP_PAGE,
     WARM_UP_TEXT,
     ExtractionFailed,
@@ -33,17 +44,6 @@ from tracker.extract import (
     strip_boilerplate_lines,
     warm_up,
 )
-from tracker.items import PageItem
-from tracker.middlewares.proxy import ProxyListMiddleware, read_proxy_list
-from tracker.middlewares.redirect import RedirectLoop, RedirectLoopMiddleware
-from tracker.middlewares.retry import backoff_delay
-from tracker.middlewares.traps import (
-    TrapGuardMiddleware,
-    date_shape,
-    repeated_segments,
-    strip_session_ids,
-)
-from tracker.middlewares.useragent import RotatingUserAgentMiddleware
 from tracker.stores.masters import MasterStore
 from tracker.stores.pages import MatchStore, PageRecord, PageStore
 

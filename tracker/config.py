@@ -30,14 +30,15 @@ class Settings:
     mongo_db: str = "tracker"
     redis_prefix: str = "tracker:"
     # REDIS_URL names a node of a Redis Cluster: the index spreads over its primaries (see
-    # tracker.redis_cluster). The embedded server is a single node: a cluster needs REDIS_URL.
+    # tracker.servers.redis_cluster). The embedded server is a single node: a cluster needs
+    # REDIS_URL.
     redis_cluster: bool = False
     # The Redis of a distributed crawl's shared queue (scrapy-redis, which speaks to one server,
     # not a cluster); "" = REDIS_URL's server when it is not a cluster.
     crawl_redis_url: str = ""
     # Write concern of every write (``majority``, or a number of members): "" = the URL's
     # ``w=``, else majority. Read preference of what only reads settled data (reports, lists):
-    # "" = the URL's ``readPreference=``, else primary. See tracker.runtime.
+    # "" = the URL's ``readPreference=``, else primary. See tracker.servers.runtime.
     mongo_write_concern: str = ""
     mongo_read_preference: str = ""
 
@@ -153,7 +154,7 @@ def _coerce(settings: Settings, values: dict[str, Any]) -> Settings:
     for name, schemes in _URL_SCHEMES.items():
         url = converted.get(name)
         if url and not url.startswith(tuple(f"{scheme}://" for scheme in schemes)):
-            from tracker.services import mask_password
+            from tracker.servers.services import mask_password
 
             raise ConfigError(
                 f"setting {_named(name)}={mask_password(url)!r} is not a "
@@ -174,7 +175,7 @@ def check_cluster(settings: Settings) -> None:
             "setting redis_cluster (TRACKER_REDIS_CLUSTER) needs REDIS_URL: the URL of a "
             "node of the cluster (the embedded server is a single node)"
         )
-    from tracker.redis_cluster import check_prefix
+    from tracker.servers.redis_cluster import check_prefix
 
     try:
         check_prefix(settings.redis_prefix)

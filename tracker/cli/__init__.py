@@ -17,8 +17,8 @@ from types import ModuleType
 from typing import NoReturn
 
 from tracker.config import ConfigError, Settings
-from tracker.readers import InputError
-from tracker.services import ServiceError
+from tracker.reading.readers import InputError
+from tracker.servers.services import ServiceError
 from tracker.text.encoding import DecodeError
 
 # Listed first, in this order, in --help; any other command module follows alphabetically.

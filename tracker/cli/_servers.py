@@ -12,10 +12,10 @@ import sys
 from typing import TYPE_CHECKING
 
 from tracker.config import Settings
-from tracker.services import ServiceError, mask_password
+from tracker.servers.services import ServiceError, mask_password
 
 if TYPE_CHECKING:
-    from tracker.runtime import Runtime
+    from tracker.servers.runtime import Runtime
 
 #: How long a command waits for a configured server that does not answer (pymongo's own
 #: default server selection timeout is 30 s, the runtime's 10 s).
@@ -36,7 +36,7 @@ def connect(settings: Settings, redis: bool = True) -> Runtime:
     _without_pyopenssl(settings.mongo_url)
     import pymongo
 
-    from tracker.runtime import Runtime
+    from tracker.servers.runtime import Runtime
 
     runtime = Runtime(settings)
     try:
@@ -57,7 +57,7 @@ def connect(settings: Settings, redis: bool = True) -> Runtime:
 def _ping_redis(url: str, cluster: bool, wait: float) -> None:
     """Redis answers within ``wait`` seconds (a cluster: every primary)."""
     if cluster:
-        from tracker.redis_cluster import connect as connect_cluster
+        from tracker.servers.redis_cluster import connect as connect_cluster
 
         probe = connect_cluster(url, socket_connect_timeout=wait, socket_timeout=wait)
         try:
@@ -91,7 +91,7 @@ def describe(exc: BaseException, settings: Settings) -> str | None:
     """One line for a MongoDB or Redis error: which server, what happened, the fix; None for
     any other error."""
     module = type(exc).__module__
-    if module == "tracker.redis_cluster":  # a node failed: the message names it
+    if module == "tracker.servers.redis_cluster":  # a node failed: the message names it
         fix = "start it, or repair the cluster (CLUSTER NODES shows its state)"
         return f"{mask_password(str(exc))}; {fix}"
     if module.startswith(("pymongo", "bson")):

@@ -33,11 +33,11 @@ from tracker.cli import _warm, add_size_limit, size_limit
 from tracker.cli._output import plain, print_table
 from tracker.cli._servers import connect
 from tracker.config import Settings
-from tracker.readers import Input, InputError, input_texts, json_loads, read_input
+from tracker.reading.readers import Input, InputError, input_texts, json_loads, read_input
 
 if TYPE_CHECKING:
     from tracker.matching.detector import Detector, Match
-    from tracker.runtime import Runtime
+    from tracker.servers.runtime import Runtime
 
 DEFAULT_WORKERS = min(4, os.cpu_count() or 1)  # check --jsonl: one process per CPU, at most 4
 # (runtime, detector) of the warm checker process that runs this command for later checks
@@ -204,7 +204,7 @@ Line = tuple[int, object, str | None, str | None]  # line number, id, text, erro
 
 
 def _detector(runtime: Runtime, settings: Settings):
-    from tracker.library import MasterLibrary
+    from tracker.matching.library import MasterLibrary
 
     return MasterLibrary.from_runtime(runtime).detector(settings)
 
@@ -319,7 +319,7 @@ _WORKER_DETECTOR = None
 
 
 def _start_worker(settings: Settings) -> None:
-    from tracker.runtime import Runtime
+    from tracker.servers.runtime import Runtime
 
     global _WORKER_DETECTOR
     _WORKER_DETECTOR = _detector(Runtime(settings), settings)

@@ -1,14 +1,14 @@
 """``tracker crawl-worker``: one worker of the crawl fleet, until stopped.
 
 It watches the board where the scheduler posts each distributed crawl it runs
-(:class:`tracker.crawl_board.CrawlBoard`) and joins the crawls in progress one at a time, as
-``scrapy crawl`` processes with the crawl's own spider, arguments and settings: they take their
-requests from the crawl's shared queue in Redis (:mod:`tracker.distributed`), so N workers
-fetch each page once between them. It joins the crawl in progress with the fewest processes at
-it: every process keeps its own per-site limits, so workers spread over the crawls running
-rather than piling onto one site. A crawl it has left is not joined again. SIGINT/SIGTERM:
-the crawl at hand finishes its requests in flight and leaves the rest queued for the others;
-a second signal stops at once.
+(:class:`tracker.crawling.crawl_board.CrawlBoard`) and joins the crawls in progress one at a time,
+as ``scrapy crawl`` processes with the crawl's own spider, arguments and settings: they take their
+requests from the crawl's shared queue in Redis (:mod:`tracker.crawling.distributed`), so N workers
+fetch each page once between them. It joins the crawl in progress with the fewest processes at it:
+every process keeps its own per-site limits, so workers spread over the crawls running rather than
+piling onto one site. A crawl it has left is not joined again. SIGINT/SIGTERM: the crawl at hand
+finishes its requests in flight and leaves the rest queued for the others; a second signal stops at
+once.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     from tracker.cli._servers import connect
-    from tracker.crawl_board import board_for
+    from tracker.crawling.crawl_board import board_for
 
     logging.basicConfig(
         force=True,
@@ -66,8 +66,8 @@ def serve(board: Any, settings: Settings, stop: threading.Event, poll: float) ->
     """Join the crawls posted on ``board`` until ``stop`` is set."""
     from redis.exceptions import RedisError
 
-    from tracker.crawl import run_crawl
-    from tracker.crawl_board import JOIN_SETTING
+    from tracker.crawling.crawl import run_crawl
+    from tracker.crawling.crawl_board import JOIN_SETTING
 
     left: set[str] = set()
     while not stop.is_set():

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from tracker.config import Settings
-from tracker.services import mask_password
+from tracker.servers.services import mask_password
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -31,13 +31,13 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    from tracker.crawl import run_crawl
+    from tracker.crawling.crawl import run_crawl
     from tracker.demo.site import build_site, master_paths, serve
-    from tracker.library import MasterLibrary
-    from tracker.readers import read_documents
+    from tracker.matching.library import MasterLibrary
+    from tracker.reading.readers import read_documents
     from tracker.reports.build import build_report, summary_line
     from tracker.reports.render import to_html
-    from tracker.runtime import Runtime
+    from tracker.servers.runtime import Runtime
 
     # The demo has a database and key prefix of its own, so it never mixes with real data.
     settings = replace(settings, mongo_db="tracker_demo", redis_prefix="tracker-demo:")

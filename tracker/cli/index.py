@@ -13,7 +13,7 @@ from tracker.formats import count, when
 
 if TYPE_CHECKING:
     from tracker.index.layout import IndexLayout
-    from tracker.runtime import Runtime
+    from tracker.servers.runtime import Runtime
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -39,8 +39,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
 def stats(args: argparse.Namespace, runtime: Runtime) -> int:
     """Both sides, read only: MongoDB's library version and masters, the index's."""
-    from tracker.library import MasterLibrary
-    from tracker.redis_cluster import used_memory
+    from tracker.matching.library import MasterLibrary
+    from tracker.servers.redis_cluster import used_memory
 
     library = MasterLibrary.from_runtime(runtime, verify=False)
     found = library.verify(repair=False, thorough=True)
@@ -80,8 +80,8 @@ def _print_layout(layout: IndexLayout, settings: Settings, masters: int) -> None
 
 def verify(args: argparse.Namespace, runtime: Runtime) -> int:
     """Compare, and repair: finish journaled changes or rebuild the index; the page index too."""
-    from tracker.library import MasterLibrary
-    from tracker.rematch import Rematcher
+    from tracker.matching.library import MasterLibrary
+    from tracker.matching.rematch import Rematcher
 
     library = MasterLibrary.from_runtime(runtime, verify=False)
     found = library.verify(thorough=True)
@@ -101,8 +101,8 @@ def verify(args: argparse.Namespace, runtime: Runtime) -> int:
 
 def rebuild(args: argparse.Namespace, runtime: Runtime) -> int:
     from tracker.index.layout import IndexLayout
-    from tracker.library import MasterLibrary
-    from tracker.rematch import Rematcher
+    from tracker.matching.library import MasterLibrary
+    from tracker.matching.rematch import Rematcher
 
     library = MasterLibrary.from_runtime(runtime, verify=False)
     layout = IndexLayout.configured(runtime.settings)
@@ -116,7 +116,7 @@ def delete(args: argparse.Namespace, runtime: Runtime) -> int:
     if not args.doc_ids:
         print("tracker index delete: give one or more DOC_IDs")
         return 2
-    from tracker.library import MasterLibrary
+    from tracker.matching.library import MasterLibrary
 
     library = MasterLibrary.from_runtime(runtime)
     missing = [doc_id for doc_id in args.doc_ids if not library.delete(doc_id)]

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from tracker.cli import add_size_limit, fail, size_limit
 from tracker.cli._servers import connect
 from tracker.config import Settings
-from tracker.readers import SUPPORTED, Reading, read_masters
+from tracker.reading.readers import SUPPORTED, Reading, read_masters
 
 PARTIAL = 1  # exit status: stored, but some inputs were refused
 MAX_LISTED = 10  # unsupported files and warnings named in the summary
@@ -103,12 +103,12 @@ def _report_reading(reading: Reading) -> None:
 
 
 if TYPE_CHECKING:
-    from tracker.library import IngestSummary
-    from tracker.runtime import Runtime
+    from tracker.matching.library import IngestSummary
+    from tracker.servers.runtime import Runtime
 
 
 def _ingest(runtime: Runtime, reading: Reading) -> tuple[IngestSummary, float]:
-    from tracker.library import MasterLibrary
+    from tracker.matching.library import MasterLibrary
 
     library = MasterLibrary.from_runtime(runtime)
     started = time.perf_counter()

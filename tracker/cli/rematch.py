@@ -1,6 +1,7 @@
 """``tracker rematch``: match the stored pages again where the library changed since they were
 matched (masters added or replaced), and finish the pages whose matching failed (see
-:mod:`tracker.rematch`). The scheduler runs it after every pull that changed the library."""
+:mod:`tracker.matching.rematch`). The scheduler runs it after every pull that changed the
+library."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from tracker.cli._servers import connect
-    from tracker.rematch import Rematcher
+    from tracker.matching.rematch import Rematcher
 
     console = Console(stderr=True)
     runtime = connect(settings)

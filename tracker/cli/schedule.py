@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any
 from tracker.cli._signals import graceful_stop
 from tracker.config import Settings
 from tracker.formats import when
-from tracker.services import mask_password
+from tracker.servers.services import mask_password
 
 if TYPE_CHECKING:
-    from tracker.runtime import Runtime
+    from tracker.servers.runtime import Runtime
 
 log = logging.getLogger("tracker.scheduler")
 
@@ -89,8 +89,8 @@ def _last_run(run: dict[str, Any] | None) -> str:
 
 
 def _print_jobs(settings: Settings, runtime: Runtime, as_json: bool) -> int:
-    from tracker.locks import HeldLock
     from tracker.scheduler.service import list_jobs, lock_name
+    from tracker.servers.locks import HeldLock
 
     rows = list_jobs(settings, runtime)
     holder = HeldLock.holder(runtime.redis, lock_name(settings))

@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from tracker import services
 from tracker.config import Settings
+from tracker.servers import services
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -22,7 +22,7 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     if args.action == "start":
-        from tracker.runtime import Runtime
+        from tracker.servers.runtime import Runtime
 
         runtime = Runtime(settings)
         print(

@@ -13,7 +13,7 @@ import getpass
 import sys
 
 from tracker.config import Settings
-from tracker.readers import InputError
+from tracker.reading.readers import InputError
 
 
 def register(commands: argparse._SubParsersAction) -> None:

@@ -32,7 +32,7 @@ from tracker.console.deps import (
 from tracker.console.evidence import page_matches
 from tracker.console.figures import paged
 from tracker.console.jobs import job_rows, known_job, start_job
-from tracker.readers import Input, InputError, input_texts, read_url
+from tracker.reading.readers import Input, InputError, input_texts, read_url
 
 router = APIRouter(prefix="/api", tags=["api"])
 

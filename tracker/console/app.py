@@ -30,8 +30,8 @@ from tracker.config import Settings
 from tracker.console.auth import Authenticator, Forbidden, NotAuthenticated
 from tracker.console.figures import DayReports
 from tracker.console.users import UserStore
-from tracker.readers import InputError
-from tracker.runtime import Runtime
+from tracker.reading.readers import InputError
+from tracker.servers.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ class Console:
     def detector(self):
         """The checker, made on the first check and again whenever the library changed (call
         under :attr:`check_lock`)."""
-        from tracker.library import MasterLibrary
+        from tracker.matching.library import MasterLibrary
         from tracker.stores.masters import MasterStore
 
         version = MasterStore(self.runtime.db).version()

@@ -30,7 +30,7 @@ from starlette.requests import Request
 
 from tracker.config import Settings
 from tracker.console.users import User, UserStore
-from tracker.services import private_secret
+from tracker.servers.services import private_secret
 
 SESSION_COOKIE = "tracker_session"
 LOGIN_COOKIE = "tracker_login"  # the login form's own CSRF seed, before there is a session

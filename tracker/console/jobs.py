@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from tracker.config import Settings
-from tracker.crawl import crawl_environment
-from tracker.locks import HeldLock
-from tracker.runtime import Runtime
+from tracker.crawling.crawl import crawl_environment
 from tracker.scheduler.runs import JobRuns
 from tracker.scheduler.service import list_jobs, lock_name
+from tracker.servers.locks import HeldLock
+from tracker.servers.runtime import Runtime
 
 HISTORY = 5
 START_WAIT_S = 10.0

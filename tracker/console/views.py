@@ -25,7 +25,7 @@ from tracker.console.evidence import master_texts, page_matches, passages
 from tracker.console.figures import Paged, paged
 from tracker.console.jobs import job_rows, known_job, start_job
 from tracker.formats import count, when
-from tracker.readers import InputError
+from tracker.reading.readers import InputError
 from tracker.reports.charts import daily_bars, sparkline
 from tracker.reports.render import charts, is_http_url
 from tracker.scheduler.runs import RUNNING, JobRuns

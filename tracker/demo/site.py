@@ -22,7 +22,7 @@ from pathlib import Path
 
 from tracker.demo.server import LoopbackServer
 from tracker.model import MasterDocument
-from tracker.readers import read_book, read_jsonl
+from tracker.reading.readers import read_book, read_jsonl
 
 BOOK_FILE = "红楼梦.txt"
 NEWS_FILE = "news.jsonl"

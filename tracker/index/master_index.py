@@ -128,10 +128,10 @@ class Candidates:
 
 
 class MasterIndex:
-    # The library version (see :mod:`tracker.library`) and master count the index holds, set
-    # together after every change. The version is fetched with every lookup: processes that
-    # cache masters (long crawls) see a master replaced or deleted since they cached it, and
-    # pages record the version they were matched against.
+    # The library version (see :mod:`tracker.matching.library`) and master count the index holds,
+    # set together after every change. The version is fetched with every lookup: processes that
+    # cache masters (long crawls) see a master replaced or deleted since they cached it, and pages
+    # record the version they were matched against.
     VERSION = "version"
     COUNT = "count"
     LAYOUT = "layout"  # the IndexLayout the postings were filed with (see tracker.index.layout)

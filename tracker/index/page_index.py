@@ -34,7 +34,7 @@ from tracker.index.postings import WIDE_RECORD, HashPostings
 from tracker.index.storage import RedisStorage, Storage
 
 if TYPE_CHECKING:
-    from tracker.runtime import Runtime
+    from tracker.servers.runtime import Runtime
 
 
 # The long masters' window (anchor_index.SPARSE_WINDOW): ~1 anchor per 24.5 tokens.
@@ -72,7 +72,7 @@ class PageIndex:
         """The highest page number up to which every page is filed (0: none): the highest
         filed; on a Redis Cluster, the lowest mark if a node went back behind the others (it
         restarted empty, or from an older file: its pages are filed again by
-        :meth:`tracker.rematch.Rematcher.verify_page_index`)."""
+        :meth:`tracker.matching.rematch.Rematcher.verify_page_index`)."""
         (value,) = self.storage.get([self.max_key])
         marks = self._marks()
         if marks and min(marks) < max(marks):

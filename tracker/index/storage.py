@@ -21,7 +21,7 @@ import numpy as np
 import redis
 from redis.crc import key_slot
 
-from tracker.redis_cluster import (
+from tracker.servers.redis_cluster import (
     GROUPS,
     STATE_TAG,
     check_prefix,
@@ -187,7 +187,7 @@ class RedisStorage(Storage):
     """Buckets in Redis, or on a Redis Cluster when ``client`` is a cluster client.
 
     On a cluster, buckets carry hash tags spreading every table over the slots of
-    :func:`tracker.redis_cluster.group_tags`, singletons the tag ``{state}``, and each batch
+    :func:`tracker.servers.redis_cluster.group_tags`, singletons the tag ``{state}``, and each batch
     runs one command per slot (an ``MGET``, or a Lua script over that slot's keys), each
     node's commands pipelined; on one server, keys are as they always were and a batch is one
     command (a script carries :attr:`BATCH` keys at most)."""
@@ -237,7 +237,7 @@ class RedisStorage(Storage):
 
     def _run(self, commands: list[tuple[int, Sequence]], idempotent: bool = True) -> list:
         """Run ``(slot, command)`` pairs in one round trip (one per node on a cluster; see
-        :func:`tracker.redis_cluster.per_slot` for ``idempotent``)."""
+        :func:`tracker.servers.redis_cluster.per_slot` for ``idempotent``)."""
         if self.cluster:
             return per_slot(self.client, commands, idempotent)
         if len(commands) == 1:

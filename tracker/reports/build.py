@@ -7,7 +7,7 @@ its last crawl of the day is not listed, however often it was seen earlier. The 
 plain dict (see :func:`build_report`) that the renderers in :mod:`tracker.reports.render` turn
 into JSON, CSV, HTML or takedown notices. Trends read the figures of earlier reports stored in
 MongoDB (:mod:`tracker.stores.reports`); mirror groups are made when pages are crawled
-(:mod:`tracker.clustering`).
+(:mod:`tracker.reports.clustering`).
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def build_report(
     every match is new when there is none), i.e. since the last report people read. A work's
     ``coverage`` is the share of its chapters (master documents) found that day, on all sites
     together or, under ``sites``, on each one. ``groups`` are the mirror groups: clusters of
-    near-duplicate pages (:mod:`tracker.clustering`) with two or more pages seen that day;
+    near-duplicate pages (:mod:`tracker.reports.clustering`) with two or more pages seen that day;
     ``group`` is a page's group (None when no other page of the day is near-identical to it).
     ``copies`` sums up what a page copies per work (see :func:`copies`). ``trend`` and each
     site's ``trend`` cover the ``trend_days`` days up to ``day``, read from the stored reports

@@ -7,11 +7,11 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
-from tracker.clustering import PageClusterer
 from tracker.reports.build import build_report, day_window
+from tracker.reports.clustering import PageClusterer
 from tracker.reports.notices import notice_file_name, to_notices
 from tracker.reports.render import to_csv, to_html, to_json
-from tracker.runtime import Runtime
+from tracker.servers.runtime import Runtime
 from tracker.stores.reports import ReportStore
 
 RENDERERS = {"html": to_html, "csv": to_csv, "json": to_json}

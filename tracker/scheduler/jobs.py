@@ -8,13 +8,13 @@ Jobs, by name:
     ``rematch`` next.
 ``rematch``
     Match the stored pages again against the masters added or changed since they were matched,
-    and finish the pages whose matching failed (:mod:`tracker.rematch`); after every pull that
-    changed the library and every crawl that could not match all its pages.
+    and finish the pages whose matching failed (:mod:`tracker.matching.rematch`); after every pull
+    that changed the library and every crawl that could not match all its pages.
 ``crawl:SITE``
     ``scrapy crawl SPIDER -a …`` for one configured site, in a subprocess
-    (:func:`tracker.crawl.run_crawl`), then cluster the pages it matched; on the site's cron.
-    A distributed crawl (``TRACKER_DISTRIBUTED``) is posted on the
-    :class:`~tracker.crawl_board.CrawlBoard` while it runs, for ``tracker crawl-worker``
+    (:func:`tracker.crawling.crawl.run_crawl`), then cluster the pages it matched; on the site's
+    cron. A distributed crawl (``TRACKER_DISTRIBUTED``) is posted on the
+    :class:`~tracker.crawling.crawl_board.CrawlBoard` while it runs, for ``tracker crawl-worker``
     processes to join.
 ``report``
     The daily report of the last UTC day that has ended (and of any earlier day whose report
@@ -45,16 +45,16 @@ from typing import Any
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.util import astimezone
 
-from tracker.clustering import PageClusterer
 from tracker.config import ConfigError, Settings, parse_bool
-from tracker.crawl import run_crawl
-from tracker.crawl_board import board_for
-from tracker.library import MasterLibrary
-from tracker.locks import HeldLock
+from tracker.crawling.crawl import run_crawl
+from tracker.crawling.crawl_board import board_for
+from tracker.matching.library import MasterLibrary
+from tracker.reports.clustering import PageClusterer
 from tracker.reports.daily import publish_report
-from tracker.runtime import Runtime
 from tracker.scheduler import runs
 from tracker.scheduler.sources import Cursors, configured_sources, pull_all
+from tracker.servers.locks import HeldLock
+from tracker.servers.runtime import Runtime
 from tracker.stores.reports import ReportStore
 
 log = logging.getLogger(__name__)
@@ -321,7 +321,7 @@ def pull_job(context: JobContext, spec: JobSpec, now: datetime) -> dict[str, Any
 
 
 def rematch_job(context: JobContext, spec: JobSpec, now: datetime) -> dict[str, Any]:
-    from tracker.rematch import Rematcher  # loads the matching engine: only where used
+    from tracker.matching.rematch import Rematcher  # loads the matching engine: only where used
 
     summary = Rematcher(context.runtime).run(stop=context.stop)
     return summary.to_dict()

@@ -12,7 +12,7 @@ scheduler process holds the scheduler lock in Redis.
   catches up the missing days on its next run). A run interrupted by a crash is recorded as
   ``interrupted`` and run again as soon as a scheduler acts.
 * Exactly one scheduler acts at a time: it holds an expiring lock in Redis
-  (:mod:`tracker.locks`), and a second instance waits for it instead of starting its
+  (:mod:`tracker.servers.locks`), and a second instance waits for it instead of starting its
   own scheduler. A scheduler that loses the lock pauses at once and goes back to waiting.
 """
 
@@ -43,9 +43,9 @@ from pymongo.errors import PyMongoError
 from redis.exceptions import RedisError
 
 from tracker.config import Settings
-from tracker.locks import HeldLock
-from tracker.runtime import Runtime
 from tracker.scheduler import jobs, runs
+from tracker.servers.locks import HeldLock
+from tracker.servers.runtime import Runtime
 
 log = logging.getLogger(__name__)
 

@@ -6,12 +6,12 @@ moment therefore loses nothing, and a restart re-ingests at most the batch that 
 which is harmless: ingesting an id again replaces it, index included, so every document ends up
 in the library exactly once.
 
-*Drop folder*: ``.txt`` books and ``.jsonl`` files (see :mod:`tracker.readers`) anywhere under
-the folder. A file's cursor is its content hash and the number of its documents ingested, so a
-file is read again only when it changes, and a changed file is ingested again from its start.
-Names starting with ``.`` or ``~`` and other extensions (``.part``, ``.tmp``) are ignored: copy a
-file in under such a name and rename it when complete. A malformed file is logged, counted and
-skipped until it changes.
+*Drop folder*: ``.txt`` books and ``.jsonl`` files (see :mod:`tracker.reading.readers`) anywhere
+under the folder. A file's cursor is its content hash and the number of its documents ingested, so a
+file is read again only when it changes, and a changed file is ingested again from its start. Names
+starting with ``.`` or ``~`` and other extensions (``.part``, ``.tmp``) are ignored: copy a file in
+under such a name and rename it when complete. A malformed file is logged, counted and skipped until
+it changes.
 
 *MongoDB collection*: documents ``{_id, id?, work?, title?, text}`` read in order of a cursor
 field (``_id`` by default, or e.g. an ``updated_at`` that the producer sets), ties broken by
@@ -38,9 +38,9 @@ from redis.exceptions import RedisError
 
 from tracker.batching import batches
 from tracker.config import Settings
-from tracker.library import MasterLibrary
+from tracker.matching.library import MasterLibrary
 from tracker.model import MasterDocument
-from tracker.readers import SUPPORTED, InputError, read_documents
+from tracker.reading.readers import SUPPORTED, InputError, read_documents
 from tracker.text.encoding import DecodeError
 
 log = logging.getLogger(__name__)

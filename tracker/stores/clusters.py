@@ -1,4 +1,4 @@
-"""Clusters of near-duplicate infringing pages in MongoDB (see :mod:`tracker.clustering`).
+"""Clusters of near-duplicate infringing pages in MongoDB (see :mod:`tracker.reports.clustering`).
 
 ``clusters``: one document per cluster, ``_id`` a small integer, with the centre's SimHash (the
 founding page's, signed 64-bit like ``pages.simhash``) and that page's URL. ``cluster_members``:

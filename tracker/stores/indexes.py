@@ -1,10 +1,10 @@
 """Every MongoDB index the tracker queries through, in one table, created at start.
 
-:func:`ensure_indexes` runs once per process, when :class:`tracker.runtime.Runtime` first opens
-the database (every command, the crawl, the scheduler): one ``listIndexes`` per collection
-(about 0.5 ms each on SecantusDB), and a ``createIndexes`` only where one is missing, so it
-costs next to nothing once they exist and never writes then. Processes starting together
-may both create a missing index: ``createIndexes`` of an index that exists is a no-op.
+:func:`ensure_indexes` runs once per process, when :class:`tracker.servers.runtime.Runtime` first
+opens the database (every command, the crawl, the scheduler): one ``listIndexes`` per collection
+(about 0.5 ms each on SecantusDB), and a ``createIndexes`` only where one is missing, so it costs
+next to nothing once they exist and never writes then. Processes starting together may both create a
+missing index: ``createIndexes`` of an index that exists is a no-op.
 
 An index counts as present when one with the same key pattern exists, whatever its name and
 options: an operator's own variant is kept, never fought over (before ``masters`` is sharded,

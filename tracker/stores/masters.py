@@ -10,7 +10,7 @@ Every change is stamped with the *library version* it made (``changed_in``; the 
 ``counters.library_version`` advances once per ingest batch or deletion) and written in the
 journal (``library_journal``: one document per change in progress, with the ids it touches and
 the fingerprints they replace, which the index may still hold) until the Redis index holds it:
-see :class:`tracker.library.MasterLibrary` for how a change that was cut short is finished.
+see :class:`tracker.matching.library.MasterLibrary` for how a change that was cut short is finished.
 One journal document per batch, not a mark on each master: clearing 200 marks cost 200
 commits, 3.6 ms a master on SecantusDB, more than storing it.
 """

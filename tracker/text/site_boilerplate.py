@@ -36,7 +36,7 @@ import redis
 import xxhash
 from redis.exceptions import NoScriptError
 
-from tracker.redis_cluster import check_prefix, is_cluster
+from tracker.servers.redis_cluster import check_prefix, is_cluster
 
 _SPACE = re.compile(r"\s+")
 

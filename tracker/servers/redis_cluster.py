@@ -1,11 +1,12 @@
 """Redis Cluster: the client, the slots the index's keys go to, and failures that name the node.
 
-With ``redis_cluster`` on (``TRACKER_REDIS_CLUSTER=1``), :attr:`tracker.runtime.Runtime.redis`
-is redis-py's cluster client (:class:`redis.cluster.RedisCluster`) on ``REDIS_URL``, any node
-of the cluster. A cluster keeps a key in one of 16,384 hash slots (CRC16 of the key mod
-16,384), each served by one primary, and refuses a command whose keys lie in two slots
-(``MGET``, a Lua script's ``KEYS``, ``MULTI``): only the part of a key between its first
-``{`` and the next ``}``, its *hash tag*, is hashed when it has one.
+With ``redis_cluster`` on (``TRACKER_REDIS_CLUSTER=1``),
+:attr:`tracker.servers.runtime.Runtime.redis` is redis-py's cluster client
+(:class:`redis.cluster.RedisCluster`) on ``REDIS_URL``, any node of the cluster. A cluster keeps a
+key in one of 16,384 hash slots (CRC16 of the key mod 16,384), each served by one primary, and
+refuses a command whose keys lie in two slots (``MGET``, a Lua script's ``KEYS``, ``MULTI``): only
+the part of a key between its first ``{`` and the next ``}``, its *hash tag*, is hashed when it has
+one.
 
 **The index's buckets** (tens of thousands per table) are spread by hash tags over
 :data:`GROUPS` slots chosen one per 1/64 of the slot range (:func:`group_tags`): bucket ``b``

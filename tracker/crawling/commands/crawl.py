@@ -67,7 +67,7 @@ def _refuse(message: str) -> NoReturn:
 
 def summary(spider: str, stats: dict[str, Any]) -> str:
     """The crawl in a few lines, for the operator who ran it."""
-    from tracker.extensions import run_summary
+    from tracker.crawling.extensions import run_summary
 
     figures = run_summary(stats)
     pages, matches = figures["pages"], figures["matches"]

@@ -29,8 +29,8 @@ from pymongo.read_preferences import (
 )
 from pymongo.write_concern import WriteConcern
 
-from tracker import services
 from tracker.config import ConfigError, Settings, check_cluster, parse_write_concern
+from tracker.servers import services
 
 log = logging.getLogger(__name__)
 
@@ -120,9 +120,9 @@ class Runtime:
     @cached_property
     def redis(self) -> redis.Redis:
         """The Redis client; with ``redis_cluster``, redis-py's cluster client on ``REDIS_URL``
-        (see :mod:`tracker.redis_cluster`: it has the same commands)."""
+        (see :mod:`tracker.servers.redis_cluster`: it has the same commands)."""
         if self.settings.redis_cluster:
-            from tracker.redis_cluster import connect
+            from tracker.servers.redis_cluster import connect
 
             check_cluster(self.settings)
             return connect(self.redis_url, socket_timeout=30, health_check_interval=30)

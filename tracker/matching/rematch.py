@@ -34,8 +34,8 @@ from typing import Any
 
 from tracker.batching import batches
 from tracker.index.page_index import PageIndex
-from tracker.library import MasterLibrary
-from tracker.runtime import Runtime
+from tracker.matching.library import MasterLibrary
+from tracker.servers.runtime import Runtime
 from tracker.stores.pages import FAILED, MatchStore, PageStore
 from tracker.stores.rematch import RematchMark, RematchStore
 from tracker.text.normalize import normalize

@@ -24,10 +24,10 @@ scrapy-redis 0.9 works with Scrapy 2.19 as it is; :class:`SharedScheduler` only 
   for it) with no other worker busy.
 
 A standing fleet of workers (``tracker crawl-worker``, one per machine or container) learns of
-crawls from the board (:class:`tracker.crawl_board.CrawlBoard`) where the scheduler posts each
-distributed crawl it runs, and joins them with ``TRACKER_CRAWL_JOIN``: a joining worker that
-finds no worker registered (the crawl is over, or not begun) leaves at once instead of
-crawling the site anew.
+crawls from the board (:class:`tracker.crawling.crawl_board.CrawlBoard`) where the scheduler posts
+each distributed crawl it runs, and joins them with ``TRACKER_CRAWL_JOIN``: a joining worker that
+finds no worker registered (the crawl is over, or not begun) leaves at once instead of crawling the
+site anew.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ from scrapy_redis.dupefilter import RFPDupeFilter
 from scrapy_redis.scheduler import Scheduler
 
 from tracker.config import Settings
-from tracker.crawl_board import JOIN_SETTING, crawl_keys, queue_redis_url
+from tracker.crawling.crawl_board import JOIN_SETTING, crawl_keys, queue_redis_url
 
 log = logging.getLogger(__name__)
 
@@ -71,11 +71,11 @@ class DistributedAddon:
             )
         if not settings.get("REDIS_URL"):
             settings.set("REDIS_URL", queue_redis_url(Settings.load()), priority="addon")
-        settings.set("SCHEDULER", "tracker.distributed.SharedScheduler", priority="addon")
+        settings.set("SCHEDULER", "tracker.crawling.distributed.SharedScheduler", priority="addon")
         settings.set("DUPEFILTER_CLASS", "scrapy_redis.dupefilter.RFPDupeFilter", priority="addon")
         settings.set("SCHEDULER_QUEUE_CLASS", "scrapy_redis.queue.PriorityQueue", priority="addon")
-        # Requests queued as JSON, never pickled (see tracker.request_codec).
-        settings.set("SCHEDULER_SERIALIZER", "tracker.request_codec", priority="addon")
+        # Requests queued as JSON, never pickled (see tracker.crawling.request_codec).
+        settings.set("SCHEDULER_SERIALIZER", "tracker.crawling.request_codec", priority="addon")
 
 
 def refuse_cluster_node(server: redis.Redis) -> None:

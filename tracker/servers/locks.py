@@ -26,7 +26,7 @@ import redis
 from redis.exceptions import LockError, RedisError
 from redis.lock import Lock
 
-from tracker.redis_cluster import on_state_slot
+from tracker.servers.redis_cluster import on_state_slot
 
 log = logging.getLogger(__name__)
 

@@ -20,9 +20,9 @@ from scrapy.crawler import Crawler
 
 from tracker.config import Settings
 from tracker.index.page_index import PageIndex
-from tracker.library import MasterLibrary
 from tracker.matching.detector import Detector
-from tracker.runtime import Runtime
+from tracker.matching.library import MasterLibrary
+from tracker.servers.runtime import Runtime
 from tracker.stores.pages import MatchStore, PageStore
 from tracker.stores.rematch import RematchMark, RematchStore
 

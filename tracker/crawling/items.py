@@ -11,7 +11,9 @@ class PageItem(scrapy.Item):
     depth = scrapy.Field()
     referer = scrapy.Field()
     truncated = scrapy.Field()  # the body was cut short in transfer (a partial copy)
-    rules = scrapy.Field()  # per-site extraction rules (dict, see tracker.extract.ExtractionRules)
+    rules = (
+        scrapy.Field()
+    )  # per-site extraction rules (dict, see tracker.reading.extract.ExtractionRules)
     # Set by the pipelines:
     title = scrapy.Field()
     chapter_title = scrapy.Field()

@@ -26,7 +26,7 @@ def crawl_environment(settings: Settings) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in _SERVERS}
     env.update(
         {
-            "SCRAPY_SETTINGS_MODULE": "tracker.settings",
+            "SCRAPY_SETTINGS_MODULE": "tracker.crawling.settings",
             "TRACKER_DATA_DIR": str(settings.data_dir),
             "TRACKER_MONGO_DB": settings.mongo_db,
             "TRACKER_REDIS_PREFIX": settings.redis_prefix,

@@ -1,5 +1,5 @@
 """Scrapy extension closing each crawl run: it groups the pages the run matched into mirror
-groups (:mod:`tracker.clustering`), records the run's stats in MongoDB (``crawl_runs``, with
+groups (:mod:`tracker.reports.clustering`), records the run's stats in MongoDB (``crawl_runs``, with
 ``status: ok`` or ``degraded`` when pages could not be matched or stored) and logs a summary:
 pages fetched, extracted, unchanged and stored, matches, and errors by kind."""
 
@@ -16,8 +16,8 @@ from redis.exceptions import RedisError
 from scrapy import Spider, signals
 from scrapy.crawler import Crawler
 
-from tracker.context import tracker_context
-from tracker.distributed import crawl_id_for
+from tracker.crawling.context import tracker_context
+from tracker.crawling.distributed import crawl_id_for
 from tracker.model import site_of
 
 log = logging.getLogger(__name__)
@@ -138,7 +138,7 @@ class CrawlRunRecorder:
         """Mirror groups of the pages this run matched (reports only read them)."""
         if self.started_at is None or not self.crawler.stats.get_value("tracker/pages_matched"):
             return None
-        from tracker.clustering import PageClusterer
+        from tracker.reports.clustering import PageClusterer
 
         try:
             context = tracker_context(self.crawler)

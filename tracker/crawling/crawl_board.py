@@ -4,7 +4,7 @@ The scheduler's ``crawl:SITE`` job posts each distributed crawl it runs (its id,
 arguments and settings) on the :class:`CrawlBoard` and takes it down when its own process
 ends; ``tracker crawl-worker`` processes read the board and join with the same arguments and
 :data:`JOIN_SETTING`, under which a worker that finds nobody at the crawl leaves at once (see
-:mod:`tracker.distributed`). Kept free of Scrapy, so the scheduler loads none of it.
+:mod:`tracker.crawling.distributed`). Kept free of Scrapy, so the scheduler loads none of it.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def queue_redis_url(settings: Settings) -> str:
             "Cluster: set crawl_redis_url (TRACKER_CRAWL_REDIS_URL) to a Redis server that is "
             "not a cluster node"
         )
-    from tracker.runtime import Runtime  # starts the embedded server when needed
+    from tracker.servers.runtime import Runtime  # starts the embedded server when needed
 
     return Runtime(settings).redis_url
 

@@ -14,13 +14,13 @@ BOT_NAME = "tracker"
 SPIDER_MODULES = ["spiders"]
 NEWSPIDER_MODULE = "spiders"
 # `scrapy crawl` exits 2 on bad spider arguments, 1 when the crawl ended degraded.
-COMMANDS_MODULE = "tracker.commands"
+COMMANDS_MODULE = "tracker.crawling.commands"
 
 # robots.txt rules are read for tracker's own product token, whatever User-Agent a request sends.
 USER_AGENT = "Mozilla/5.0 (compatible; tracker/0.1; copyright monitoring)"
 ROBOTSTXT_OBEY = True
 ROBOTSTXT_USER_AGENT = "tracker"
-# Rotated per request by tracker.middlewares.useragent (empty list: always USER_AGENT).
+# Rotated per request by tracker.crawling.middlewares.useragent (empty list: always USER_AGENT).
 TRACKER_USER_AGENTS = [
     "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
     "Chrome/126.0.0.0 Safari/537.36",
@@ -32,7 +32,7 @@ TRACKER_USER_AGENTS = [
     "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 "
     "(KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1",
 ]
-# Optional proxies (tracker.middlewares.proxy): a list, or a file with one URL per line.
+# Optional proxies (tracker.crawling.middlewares.proxy): a list, or a file with one URL per line.
 TRACKER_PROXIES = [p for p in os.environ.get("TRACKER_PROXIES", "").split(",") if p.strip()]
 TRACKER_PROXY_FILE = os.environ.get("TRACKER_PROXY_FILE") or None
 TRACKER_PROXY_MAX_FAILURES = 3
@@ -56,7 +56,7 @@ DOWNLOAD_WARNSIZE = 1024 * 1024
 # A body cut short in transfer is kept (flagged, counted) rather than lost.
 DOWNLOAD_FAIL_ON_DATALOSS = False
 
-# Retries with exponential backoff (tracker.middlewares.retry).
+# Retries with exponential backoff (tracker.crawling.middlewares.retry).
 RETRY_TIMES = 2
 RETRY_HTTP_CODES = [500, 502, 503, 504, 522, 524, 408, 429]
 RETRY_BACKOFF_BASE = 1.0
@@ -69,23 +69,24 @@ CLOSESPIDER_PAGECOUNT = 5000
 REDIRECT_MAX_TIMES = 5
 URLLENGTH_LIMIT = 2000
 
-# Crawler traps (tracker.middlewares.traps).
+# Crawler traps (tracker.crawling.middlewares.traps).
 TRACKER_TRAP_MAX_DATE_PAGES = 30
 TRACKER_TRAP_MAX_SEGMENT_REPEATS = 2
 TRACKER_TRAP_MAX_URL_LENGTH = 1000
 TRACKER_TRAP_SESSION_PARAMS: list[str] = []
 
-# Scrapy 2.19 does not keep CONCURRENT_REQUESTS_PER_DOMAIN without a delay: tracker/downloader.py
-DOWNLOADER = "tracker.downloader.PoliteDownloader"
+# Scrapy 2.19 does not keep CONCURRENT_REQUESTS_PER_DOMAIN without a delay:
+# tracker/crawling/downloader.py
+DOWNLOADER = "tracker.crawling.downloader.PoliteDownloader"
 DOWNLOADER_MIDDLEWARES = {
     "scrapy.downloadermiddlewares.useragent.UserAgentMiddleware": None,
-    "tracker.middlewares.useragent.RotatingUserAgentMiddleware": 500,
-    "tracker.middlewares.redirect.RedirectLoopMiddleware": 650,
-    "tracker.middlewares.proxy.ProxyListMiddleware": 740,
-    "tracker.middlewares.retry.BackoffMiddleware": 950,
+    "tracker.crawling.middlewares.useragent.RotatingUserAgentMiddleware": 500,
+    "tracker.crawling.middlewares.redirect.RedirectLoopMiddleware": 650,
+    "tracker.crawling.middlewares.proxy.ProxyListMiddleware": 740,
+    "tracker.crawling.middlewares.retry.BackoffMiddleware": 950,
 }
 SPIDER_MIDDLEWARES = {
-    "tracker.middlewares.traps.TrapGuardMiddleware": 950,
+    "tracker.crawling.middlewares.traps.TrapGuardMiddleware": 950,
 }
 
 ITEM_PIPELINES = {
@@ -111,11 +112,12 @@ TRACKER_EXTRACT_PROCESSES = 1
 TRACKER_EXTRACT_BATCH = 16
 
 EXTENSIONS = {
-    "tracker.extensions.CrawlRunRecorder": 500,
+    "tracker.crawling.extensions.CrawlRunRecorder": 500,
 }
-ADDONS = {"tracker.distributed.DistributedAddon": 0}
+ADDONS = {"tracker.crawling.distributed.DistributedAddon": 0}
 
-# Distributed crawling (tracker.distributed): one request queue and duplicate filter in Redis.
+# Distributed crawling (tracker.crawling.distributed): one request queue and duplicate filter in
+# Redis.
 TRACKER_DISTRIBUTED = parse_bool(os.environ.get("TRACKER_DISTRIBUTED", ""))
 MAX_IDLE_TIME_BEFORE_CLOSE = 30
 
@@ -135,4 +137,4 @@ REQUEST_FINGERPRINTER_IMPLEMENTATION = "2.7"
 TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
 FEED_EXPORT_ENCODING = "utf-8"
 LOG_LEVEL = "INFO"
-LOG_FORMATTER = "tracker.logformatter.TrackerLogFormatter"
+LOG_FORMATTER = "tracker.crawling.logformatter.TrackerLogFormatter"

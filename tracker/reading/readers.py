@@ -255,7 +255,7 @@ def input_text(item: Input) -> str:
         raise InputError(f"{item.name}: content type {kind} is not text or HTML")
     try:
         if kind == "html":
-            from tracker.extract import extract  # trafilatura: loaded only for HTML
+            from tracker.reading.extract import extract  # trafilatura: loaded only for HTML
 
             html = decode_page(item.data, _content_type(item)).html
             text = extract(html, item.url).text
@@ -272,11 +272,11 @@ def input_text(item: Input) -> str:
 def input_texts(item: Input) -> list[tuple[str, str]]:
     """``(name, text)`` of each text an input holds: one, or for an RSS/Atom feed each item
     with a text (named by the URL it is stored under when crawled, see
-    :meth:`tracker.feeds.FeedItem.page_url`), its HTML extracted like a page's."""
+    :meth:`tracker.reading.feeds.FeedItem.page_url`), its HTML extracted like a page's."""
     if not item.is_feed:
         return [(item.name, input_text(item))]
-    from tracker.extract import extract
-    from tracker.feeds import FeedError, parse_feed
+    from tracker.reading.extract import extract
+    from tracker.reading.feeds import FeedError, parse_feed
 
     feed_url = item.url or item.name
     try:

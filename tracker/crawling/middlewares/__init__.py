@@ -1,4 +1,5 @@
-"""Scrapy middlewares of the tracker crawl, each doing one job (wired in ``tracker.settings``).
+"""Scrapy middlewares of the tracker crawl, each doing one job (wired in
+``tracker.crawling.settings``).
 
 Downloader side: :class:`~.useragent.RotatingUserAgentMiddleware`,
 :class:`~.proxy.ProxyListMiddleware`, :class:`~.retry.BackoffMiddleware`,

@@ -43,10 +43,10 @@ from tracker.fingerprints.document import DocumentFingerprint, fingerprint_many
 from tracker.index.layout import IndexLayout
 from tracker.index.master_index import MasterIndex
 from tracker.index.storage import RedisStorage, Storage
-from tracker.locks import HeldLock
 from tracker.matching.detector import Detector
 from tracker.model import MasterDocument
-from tracker.runtime import Runtime
+from tracker.servers.locks import HeldLock
+from tracker.servers.runtime import Runtime
 from tracker.stores.masters import IndexedPrints, MasterStore
 from tracker.stores.pages import MatchStore
 

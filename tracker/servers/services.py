@@ -18,7 +18,7 @@ the scheduler all share them. Their state (pid, port) lives in
   verify`` (run by every command that opens the library) notices and repairs.
 * **Restartable.** A server found dead is started again on its previous port when that port is
   free, so clients holding its address reconnect to it by themselves
-  (:meth:`tracker.runtime.Runtime.recover`).
+  (:meth:`tracker.servers.runtime.Runtime.recover`).
 """
 
 from __future__ import annotations

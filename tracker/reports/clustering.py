@@ -33,8 +33,8 @@ from tracker.fingerprints.document import to_unsigned
 from tracker.index.simhash_index import SimHashIndex
 from tracker.index.storage import RedisStorage
 from tracker.model import site_of
-from tracker.redis_cluster import on_state_slot
-from tracker.runtime import Runtime
+from tracker.servers.redis_cluster import on_state_slot
+from tracker.servers.runtime import Runtime
 from tracker.stores.clusters import ClusterStore, Membership
 
 log = logging.getLogger(__name__)

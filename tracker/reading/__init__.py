@@ -1,0 +1,1 @@
+"""Reading a response, a file or a feed into text: decoding, extraction, feeds."""

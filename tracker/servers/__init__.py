@@ -1,0 +1,2 @@
+"""The servers: embedded or configured MongoDB and Redis, Redis Cluster, connections,
+locks."""
