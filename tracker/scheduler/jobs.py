@@ -55,6 +55,7 @@ from tracker.scheduler import runs
 from tracker.scheduler.sources import Cursors, configured_sources, pull_all
 from tracker.servers.locks import HeldLock
 from tracker.servers.runtime import Runtime
+from tracker.stores.crawl_runs import CrawlRunStore
 from tracker.stores.reports import ReportStore
 
 log = logging.getLogger(__name__)
@@ -337,7 +338,7 @@ def _then_rematch(context: JobContext, after: str) -> dict[str, Any]:
 def crawl_job(context: JobContext, spec: JobSpec, now: datetime) -> dict[str, Any]:
     site = spec.site
     assert site is not None
-    settings, db = context.settings, context.runtime.db
+    settings = context.settings
     started = context.clock()
     stamp = started.astimezone(UTC).strftime("%Y%m%dT%H%M%S")
     log_file = Path(settings.data_dir) / "logs" / f"crawl-{site.name}-{stamp}.log"
@@ -373,7 +374,8 @@ def crawl_job(context: JobContext, spec: JobSpec, now: datetime) -> dict[str, An
             board.remove(posted)
             board.close()
     result: dict[str, Any] = {"exit_code": code, "log_file": str(log_file)}
-    own = db["crawl_runs"].find_one({"_id": run_id})
+    crawl_runs = CrawlRunStore(context.runtime.db)
+    own = crawl_runs.get(run_id)
     runs = [own] if own else []
     if own:
         result["crawl_run"] = run_id
@@ -383,7 +385,7 @@ def crawl_job(context: JobContext, spec: JobSpec, now: datetime) -> dict[str, An
         crawl_id = result["crawl_id"] = scrapy_settings["TRACKER_CRAWL_ID"]
         # The workers' runs recorded by now (a worker finishes its last requests after the
         # queue ran dry, so a late one may be missing; its degraded pages wait for a rematch).
-        workers = [r for r in db["crawl_runs"].find({"crawl_id": crawl_id}) if r["_id"] != run_id]
+        workers = [r for r in crawl_runs.of_crawl(crawl_id) if r["_id"] != run_id]
         result["worker_runs"] = [
             {"crawl_run": r["_id"], "worker": r.get("worker"), "pages": r.get("pages", {})}
             for r in workers
