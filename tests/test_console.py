@@ -34,7 +34,7 @@ from tests.console_data import (
 from tracker.console import create_app
 from tracker.reports.build import build_report
 from tracker.reports.render import to_csv
-from tracker.scheduler.runs import JobRuns
+from tracker.stores.job_runs import JobRunStore
 
 pytestmark = pytest.mark.integration
 
@@ -396,7 +396,7 @@ def test_run_now_starts_the_job_and_shows_its_ledger_entry(client, seeded):
     jobs = client.get("/api/jobs", auth=VIEWER).json()
     report = next(j for j in jobs["jobs"] if j["job"] == "report")
     assert report["history"][0]["_id"] == entry["_id"]
-    runs = JobRuns(seeded.runtime.db)
+    runs = JobRunStore(seeded.runtime.db)
     deadline = time.monotonic() + 120
     while runs.get(entry["_id"])["status"] == "running" and time.monotonic() < deadline:
         time.sleep(0.2)  # the job is done before the module's database is dropped

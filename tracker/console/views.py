@@ -28,8 +28,8 @@ from tracker.formats import count, when
 from tracker.reading.readers import InputError
 from tracker.reports.charts import daily_bars, sparkline
 from tracker.reports.render import charts, is_http_url
-from tracker.scheduler.runs import RUNNING, JobRuns
 from tracker.stores.crawl_runs import CrawlRunStore
+from tracker.stores.job_runs import RUNNING, JobRunStore
 from tracker.stores.pages import PageStore
 from tracker.stores.reports import ReportStore
 
@@ -378,7 +378,7 @@ async def run_job(request: Request, principal: Operator) -> Response:
 def run(
     request: Request, _: Viewer, id: Annotated[str, Query(min_length=1, max_length=300)]
 ) -> HTMLResponse:
-    record = JobRuns(deps.console(request).runtime.db).get(id)
+    record = JobRunStore(deps.console(request).runtime.db).get(id)
     if record is None:
         raise HTTPException(404, "no such run in the ledger")
     return render(

@@ -23,7 +23,7 @@ Jobs, by name:
 
 :meth:`JobContext.run` carries out one run: it takes the job's own Redis lock (so the same job
 never runs twice at once, even started by hand next to the scheduler), records the run in the
-ledger (:mod:`tracker.scheduler.runs`) under an id that admits one start per scheduled
+ledger (:mod:`tracker.stores.job_runs`) under an id that admits one start per scheduled
 occurrence, and records its result or error. The scheduler's persistent job store can only
 refer to importable functions, so it stores :func:`run_scheduled` with the service id and the
 job name; the service registers its context under that id while it acts.
@@ -51,10 +51,10 @@ from tracker.crawling.crawl_board import board_for
 from tracker.matching.library import MasterLibrary
 from tracker.reports.clustering import PageClusterer
 from tracker.reports.daily import publish_report
-from tracker.scheduler import runs
 from tracker.scheduler.sources import Cursors, configured_sources, pull_all
 from tracker.servers.locks import HeldLock
 from tracker.servers.runtime import Runtime
+from tracker.stores import job_runs as runs
 from tracker.stores.crawl_runs import CrawlRunStore
 from tracker.stores.reports import ReportStore
 
@@ -234,7 +234,7 @@ class JobContext:
         self.clock = clock or (lambda: datetime.now(UTC))
         self.stop = stop or threading.Event()
         self.leader = leader
-        self.runs = runs.JobRuns(self.runtime.db)
+        self.runs = runs.JobRunStore(self.runtime.db)
 
     def spec(self, name: str) -> JobSpec:
         try:
