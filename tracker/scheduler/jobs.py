@@ -51,12 +51,13 @@ from tracker.crawling.crawl_board import board_for
 from tracker.matching.library import MasterLibrary
 from tracker.reports.clustering import PageClusterer
 from tracker.reports.daily import publish_report
-from tracker.scheduler.sources import Cursors, configured_sources, pull_all
+from tracker.scheduler.sources import configured_sources, pull_all
 from tracker.servers.locks import HeldLock
 from tracker.servers.runtime import Runtime
 from tracker.stores import job_runs as runs
 from tracker.stores.crawl_runs import CrawlRunStore
 from tracker.stores.reports import ReportStore
+from tracker.stores.sources import SourceCursorStore
 
 log = logging.getLogger(__name__)
 
@@ -301,18 +302,18 @@ class JobContext:
 def pull_job(context: JobContext, spec: JobSpec, now: datetime) -> dict[str, Any]:
     settings, runtime = context.settings, context.runtime
     library = MasterLibrary.from_runtime(runtime)
-    drop, collection, client = configured_sources(settings, runtime.db)
+    drop, collection = configured_sources(settings, runtime.db)
     try:
         summary = pull_all(
             library,
-            Cursors(runtime.db),
+            SourceCursorStore(runtime.db),
             (drop, collection),
             max(1, settings.pull_batch_size),
             context.stop,
         )
     finally:
-        if client is not None:
-            client.close()
+        if collection is not None:
+            collection.documents.close()
     result = summary.to_dict()
     if summary.added or summary.replaced:
         result["rematch"] = _then_rematch(context, spec.name)
