@@ -118,7 +118,7 @@ def test_viewers_read_and_operators_act(client, seeded):
 
 
 def test_login_form_session_cookie_and_csrf(client, seeded):
-    from tracker.console.users import UserStore
+    from tracker.console.users import Users
 
     assert login(client, "olga", "not-the-password").status_code == 401
     answer = login(client, *OPERATOR)
@@ -140,7 +140,7 @@ def test_login_form_session_cookie_and_csrf(client, seeded):
     assert client.get("/api/pages").status_code == 401
     client.cookies.set("tracker_session", good)
     assert client.get("/api/pages").status_code == 200
-    UserStore(seeded.runtime.db).add("olga", "operator", OPERATOR[1], replace=True)
+    Users(seeded.runtime.db).add("olga", "operator", OPERATOR[1], replace=True)
     assert client.get("/api/pages").status_code == 401
     # Signing out drops the cookie; a login never redirects to another site.
     answer = login(client, *OPERATOR)

@@ -29,7 +29,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from tracker.config import Settings
 from tracker.console.auth import Authenticator, Forbidden, NotAuthenticated
 from tracker.console.figures import DayReports
-from tracker.console.users import UserStore
+from tracker.console.users import Users
 from tracker.reading.readers import InputError
 from tracker.servers.runtime import Runtime
 
@@ -57,7 +57,7 @@ class Console:
     settings: Settings
     runtime: Runtime
     config: str | None = None  # the --config file, handed to the jobs it starts
-    users: UserStore = field(init=False)
+    users: Users = field(init=False)
     auth: Authenticator = field(init=False)
     reports: DayReports = field(init=False)
     _detector: Any = field(default=None, init=False)
@@ -65,7 +65,7 @@ class Console:
     check_lock: threading.Lock = field(default_factory=threading.Lock, init=False)
 
     def __post_init__(self) -> None:
-        self.users = UserStore(self.runtime.db)
+        self.users = Users(self.runtime.db)
         self.auth = Authenticator(self.settings, self.users)
         self.reports = DayReports(self.runtime.db, self.settings.console_cache_s)
 
