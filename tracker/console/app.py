@@ -26,6 +26,7 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from tracker import __version__
 from tracker.config import Settings
 from tracker.console.auth import Authenticator, Forbidden, NotAuthenticated
 from tracker.console.figures import DayReports
@@ -101,7 +102,7 @@ def create_app(
     app = FastAPI(
         title="tracker console",
         summary="Infringing pages, evidence, checks, jobs and reports of the piracy tracker.",
-        version=_version(),
+        version=__version__,
         docs_url=None,  # drawn by views.docs with the bundled Swagger UI (no CDN, no inline JS)
         redoc_url=None,
         openapi_url=None,  # served behind the login by views
@@ -118,15 +119,6 @@ def create_app(
     app.add_middleware(SecurityHeaders)
     app.add_middleware(BodyLimit, limit=max(1, settings.console_max_body_kb) << 10)
     return app
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("tracker")
-    except PackageNotFoundError:
-        return "dev"
 
 
 def _swagger_assets() -> Path | None:
