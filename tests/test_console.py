@@ -34,7 +34,7 @@ from tests.console_data import (
 from tracker.console import create_app
 from tracker.reports.build import build_report
 from tracker.reports.render import to_csv
-from tracker.scheduler.runs import JobRuns
+from tracker.stores.job_runs import JobRunStore
 
 pytestmark = pytest.mark.integration
 
@@ -118,7 +118,7 @@ def test_viewers_read_and_operators_act(client, seeded):
 
 
 def test_login_form_session_cookie_and_csrf(client, seeded):
-    from tracker.console.users import UserStore
+    from tracker.console.users import Users
 
     assert login(client, "olga", "not-the-password").status_code == 401
     answer = login(client, *OPERATOR)
@@ -140,7 +140,7 @@ def test_login_form_session_cookie_and_csrf(client, seeded):
     assert client.get("/api/pages").status_code == 401
     client.cookies.set("tracker_session", good)
     assert client.get("/api/pages").status_code == 200
-    UserStore(seeded.runtime.db).add("olga", "operator", OPERATOR[1], replace=True)
+    Users(seeded.runtime.db).add("olga", "operator", OPERATOR[1], replace=True)
     assert client.get("/api/pages").status_code == 401
     # Signing out drops the cookie; a login never redirects to another site.
     answer = login(client, *OPERATOR)
@@ -396,7 +396,7 @@ def test_run_now_starts_the_job_and_shows_its_ledger_entry(client, seeded):
     jobs = client.get("/api/jobs", auth=VIEWER).json()
     report = next(j for j in jobs["jobs"] if j["job"] == "report")
     assert report["history"][0]["_id"] == entry["_id"]
-    runs = JobRuns(seeded.runtime.db)
+    runs = JobRunStore(seeded.runtime.db)
     deadline = time.monotonic() + 120
     while runs.get(entry["_id"])["status"] == "running" and time.monotonic() < deadline:
         time.sleep(0.2)  # the job is done before the module's database is dropped

@@ -500,7 +500,7 @@ def test_hot_queries_use_indexes(sched_settings, runtime, clock, sites):
         .hint([("_id", 1)]),
         "report: stored days": db["reports"].find({"_id": {"$in": ["2031-03-01"]}}),
         "report: chapters per work": db["masters"].find({"work": {"$in": ["A"]}}, {"work": 1}),
-        "report: page titles": db["pages"].find({"_id": {"$in": [PIRATE + "1"]}}),
+        "report, rematch: pages by URL": db["pages"].find({"_id": {"$in": [PIRATE + "1"]}}),
         "clusters of pages": db["cluster_members"].find({"_id": {"$in": [PIRATE + "1"]}}),
     }
     scans = [name for name, cursor in queries.items() if not uses_an_index(cursor)]

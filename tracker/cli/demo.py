@@ -38,6 +38,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     from tracker.reports.build import build_report, summary_line
     from tracker.reports.render import to_html
     from tracker.servers.runtime import Runtime
+    from tracker.stores.pages import PageStore
 
     # The demo has a database and key prefix of its own, so it never mixes with real data.
     settings = replace(settings, mongo_db="tracker_demo", redis_prefix="tracker-demo:")
@@ -83,8 +84,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
                 print(look_at)
                 return 1
             found = {
-                doc["_id"]: sorted(doc.get("matched_doc_ids", []))
-                for doc in runtime.db["pages"].find({}, {"matched_doc_ids": 1})
+                url: sorted(doc_ids)
+                for url, doc_ids in PageStore(runtime.db).matched_doc_ids().items()
             }
             ok = _verify(manifest, site.url, found)
 

@@ -130,13 +130,13 @@ def delete(args: argparse.Namespace, runtime: Runtime) -> int:
 def list_works(args: argparse.Namespace, runtime: Runtime) -> int:
     """The works of the library (documents, size, when ingested), or with ``--work`` the
     documents of one; read only, from MongoDB."""
-    masters = runtime.read_db["masters"]
-    fields = {"work": 1, "title": 1, "length": 1, "added_at": 1, "updated_at": 1}
-    alive = {"deleted": {"$ne": True}}
+    from tracker.stores.masters import MasterStore
+
+    masters = MasterStore(runtime.read_db)
     if args.work:
         rows = [
-            (d["_id"], d.get("title", ""), count(d.get("length", 0)), when(d.get("updated_at")))
-            for d in masters.find({**alive, "work": args.work}, fields).sort("n", 1)
+            (d.doc_id, d.title, count(d.length), when(d.updated_at))
+            for d in masters.listing(args.work)
         ]
         if not rows:
             print(f"no work named {args.work!r}: `tracker index list` shows the works")
@@ -144,13 +144,13 @@ def list_works(args: argparse.Namespace, runtime: Runtime) -> int:
         print_table(("doc_id", "title", "size", "ingested"), rows, args.wide, ("size",))
         return 0
     works: dict[str, list] = {}
-    for d in masters.find(alive, fields):
-        entry = works.setdefault(d.get("work", ""), [0, 0, None, None])
+    for d in masters.listing():
+        entry = works.setdefault(d.work, [0, 0, None, None])
         entry[0] += 1
-        entry[1] += int(d.get("length", 0) or 0)
-        for i, key, pick in ((2, "added_at", min), (3, "updated_at", max)):
-            if d.get(key) is not None:
-                entry[i] = d[key] if entry[i] is None else pick(entry[i], d[key])
+        entry[1] += d.length
+        for i, moment, pick in ((2, d.added_at, min), (3, d.updated_at, max)):
+            if moment is not None:
+                entry[i] = moment if entry[i] is None else pick(entry[i], moment)
     if not works:
         print(f"the master library in database {runtime.settings.mongo_db!r} is empty")
         return 0

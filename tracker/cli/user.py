@@ -39,7 +39,7 @@ def register(commands: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace, settings: Settings) -> int:
     from tracker.cli._output import print_table
     from tracker.cli._servers import connect
-    from tracker.console.users import UserError, UserStore, check_name
+    from tracker.console.users import UserError, Users, check_name
     from tracker.formats import when
 
     try:
@@ -50,7 +50,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         raise InputError(str(exc)) from None
     runtime = connect(settings, redis=False)
     try:
-        users = UserStore(runtime.db)
+        users = Users(runtime.db)
         if args.action == "add":
             try:
                 user = users.add(args.name, args.role, password, replace=args.replace)

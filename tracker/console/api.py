@@ -33,20 +33,10 @@ from tracker.console.evidence import page_matches
 from tracker.console.figures import paged
 from tracker.console.jobs import job_rows, known_job, start_job
 from tracker.reading.readers import Input, InputError, input_texts, read_url
+from tracker.stores.pages import PageStore
 
 router = APIRouter(prefix="/api", tags=["api"])
 
-PAGE_FIELDS = {
-    "title": 1,
-    "site": 1,
-    "status": 1,
-    "extractor": 1,
-    "first_seen": 1,
-    "last_seen": 1,
-    "changed_at": 1,
-    "match_state": 1,
-    "matched_doc_ids": 1,
-}
 MAX_URL = 4096
 
 
@@ -91,7 +81,7 @@ def api_page(
     "master_start", "master_end", "text"}], "active", "first_seen", "last_seen"}]}``; 404
     when the page is not stored."""
     db = deps.console(request).runtime.db
-    doc = db["pages"].find_one({"_id": url}, PAGE_FIELDS)
+    doc = PageStore(db).details(url)
     if doc is None:
         raise HTTPException(404, "no such page is stored")
     page = {"url": doc.pop("_id"), **doc}

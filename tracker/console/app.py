@@ -26,10 +26,11 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from tracker import __version__
 from tracker.config import Settings
 from tracker.console.auth import Authenticator, Forbidden, NotAuthenticated
 from tracker.console.figures import DayReports
-from tracker.console.users import UserStore
+from tracker.console.users import Users
 from tracker.reading.readers import InputError
 from tracker.servers.runtime import Runtime
 
@@ -57,7 +58,7 @@ class Console:
     settings: Settings
     runtime: Runtime
     config: str | None = None  # the --config file, handed to the jobs it starts
-    users: UserStore = field(init=False)
+    users: Users = field(init=False)
     auth: Authenticator = field(init=False)
     reports: DayReports = field(init=False)
     _detector: Any = field(default=None, init=False)
@@ -65,7 +66,7 @@ class Console:
     check_lock: threading.Lock = field(default_factory=threading.Lock, init=False)
 
     def __post_init__(self) -> None:
-        self.users = UserStore(self.runtime.db)
+        self.users = Users(self.runtime.db)
         self.auth = Authenticator(self.settings, self.users)
         self.reports = DayReports(self.runtime.db, self.settings.console_cache_s)
 
@@ -101,7 +102,7 @@ def create_app(
     app = FastAPI(
         title="tracker console",
         summary="Infringing pages, evidence, checks, jobs and reports of the piracy tracker.",
-        version=_version(),
+        version=__version__,
         docs_url=None,  # drawn by views.docs with the bundled Swagger UI (no CDN, no inline JS)
         redoc_url=None,
         openapi_url=None,  # served behind the login by views
@@ -118,15 +119,6 @@ def create_app(
     app.add_middleware(SecurityHeaders)
     app.add_middleware(BodyLimit, limit=max(1, settings.console_max_body_kb) << 10)
     return app
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("tracker")
-    except PackageNotFoundError:
-        return "dev"
 
 
 def _swagger_assets() -> Path | None:

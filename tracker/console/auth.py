@@ -29,7 +29,7 @@ from itsdangerous import BadSignature, URLSafeTimedSerializer
 from starlette.requests import Request
 
 from tracker.config import Settings
-from tracker.console.users import User, UserStore
+from tracker.console.users import User, Users
 from tracker.servers.services import private_secret
 
 SESSION_COOKIE = "tracker_session"
@@ -60,7 +60,7 @@ def signing_key(settings: Settings) -> str:
 
 
 class Authenticator:
-    def __init__(self, settings: Settings, users: UserStore) -> None:
+    def __init__(self, settings: Settings, users: Users) -> None:
         self.users = users
         self.key = signing_key(settings).encode()
         self.max_age = max(1, settings.console_session_hours) * 3600

@@ -20,8 +20,9 @@ from typing import Any
 
 from pymongo.database import Database
 
-from tracker.batching import ID_BATCH, batches
 from tracker.reports.build import as_number
+from tracker.stores.masters import MasterStore
+from tracker.stores.pages import MatchStore
 from tracker.text.normalize import normalize
 
 MAX_PASSAGE_CHARS = 4000  # a longer master passage is cut (the page's is cut at 2,000 when found)
@@ -44,18 +45,14 @@ class Passage:
 
 def page_matches(db: Database, url: str) -> list[dict[str, Any]]:
     """The matches stored for page ``url`` (its ``url`` index), open ones first, best first."""
-    found = list(db["matches"].find({"url": url}, {"_id": 0}))
+    found = MatchStore(db).of_page(url)
     found.sort(key=lambda m: (m.get("active") is False, -as_number(m.get("score")), m["doc_id"]))
     return found
 
 
 def master_texts(db: Database, doc_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
     """``doc_id -> {"text", "title", "work"}`` of the masters still in the library."""
-    found: dict[str, dict[str, Any]] = {}
-    for chunk in batches(sorted(set(doc_ids)), ID_BATCH):
-        for doc in db["masters"].find({"_id": {"$in": chunk}}, {"text": 1, "title": 1, "work": 1}):
-            found[str(doc["_id"])] = doc
-    return found
+    return MasterStore(db).texts(doc_ids)
 
 
 def passages(spans: Iterable[dict[str, Any]], master_text: str | None) -> list[Passage]:

@@ -17,7 +17,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.datastructures import FormData
 
 from tracker.console import deps
-from tracker.console.api import MAX_URL, PAGE_FIELDS, json_response, run_check
+from tracker.console.api import MAX_URL, json_response, run_check
 from tracker.console.auth import LOGIN_COOKIE, SESSION_COOKIE, Principal, safe_next
 from tracker.console.deps import DateParam, Operator, PageParam, ScoreParam, SiteParam, Viewer
 from tracker.console.deps import WorkParam as WorkFilter
@@ -28,7 +28,10 @@ from tracker.formats import count, when
 from tracker.reading.readers import InputError
 from tracker.reports.charts import daily_bars, sparkline
 from tracker.reports.render import charts, is_http_url
-from tracker.scheduler.runs import RUNNING, JobRuns
+from tracker.stores.crawl_runs import CrawlRunStore
+from tracker.stores.job_runs import RUNNING, JobRunStore
+from tracker.stores.pages import PageStore
+from tracker.stores.reports import ReportStore
 
 router = APIRouter(include_in_schema=False)
 
@@ -222,7 +225,7 @@ def evidence(
     page: PageParam = 1,
 ) -> HTMLResponse:
     db = deps.console(request).runtime.db
-    doc = db["pages"].find_one({"_id": url}, PAGE_FIELDS)
+    doc = PageStore(db).details(url)
     matches = page_matches(db, url)
     if doc is None and not matches:
         raise HTTPException(404, "no such page is stored")
@@ -346,12 +349,8 @@ def site(
 
 
 def crawl_runs(db, site: str | None, page: int) -> list[dict[str, Any]]:
-    """The latest crawl runs (of ``site``), newest first: one page and the next run, through
-    the ``finished_at`` and ``sites, finished_at`` indexes."""
-    query = {} if site is None else {"sites": site}
-    cursor = db["crawl_runs"].find(query, {"stats": 0, "clustering": 0})
-    cursor = cursor.sort("finished_at", -1).skip((page - 1) * RUNS_PER_PAGE)
-    return list(cursor.limit(RUNS_PER_PAGE + 1))
+    """The latest crawl runs (of ``site``), newest first: one page and the next run."""
+    return CrawlRunStore(db).latest(site, (page - 1) * RUNS_PER_PAGE, RUNS_PER_PAGE + 1)
 
 
 @router.get("/jobs")
@@ -379,7 +378,7 @@ async def run_job(request: Request, principal: Operator) -> Response:
 def run(
     request: Request, _: Viewer, id: Annotated[str, Query(min_length=1, max_length=300)]
 ) -> HTMLResponse:
-    record = JobRuns(deps.console(request).runtime.db).get(id)
+    record = JobRunStore(deps.console(request).runtime.db).get(id)
     if record is None:
         raise HTTPException(404, "no such run in the ledger")
     return render(
@@ -423,15 +422,9 @@ async def check_submit(request: Request, principal: Operator) -> HTMLResponse:
 
 @router.get("/reports")
 def reports(request: Request, _: Viewer, page: PageParam = 1) -> HTMLResponse:
-    db = deps.console(request).runtime.db
-    total = db["reports"].estimated_document_count()
-    stored = list(
-        db["reports"]
-        .find({}, {"summary": 1, "generated_at": 1})  # one document a day: a small scan
-        .sort("_id", -1)
-        .skip((page - 1) * PER_PAGE)
-        .limit(PER_PAGE)
-    )
+    store = ReportStore(deps.console(request).runtime.db)
+    total = store.count()
+    stored = store.latest((page - 1) * PER_PAGE, PER_PAGE)
     return render(
         request,
         "reports.html",

@@ -19,6 +19,7 @@ from scrapy.crawler import Crawler
 from tracker.crawling.context import tracker_context
 from tracker.crawling.distributed import crawl_id_for
 from tracker.model import site_of
+from tracker.stores.crawl_runs import CrawlRunStore
 
 log = logging.getLogger(__name__)
 
@@ -127,8 +128,8 @@ class CrawlRunRecorder:
         }
         try:
             context = tracker_context(self.crawler)
-            runs = context.runtime.db["crawl_runs"]
-            context.call(lambda: runs.insert_one(record), "crawl record")
+            # The store is made in the call: a retry after a reconnection writes on the new one.
+            context.call(lambda: CrawlRunStore(context.runtime.db).record(record), "crawl record")
         except PyMongoError as exc:
             log.error("could not record crawl stats: %s", exc)
             self.crawler.stats.inc_value("tracker/errors/store")

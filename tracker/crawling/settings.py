@@ -8,6 +8,7 @@ Tracker's own settings (MongoDB, Redis, thresholds) come from the environment / 
 
 import os
 
+from tracker import __version__
 from tracker.config import parse_bool
 
 BOT_NAME = "tracker"
@@ -17,7 +18,7 @@ NEWSPIDER_MODULE = "spiders"
 COMMANDS_MODULE = "tracker.crawling.commands"
 
 # robots.txt rules are read for tracker's own product token, whatever User-Agent a request sends.
-USER_AGENT = "Mozilla/5.0 (compatible; tracker/0.1; copyright monitoring)"
+USER_AGENT = f"Mozilla/5.0 (compatible; tracker/{__version__}; copyright monitoring)"
 ROBOTSTXT_OBEY = True
 ROBOTSTXT_USER_AGENT = "tracker"
 # Rotated per request by tracker.crawling.middlewares.useragent (empty list: always USER_AGENT).

@@ -1,17 +1,20 @@
 """Body text and metadata of an HTML page.
 
-Order of extractors, the first that yields text wins and is recorded on the page:
+Order of extractors; the one that wins is recorded on the page:
 
 1. ``css`` / ``xpath``: a per-site selector for the body (``sites/*.yaml``), for sites where
-   automatic extraction is wrong;
+   automatic extraction is wrong; wins with any text;
 2. a publishing platform recognised by its markup (``wechat``: WeChat official-account
    articles keep their body in ``#js_content``, hidden until the page's scripts run, and
-   automatic extraction returns the account's profile blurb instead);
+   automatic extraction returns the account's profile blurb instead); wins with
+   ``MIN_TEXT_CHARS`` characters;
 3. ``trafilatura`` (Barbaresi, "Trafilatura: A Web Scraping Library and Command-Line Tool for
-   Text Discovery and Extraction", ACL 2021);
-4. ``fallback``: the block element with the most direct text, paragraphs kept as lines, for
-   the ``<br>``-separated chapter pages trafilatura sometimes returns nothing for;
-5. ``none``: no text.
+   Text Discovery and Extraction", ACL 2021); wins with ``MIN_TEXT_CHARS`` characters;
+4. short of that, ``fallback``: the block element with the most text of its own, paragraphs
+   kept as lines (the ``<br>``-separated chapter pages trafilatura sometimes returns nothing
+   for), when its text is longer than trafilatura's; else trafilatura's short text, still
+   recorded as ``trafilatura``;
+5. ``none``: neither found any text.
 
 Site boilerplate is removed on the way: navigation, headers, footers, sidebars and ad blocks
 before extraction, then whole lines that are pirate ads or watermarks (the patterns of
@@ -369,7 +372,9 @@ def _first_part(title: str) -> str:
 
 
 def _fallback_text(selector: Selector) -> str:
-    """The text of the element with the most direct text, paragraphs kept as lines."""
+    """The text of the block element (or the body) with the most text of its own: its text,
+    its children's tails and its ``<p>`` children's text, once scripts, navigation and other
+    boilerplate blocks are dropped from the tree; paragraphs kept as lines."""
     root = selector.root
     if not hasattr(root, "xpath"):
         return ""

@@ -20,10 +20,10 @@ from typing import Any
 
 from pymongo.database import Database
 
-from tracker.batching import ID_BATCH, batches
 from tracker.model import site_of
 from tracker.stores.clusters import ClusterStore
-from tracker.stores.pages import MatchStore
+from tracker.stores.masters import MasterStore
+from tracker.stores.pages import MatchStore, PageStore
 from tracker.stores.reports import ReportStore
 
 EVIDENCE_CHARS = 200
@@ -79,7 +79,7 @@ def build_report(
     previous = ReportStore(db).previous(day)
     new_since = day_window(date.fromisoformat(previous["_id"]))[1] if previous else None
     urls = {m["url"] for m in matches}
-    titles = _page_titles(db, urls)
+    titles = PageStore(db).titles(urls)
     clusters = ClusterStore(db).cluster_of(urls)
     sizes = Counter(clusters.values())
     groups = {url: group for url, group in clusters.items() if sizes[group] > 1}
@@ -99,7 +99,7 @@ def build_report(
     for match in matches:
         by_url[match["url"]].append(match)
         by_work[_work_of(match)][match["url"]].append(match)
-    totals = _chapter_totals(db, by_work)
+    totals = MasterStore(db).chapter_counts(by_work)
 
     works = []
     for work, pages in by_work.items():
@@ -162,15 +162,6 @@ def summary_line(report: dict[str, Any]) -> str:
     )
 
 
-def _page_titles(db: Database, urls: Iterable[str]) -> dict[str, str]:
-    """Titles of the crawled pages, looked up by ``_id``; pages never stored are left out."""
-    titles = {}
-    for chunk in batches(sorted(urls), ID_BATCH):
-        for doc in db["pages"].find({"_id": {"$in": chunk}}, {"title": 1}):
-            titles[doc["_id"]] = str(doc.get("title") or "")
-    return titles
-
-
 def _carried_matches(db: Database, day: date) -> list[dict]:
     """The matches the day's pages carried at their latest check of the day, each with
     ``last_seen`` set to that check's time."""
@@ -179,15 +170,6 @@ def _carried_matches(db: Database, day: date) -> list[dict]:
     latest = {(pd["url"], str(doc_id)): pd["at"] for pd in page_days for doc_id in pd["doc_ids"]}
     found = store.by_ids(latest)
     return [{**m, "last_seen": latest[(m["url"], str(m["doc_id"]))]} for m in found]
-
-
-def _chapter_totals(db: Database, works: Iterable[str]) -> dict[str, int]:
-    """How many chapters (master documents) each work has in the library."""
-    totals: Counter[str] = Counter()
-    for chunk in batches(sorted(works), ID_BATCH):
-        for doc in db["masters"].find({"work": {"$in": chunk}}, {"work": 1, "_id": 0}):
-            totals[doc["work"]] += 1
-    return dict(totals)
 
 
 def _share(part: int, whole: int) -> float | None:

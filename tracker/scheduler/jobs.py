@@ -23,7 +23,7 @@ Jobs, by name:
 
 :meth:`JobContext.run` carries out one run: it takes the job's own Redis lock (so the same job
 never runs twice at once, even started by hand next to the scheduler), records the run in the
-ledger (:mod:`tracker.scheduler.runs`) under an id that admits one start per scheduled
+ledger (:mod:`tracker.stores.job_runs`) under an id that admits one start per scheduled
 occurrence, and records its result or error. The scheduler's persistent job store can only
 refer to importable functions, so it stores :func:`run_scheduled` with the service id and the
 job name; the service registers its context under that id while it acts.
@@ -51,11 +51,13 @@ from tracker.crawling.crawl_board import board_for
 from tracker.matching.library import MasterLibrary
 from tracker.reports.clustering import PageClusterer
 from tracker.reports.daily import publish_report
-from tracker.scheduler import runs
-from tracker.scheduler.sources import Cursors, configured_sources, pull_all
+from tracker.scheduler.sources import configured_sources, pull_all
 from tracker.servers.locks import HeldLock
 from tracker.servers.runtime import Runtime
+from tracker.stores import job_runs as runs
+from tracker.stores.crawl_runs import CrawlRunStore
 from tracker.stores.reports import ReportStore
+from tracker.stores.sources import SourceCursorStore
 
 log = logging.getLogger(__name__)
 
@@ -233,7 +235,7 @@ class JobContext:
         self.clock = clock or (lambda: datetime.now(UTC))
         self.stop = stop or threading.Event()
         self.leader = leader
-        self.runs = runs.JobRuns(self.runtime.db)
+        self.runs = runs.JobRunStore(self.runtime.db)
 
     def spec(self, name: str) -> JobSpec:
         try:
@@ -300,18 +302,18 @@ class JobContext:
 def pull_job(context: JobContext, spec: JobSpec, now: datetime) -> dict[str, Any]:
     settings, runtime = context.settings, context.runtime
     library = MasterLibrary.from_runtime(runtime)
-    drop, collection, client = configured_sources(settings, runtime.db)
+    drop, collection = configured_sources(settings, runtime.db)
     try:
         summary = pull_all(
             library,
-            Cursors(runtime.db),
+            SourceCursorStore(runtime.db),
             (drop, collection),
             max(1, settings.pull_batch_size),
             context.stop,
         )
     finally:
-        if client is not None:
-            client.close()
+        if collection is not None:
+            collection.documents.close()
     result = summary.to_dict()
     if summary.added or summary.replaced:
         result["rematch"] = _then_rematch(context, spec.name)
@@ -337,7 +339,7 @@ def _then_rematch(context: JobContext, after: str) -> dict[str, Any]:
 def crawl_job(context: JobContext, spec: JobSpec, now: datetime) -> dict[str, Any]:
     site = spec.site
     assert site is not None
-    settings, db = context.settings, context.runtime.db
+    settings = context.settings
     started = context.clock()
     stamp = started.astimezone(UTC).strftime("%Y%m%dT%H%M%S")
     log_file = Path(settings.data_dir) / "logs" / f"crawl-{site.name}-{stamp}.log"
@@ -373,7 +375,8 @@ def crawl_job(context: JobContext, spec: JobSpec, now: datetime) -> dict[str, An
             board.remove(posted)
             board.close()
     result: dict[str, Any] = {"exit_code": code, "log_file": str(log_file)}
-    own = db["crawl_runs"].find_one({"_id": run_id})
+    crawl_runs = CrawlRunStore(context.runtime.db)
+    own = crawl_runs.get(run_id)
     runs = [own] if own else []
     if own:
         result["crawl_run"] = run_id
@@ -383,7 +386,7 @@ def crawl_job(context: JobContext, spec: JobSpec, now: datetime) -> dict[str, An
         crawl_id = result["crawl_id"] = scrapy_settings["TRACKER_CRAWL_ID"]
         # The workers' runs recorded by now (a worker finishes its last requests after the
         # queue ran dry, so a late one may be missing; its degraded pages wait for a rematch).
-        workers = [r for r in db["crawl_runs"].find({"crawl_id": crawl_id}) if r["_id"] != run_id]
+        workers = [r for r in crawl_runs.of_crawl(crawl_id) if r["_id"] != run_id]
         result["worker_runs"] = [
             {"crawl_run": r["_id"], "worker": r.get("worker"), "pages": r.get("pages", {})}
             for r in workers

@@ -14,7 +14,8 @@ shards only for indexes prefixed by the shard key; the counter hands out each ``
 The hot query each index serves is named beside it; the README's "MongoDB at scale" lists
 them with the shard keys, and ``tests/test_scheduler.py::test_hot_queries_use_indexes``
 explains them. Collections not listed (``counters``, ``clusters``, ``reports``,
-``rematch_mark``, ``master_sources``, ``scheduler_jobs``) are read by ``_id`` or whole.
+``rematch_mark``, ``master_sources``, ``scheduler_jobs``, ``users``) are read by ``_id`` or
+whole.
 """
 
 from __future__ import annotations

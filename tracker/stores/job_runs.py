@@ -1,9 +1,12 @@
-"""The ledger of job runs in MongoDB (``job_runs``): what ran, when, and how it went.
+"""The ledger of the scheduler's job runs in MongoDB (``job_runs``): what ran, when, and how
+it went.
 
 A scheduled run's ``_id`` is ``JOB@SCHEDULED_TIME``, and it is inserted before the job starts, so
 one scheduled occurrence can start only once however many schedulers see it due. Manual runs
-(``tracker run-job``) get an id of their own. APScheduler's job store keeps the schedule; this
-ledger keeps the history that ``tracker schedule --list`` shows.
+(``tracker run-job``) get an id of their own. The jobs' next run times are kept apart
+(:mod:`tracker.stores.job_times`); this ledger keeps the history that ``tracker schedule
+--list`` and the console show. Read newest first through the ``job, started_at`` index, and the
+runs cut short by a crash through the ``status`` index.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ def run_id(job: str, scheduled_at: datetime | None) -> str:
     return f"{job}@{scheduled_at.astimezone(UTC).isoformat()}"
 
 
-class JobRuns:
+class JobRunStore:
     def __init__(self, db: Database) -> None:
         self.runs = db["job_runs"]
 
