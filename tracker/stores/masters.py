@@ -17,6 +17,7 @@ commits, 3.6 ms a master on SecantusDB, more than storing it.
 
 from __future__ import annotations
 
+from collections import Counter, defaultdict
 from collections.abc import Collection as Container
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from datetime import UTC, datetime
 from pymongo import ReturnDocument
 from pymongo.database import Database
 
+from tracker.batching import ID_BATCH, batches
 from tracker.fingerprints.document import VERSION as FINGERPRINT_VERSION
 from tracker.fingerprints.document import DocumentFingerprint, fingerprint_many
 from tracker.model import MasterDocument
@@ -88,6 +90,7 @@ class MasterStore:
                 "title": doc.title,
                 "text": doc.text,
                 "source": doc.source,
+                "kind": doc.kind,
                 "updated_at": now,
                 "changed_in": version,
                 **fp.to_mongo(),
@@ -141,6 +144,26 @@ class MasterStore:
 
     def clear_journal(self) -> None:
         self.journal.delete_many({})
+
+    def works(self, works: Iterable[str]) -> dict[str, tuple[int, str]]:
+        """Per work of ``works`` in the library: how many masters it has, and what they are
+        (``chapter`` or ``article``: the kind most of them were stored with; for a work stored
+        before kinds were, the kind of one of its masters' text). Through the ``work`` index."""
+        sizes: Counter[str] = Counter()
+        kinds: dict[str, Counter[str]] = defaultdict(Counter)
+        for chunk in batches(sorted(set(works)), ID_BATCH):
+            for doc in self.masters.find({"work": {"$in": chunk}}, {"work": 1, "kind": 1}):
+                sizes[doc["work"]] += 1
+                kinds[doc["work"]][doc.get("kind") or ""] += 1
+        found = {}
+        for work, size in sizes.items():
+            stored = [kind for kind, _ in kinds[work].most_common() if kind]
+            if stored:
+                found[work] = (size, stored[0])
+                continue
+            doc = self.masters.find_one({"work": work}, {"text": 1}) or {}
+            found[work] = (size, MasterDocument("", work, "", str(doc.get("text") or "")).kind)
+        return found
 
     def delete_many(self, doc_ids: list[str]) -> None:
         self.masters.delete_many({"_id": {"$in": doc_ids}})
