@@ -99,6 +99,7 @@ def daily_bars(
         chart.labels.append(Label(left - 6, _r(y + 4), count(peak * fraction), "end"))
     base = top + plot_h
     label_every = max(1, len(days) // 6)
+    width_one = _r(bar_w)
     for i, (day, total, new) in enumerate(days):
         x = left + i * slot + (slot - group_w) / 2
         if total is None:
@@ -108,12 +109,19 @@ def daily_bars(
             tip = f"{day}: {total} in all" + (f", {new or 0} new" if paired else "")
             h_total = plot_h * total / peak
             chart.bars.append(
-                Bar(_r(x), _r(base - h_total), _r(bar_w), _r(h_total), TOTAL_COLOUR, tip)
+                Bar(_r(x), _r(base - h_total), width_one, _r(h_total), TOTAL_COLOUR, tip)
             )
-            if paired:
+            if paired:  # right beside it
                 h_new = plot_h * min(new or 0, total) / peak
                 chart.bars.append(
-                    Bar(_r(x + bar_w), _r(base - h_new), _r(bar_w), _r(h_new), NEW_COLOUR, tip)
+                    Bar(
+                        _r(_r(x) + width_one),
+                        _r(base - h_new),
+                        width_one,
+                        _r(h_new),
+                        NEW_COLOUR,
+                        tip,
+                    )
                 )
         if i % label_every == 0 or i == len(days) - 1:
             chart.labels.append(Label(_r(x + group_w / 2), height - bottom + 14, day[5:], "middle"))
