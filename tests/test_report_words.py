@@ -18,7 +18,7 @@ from tracker.matching.detector import MOST_OF_THE_MASTER
 from tracker.matching.library import MasterLibrary
 from tracker.model import MasterDocument
 from tracker.reports import build_report, to_csv, to_html, to_json, to_notices
-from tracker.reports.build import COPIED_SHARE, INSERTED, copied_text
+from tracker.reports.build import COPIED_SHARE, INSERTED, copied_shares, copied_text
 from tracker.stores.pages import MatchStore, PageRecord, PageStore
 from tracker.text.chapters import document_kind
 
@@ -131,6 +131,17 @@ def test_partly_copied_chapters_are_listed_with_their_share(library):
     assert "partly copied, 22.5%" in text
     assert "Coverage" not in html  # the one word, two meanings, is gone from the page
     assert "<th>Copied share</th>" in html
+
+
+def test_a_chapter_split_over_pages_is_copied_and_two_copies_of_a_part_are_not():
+    def part(doc_id: str, coverage: float, start: int, end: int) -> dict:
+        found = match(doc_id, BOOK, coverage, "x" * (end - start))
+        found["spans"][0].update(master_start=start, master_end=end)
+        return found
+
+    thirds = [part("c1", 0.33, 0, 200), part("c1", 0.33, 200, 400), part("c1", 0.34, 400, 600)]
+    twice = [part("c2", 0.3, 0, 180), part("c2", 0.3, 0, 180), part("c2", 0.1, 150, 200)]
+    assert copied_shares(thirds + twice) == {"c1": 0.99, "c2": 0.3333}
 
 
 def test_news_works_are_counted_in_articles(report):

@@ -81,10 +81,11 @@ def build_report(
     document copied on it (the best of its masters), as ``tracker check`` prints it. A work's
     ``found_share`` (also under its old name ``coverage``) is the share of its chapters
     (master documents) *found* that day, on all sites together or, under ``sites``, on each
-    one. A chapter found counts as *copied* (``copied_chapters``) when some page copies at
-    least :data:`COPIED_SHARE` of it, else as *partly copied* (``partial_chapters``, listed
-    in ``partly_copied`` with its best copied share). ``unit`` says what a work's documents
-    are, ``chapter`` or ``article`` (news), as the library stored them.
+    one. A chapter found counts as *copied* (``copied_chapters``) when the pages copy at
+    least :data:`COPIED_SHARE` of it together (a chapter split over three pages is copied;
+    :func:`copied_shares`), else as *partly copied* (``partial_chapters``, listed in
+    ``partly_copied`` with that share). ``unit`` says what a work's documents are,
+    ``chapter`` or ``article`` (news), as the library stored them.
 
     *New* means first seen after the day of the previous stored report (``previous_report``;
     every match is new when there is none), i.e. since the last report people read. ``groups``
@@ -220,15 +221,55 @@ def _span(matches: Iterable[dict]) -> tuple[str, str]:
     )
 
 
-def _copied(matches: Iterable[dict]) -> tuple[int, int]:
-    """How many of the chapters ``matches`` name are copied (some match copies at least
-    :data:`COPIED_SHARE` of it) and how many only partly."""
-    best: dict[str, float] = {}
+def copied_shares(matches: Iterable[dict]) -> dict[str, float]:
+    """Per chapter that ``matches`` name, the share of it these pages copy together: the
+    union of the master passages they copy, so that a chapter split over several pages is
+    copied whole (and a mirror's second copy adds nothing). The union is measured in the
+    matches' own unit: their copied share per character of passage, that of the match with
+    the most passage text; never less than the best single match's copied share."""
+    by_doc: dict[str, list[dict]] = defaultdict(list)
     for match in matches:
-        doc_id = str(match["doc_id"])
-        best[doc_id] = max(best.get(doc_id, 0.0), as_number(match.get("coverage")))
-    copied = sum(1 for share in best.values() if share >= COPIED_SHARE)
-    return copied, len(best) - copied
+        by_doc[str(match["doc_id"])].append(match)
+    shares = {}
+    for doc_id, found in by_doc.items():
+        best = max(as_number(m.get("coverage")) for m in found)
+        passages, scale, widest = [], 0.0, 0
+        for match in found:
+            spans = _master_spans(match)
+            chars = _union(spans)
+            if chars > widest:
+                widest, scale = chars, as_number(match.get("coverage")) / chars
+            passages += spans
+        shares[doc_id] = round(max(best, min(1.0, _union(passages) * scale)), 4)
+    return shares
+
+
+def _master_spans(match: dict) -> list[tuple[int, int]]:
+    spans = []
+    for span in match.get("spans") or ():
+        start, end = span.get("master_start"), span.get("master_end")
+        if isinstance(start, int) and isinstance(end, int) and end > start:
+            spans.append((start, end))
+    return spans
+
+
+def _union(spans: list[tuple[int, int]]) -> int:
+    """Characters covered by the ``(start, end)`` intervals together."""
+    covered, reach = 0, -1
+    for start, end in sorted(spans):
+        start = max(start, reach)
+        if end > start:
+            covered += end - start
+            reach = end
+    return covered
+
+
+def _copied(matches: Iterable[dict]) -> tuple[int, int]:
+    """How many of the chapters ``matches`` name are copied (:func:`copied_shares` at least
+    :data:`COPIED_SHARE`) and how many only partly."""
+    shares = copied_shares(matches)
+    copied = sum(1 for share in shares.values() if share >= COPIED_SHARE)
+    return copied, len(shares) - copied
 
 
 def _work_entry(
@@ -241,14 +282,13 @@ def _work_entry(
     total_chapters, unit = library
     matches = [m for page_matches in pages.values() for m in page_matches]
     chapters: dict[str, dict[str, Any]] = {}
-    best: dict[str, float] = defaultdict(float)
+    best = copied_shares(matches)
     for match in sorted(matches, key=lambda m: m["doc_id"]):
         chapter = chapters.setdefault(
             str(match["doc_id"]),
             {"doc_id": str(match["doc_id"]), "title": "", "pages": set(), "sites": set()},
         )
         chapter["title"] = chapter["title"] or str(match.get("title") or "")
-        best[chapter["doc_id"]] = max(best[chapter["doc_id"]], as_number(match.get("coverage")))
         chapter["pages"].add(match["url"])
         chapter["sites"].add(match.get("site") or site_of(match["url"]))
     by_site: dict[str, dict[str, list[dict]]] = defaultdict(lambda: defaultdict(list))
