@@ -406,7 +406,7 @@ def test_the_console_says_chapters_found_and_copied_share(client, seeded):
     assert "Copied share" in work and "Copied share" in pages and "Copied share" in site
     text = " ".join("".join(elements(work).text).split())
     assert "Chapters found: 2 of 2 chapters (100.0%): 2 copied (a chapter counts" in text
-    assert "at least 50.0% of it" in text
+    assert "when the pages copy at least 50.0% of it)" in text
     css = client.get("/static/shared/tracker.css")
     assert css.status_code == 200 and '"Noto Sans CJK SC"' in css.text
     assert '"Microsoft YaHei"' in css.text and '"PingFang SC"' in css.text
