@@ -63,6 +63,8 @@ class Chart:
     labels: list[Label] = field(default_factory=list)
     lines: list[list[tuple[float, float]]] = field(default_factory=list)  # polylines
     dots: list[tuple[float, float]] = field(default_factory=list)  # lone points of a line
+    grid: str = GRID_COLOUR  # the rules' colour
+    ink: str = LINE_COLOUR  # the lines' and dots' colour
 
 
 def nice_ceiling(value: float) -> float:
