@@ -31,6 +31,7 @@ from tests.console_data import (
     module_settings,
     seed,
 )
+from tests.html_check import assert_inert, elements
 from tracker.console import create_app
 from tracker.reports.build import build_report
 from tracker.reports.render import to_csv
@@ -38,6 +39,7 @@ from tracker.stores.job_runs import JobRunStore
 
 pytestmark = pytest.mark.integration
 
+WORK = "红楼梦"
 PAGES = ["/", "/pages", "/works", "/sites", "/jobs", "/check", "/reports", "/docs"]
 
 
@@ -341,9 +343,85 @@ def test_hostile_strings_are_escaped_and_only_http_urls_linked(client, seeded):
     assert "<mark>" in html
 
 
+CONSOLE_SCRIPTS = (
+    "/static/console.js",
+    "/static/docs.js",
+    "/static/swagger/swagger-ui-bundle.js",
+)
+
+
+def test_hostile_strings_make_no_element_on_any_page(client, seeded):
+    """Every page that shows crawled strings, read as a browser's parser reads it: the hostile
+    title, URLs and passage text are text, never an element, a handler or a link."""
+    day = seeded.today
+    paths = [
+        *PAGES,
+        f"/page?url={quote(HOSTILE_URL, safe='')}",
+        f"/page?url={quote(SCRIPT_URL, safe='')}",
+        f"/work?name={quote(WORK)}&date={day}",
+        f"/site?name=pirate.example&date={day}",
+        f"/pages?site=pirate.example&date={day}",
+    ]
+    for path in paths:
+        answer = client.get(path, auth=OPERATOR)
+        assert answer.status_code == 200, path
+        parsed = assert_inert(answer.text, scripts=CONSOLE_SCRIPTS)
+        links = [a.get("href", "") for tag, a in parsed.found if tag == "a"]
+        assert not [h for h in links if h.lower().startswith("javascript")], path
+    evidence = client.get("/page", params={"url": HOSTILE_URL}, auth=VIEWER).text
+    parsed = assert_inert(evidence, scripts=CONSOLE_SCRIPTS)
+    assert HOSTILE_TITLE in parsed.text and HOSTILE_URL in [
+        a["href"] for tag, a in parsed.found if tag == "a" and a.get("target") == "_blank"
+    ]  # the quotes and brackets of the URL stay inside its attribute
+
+
+def test_the_evidence_view_shows_what_was_cut_as_cut(client, seeded):
+    """A whole chapter copied: the detector keeps 2,000 characters of the page's passage, and
+    the view says how much of each side is not shown, rather than styling the master's rest
+    as differing text."""
+    html = client.get("/page", params={"url": PLAIN_URL}, auth=VIEWER).text
+    assert "100.0%</strong> copied share" in html
+    parsed = elements(html)
+    text = "".join(parsed.text)
+    hidden = re.findall(r"… ([\d,]+) characters not shown …", text)
+    assert len(hidden) == 2, hidden  # the page's side and the master's
+    master = client.get("/api/page", params={"url": PLAIN_URL}, auth=VIEWER).json()["matches"][0]
+    span = master["spans"][0]
+    assert int(hidden[0].replace(",", "")) == span["page_end"] - span["page_start"] - 2000
+    # What is shown of the master differs from the page in no more than a few characters.
+    master_side = r'<div class="side master-side">(.*?)</div>\s*<div class="pair-meta">'
+    sides = re.findall(master_side, html, re.S)
+    differing = re.findall(r'<span class="diff">(.*?)</span>', sides[0], re.S)
+    assert sum(len(unescape(d)) for d in differing) < 20, differing
+
+
+def test_the_console_says_chapters_found_and_copied_share(client, seeded):
+    day = seeded.today
+    works = client.get("/works", params={"date": day}, auth=VIEWER).text
+    work = client.get("/work", params={"name": WORK, "date": day}, auth=VIEWER).text
+    site = client.get("/site", params={"name": "mirror.example", "date": day}, auth=VIEWER).text
+    pages = client.get("/pages", params={"date": day}, auth=VIEWER).text
+    for html in (works, work, site, pages):
+        assert "Coverage" not in html and "coverage" not in "".join(elements(html).text)
+    assert "Copied share" in work and "Copied share" in pages and "Copied share" in site
+    text = " ".join("".join(elements(work).text).split())
+    assert "Chapters found: 2 of 2 chapters (100.0%): 2 copied (a chapter counts" in text
+    assert "when the pages copy at least 50.0% of it)" in text
+    css = client.get("/static/shared/tracker.css")
+    assert css.status_code == 200 and '"Noto Sans CJK SC"' in css.text
+    assert '"Microsoft YaHei"' in css.text and '"PingFang SC"' in css.text
+    dashboard = client.get("/", auth=VIEWER).text
+    assert '<link rel="stylesheet" href="/static/shared/tracker.css">' in dashboard
+
+
 def test_static_files_are_served_without_login(client):
     client.cookies.clear()
-    for path in ["/static/console.css", "/static/console.js", "/static/swagger/swagger-ui.css"]:
+    for path in [
+        "/static/console.css",
+        "/static/console.js",
+        "/static/shared/tracker.css",
+        "/static/swagger/swagger-ui.css",
+    ]:
         assert client.get(path).status_code == 200, path
 
 

@@ -31,6 +31,7 @@ from tracker.config import Settings
 from tracker.console.auth import Authenticator, Forbidden, NotAuthenticated
 from tracker.console.figures import DayReports
 from tracker.console.users import Users
+from tracker.html import STATIC as SHARED_STATIC  # the style the console shares with the report
 from tracker.reading.readers import InputError
 from tracker.servers.runtime import Runtime
 
@@ -114,6 +115,7 @@ def create_app(
     swagger = _swagger_assets()
     if swagger is not None:  # before /static, which would answer its paths with 404
         app.mount("/static/swagger", StaticFiles(directory=swagger), name="swagger")
+    app.mount("/static/shared", StaticFiles(directory=SHARED_STATIC), name="shared")
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     _errors(app)
     app.add_middleware(SecurityHeaders)

@@ -1,19 +1,18 @@
-"""The console's pages: server-rendered Jinja2 templates, every value escaped (autoescape on
-for every template), links only for http(s) URLs, forms carrying their CSRF token."""
+"""The console's pages: server-rendered Jinja2 templates (``tracker/html/templates/console/``,
+in the environment of :mod:`tracker.html`, the report's too), every value escaped (autoescape
+on for every template), links only for http(s) URLs, forms carrying their CSRF token."""
 
 from __future__ import annotations
 
 import json
 import secrets
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
-from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.datastructures import FormData
 
 from tracker.console import deps
@@ -24,10 +23,10 @@ from tracker.console.deps import WorkParam as WorkFilter
 from tracker.console.evidence import master_texts, page_matches, passages
 from tracker.console.figures import Paged, paged
 from tracker.console.jobs import job_rows, known_job, start_job
-from tracker.formats import count, when
+from tracker.html import environment
 from tracker.reading.readers import InputError
-from tracker.reports.charts import daily_bars, sparkline
-from tracker.reports.render import charts, is_http_url
+from tracker.reports.build import COPIED_SHARE
+from tracker.reports.charts import daily_bars, report_charts, sparkline
 from tracker.stores.crawl_runs import CrawlRunStore
 from tracker.stores.job_runs import RUNNING, JobRunStore
 from tracker.stores.pages import PageStore
@@ -35,28 +34,14 @@ from tracker.stores.reports import ReportStore
 
 router = APIRouter(include_in_schema=False)
 
-HERE = Path(__file__).parent
 PER_PAGE = 50
 MATCHES_PER_PAGE = 10
 CHAPTERS_PER_PAGE = 100
 RUNS_PER_PAGE = 20
 MAX_FORM_FIELDS = 10
 
-_env = Environment(
-    loader=FileSystemLoader(HERE / "templates"),
-    autoescape=select_autoescape(default=True, default_for_string=True),
-    trim_blocks=True,
-    lstrip_blocks=True,
-)
-_env.filters.update(
-    when=when,
-    count=lambda v: count(v) if isinstance(v, int | float) else "-",
-    pct=lambda v: f"{float(v):.1%}" if isinstance(v, int | float) else "-",
-    score=lambda v: f"{float(v):.3f}" if isinstance(v, int | float) else "-",
-    http=lambda v: isinstance(v, str) and is_http_url(v),
-    pretty=lambda v: json.dumps(v, ensure_ascii=False, indent=2, default=str),
-)
-templates = Jinja2Templates(env=_env)
+templates = Jinja2Templates(env=environment())
+TEMPLATES = "console/"  # the console's folder of tracker/html/templates
 
 WorkName = Annotated[str, Query(min_length=1, max_length=300)]
 SiteName = Annotated[str, Query(min_length=1, max_length=300)]
@@ -66,7 +51,7 @@ def render(request: Request, template: str, status_code: int = 200, **context: A
     principal: Principal | None = getattr(request.state, "principal", None)
     return templates.TemplateResponse(
         request,
-        template,
+        TEMPLATES + template,
         {"principal": principal, "user": principal.user if principal else None, **context},
         status_code=status_code,
     )
@@ -105,7 +90,7 @@ def login_page(
         target = "/" if target.startswith("/login") else target
     response = templates.TemplateResponse(
         request,
-        "login.html",
+        TEMPLATES + "login.html",
         {
             "principal": None,
             "user": None,
@@ -180,7 +165,7 @@ def dashboard(request: Request, _: Viewer, date: DateParam = None) -> HTMLRespon
         nav="dashboard",
         day=day.isoformat(),
         report=report,
-        charts=charts(report),
+        charts=report_charts(report),
         new_pages=new_pages[:10],
         new_total=len(new_pages),
         titles=view.titles,
@@ -290,6 +275,7 @@ def work(
         work=entry,
         found=paged(entry["pages"], page, PER_PAGE),
         chapters=paged(entry["chapters_found"], chapters, CHAPTERS_PER_PAGE),
+        copied_share=COPIED_SHARE,
         query={"name": name, "date": day.isoformat(), "page": page, "chapters": chapters},
     )
 
@@ -330,7 +316,7 @@ def site(
     for w in view.report["works"]:
         for s in w["sites"]:
             if s["site"] == name:
-                works[w["work"]] = s
+                works[w["work"]] = (s, w)
     return render(
         request,
         "site.html",

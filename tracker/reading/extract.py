@@ -39,6 +39,7 @@ import lxml.etree
 import lxml.html
 import numpy as np
 import trafilatura
+from lxml.html import builder as E
 from parsel import Selector
 
 from tracker.fingerprints.simhash import Votes, votes_normalized
@@ -114,7 +115,7 @@ def extract(html: str, url: str | None = None, rules: ExtractionRules | None = N
     """Extract the body text, title, chapter title and page metadata of ``html``."""
     html = _CLOSING_TAGS.sub("", html[:MAX_HTML_CHARS])
     try:
-        selector = Selector(text=html or "<html></html>", type="html")
+        selector = Selector(text=html, type="html")  # an empty page is an empty document
     except (ValueError, lxml.etree.ParserError):
         return Extracted("", "", "none")
     metadata = page_metadata(selector)
@@ -230,13 +231,24 @@ def extract_pages(pages: list[PageSource]) -> list[ExtractedPage | ExtractionFai
 WARM_UP_TEXT = "\n".join(
     ["那日天气晴好，他一早便出了城门，沿着河岸慢慢走去，看见远处的山上还有些积雪。"] * 6
 )
+
+
+def _warm_up_page() -> str:
+    """A chapter page of :data:`WARM_UP_TEXT`, its lines parted by ``<br>`` (built by lxml)."""
+    content = E.DIV(id="content")
+    for i, line in enumerate(WARM_UP_TEXT.split("\n")):
+        if i:
+            content.append(E.BR())
+            content[-1].tail = line
+        else:
+            content.text = line
+    head = E.HEAD(E.META(charset="utf-8"), E.TITLE("第一章 初到"))
+    page = E.HTML(head, E.BODY(E.H1("第一章 初到"), content))
+    return lxml.html.tostring(page, encoding="unicode")
+
+
 #: A chapter page of :data:`WARM_UP_TEXT` (see :func:`warm_up`).
-WARM_UP_PAGE = (
-    "<html><head><meta charset='utf-8'><title>第一章 初到</title></head><body>"
-    "<h1>第一章 初到</h1><div id='content'>"
-    + WARM_UP_TEXT.replace("\n", "<br>")
-    + "</div></body></html>"
-)
+WARM_UP_PAGE = _warm_up_page()
 
 
 def warm_up() -> int:

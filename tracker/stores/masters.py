@@ -17,7 +17,7 @@ commits, 3.6 ms a master on SecantusDB, more than storing it.
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Collection as Container
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -103,6 +103,7 @@ class MasterStore:
                 "title": doc.title,
                 "text": doc.text,
                 "source": doc.source,
+                "kind": doc.kind,
                 "updated_at": now,
                 "changed_in": version,
                 **fp.to_mongo(),
@@ -157,6 +158,26 @@ class MasterStore:
     def clear_journal(self) -> None:
         self.journal.delete_many({})
 
+    def works(self, works: Iterable[str]) -> dict[str, tuple[int, str]]:
+        """Per work of ``works`` in the library: how many masters it has, and what they are
+        (``chapter`` or ``article``: the kind most of them were stored with; for a work stored
+        before kinds were, the kind of one of its masters' text). Through the ``work`` index."""
+        sizes: Counter[str] = Counter()
+        kinds: dict[str, Counter[str]] = defaultdict(Counter)
+        for chunk in batches(sorted(set(works)), ID_BATCH):
+            for doc in self.masters.find({"work": {"$in": chunk}}, {"work": 1, "kind": 1}):
+                sizes[doc["work"]] += 1
+                kinds[doc["work"]][doc.get("kind") or ""] += 1
+        found = {}
+        for work, size in sizes.items():
+            stored = [kind for kind, _ in kinds[work].most_common() if kind]
+            if stored:
+                found[work] = (size, stored[0])
+                continue
+            doc = self.masters.find_one({"work": work}, {"text": 1}) or {}
+            found[work] = (size, MasterDocument("", work, "", str(doc.get("text") or "")).kind)
+        return found
+
     def delete(self, doc_ids: list[str]) -> None:
         """Remove these masters (journaled first with :meth:`begin`)."""
         self.masters.delete_many({"_id": {"$in": doc_ids}})
@@ -179,15 +200,6 @@ class MasterStore:
             for doc in self.masters.find({"_id": {"$in": chunk}}, _TEXT_AND_TITLE):
                 found[str(doc["_id"])] = doc
         return found
-
-    def chapter_counts(self, works: Iterable[str]) -> dict[str, int]:
-        """How many master documents (chapters) each of these works has (its ``work``
-        index)."""
-        totals: Counter[str] = Counter()
-        for chunk in batches(sorted(set(works)), ID_BATCH):
-            for doc in self.masters.find({"work": {"$in": chunk}}, {"work": 1, "_id": 0}):
-                totals[doc["work"]] += 1
-        return dict(totals)
 
     def listing(self, work: str | None = None) -> Iterator[MasterEntry]:
         """Every master, or those of ``work`` in the order ingested (its ``work`` index)."""

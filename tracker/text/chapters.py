@@ -213,6 +213,16 @@ def _articles(text: str):
         previous = i
 
 
+def document_kind(text: str) -> str:
+    """``"article"`` when ``text`` opens with a news dateline (``新华社北京１月５日电``,
+    ``本报上海３月２日讯``) in its first lines, as a newspaper file's articles and a news
+    agency's records do; else ``"chapter"``. Reports name a work's documents by it."""
+    from tracker.model import ARTICLE, CHAPTER
+
+    lines = text.lstrip().split("\n", MAX_TITLE_BLOCK_LINES + 1)[: MAX_TITLE_BLOCK_LINES + 1]
+    return ARTICLE if any(_DATELINE.match(line) for line in lines) else CHAPTER
+
+
 def _title_like(line: str) -> bool:
     """A line that can stand above a dateline: a title (no sentence in it; news titles run
     longer than chapter headings), or a note in brackets."""
