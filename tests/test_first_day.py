@@ -4,8 +4,16 @@ library of the user's own is left alone."""
 
 from __future__ import annotations
 
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
 from tracker.cli import main
 from tracker.cli.index import _per_document
+from tracker.demo.site import build_site
 from tracker.index.storage import RedisStorage, StorageMemory
 from tracker.matching.library import MasterLibrary
 from tracker.model import MasterDocument
@@ -55,3 +63,125 @@ def test_bytes_per_document_once_the_records_are_most_of_them():
     )
     assert "not meaningful" in _per_document(StorageMemory(10_000, 1_000_000, 100_000, 2000), 9)
     assert _per_document(StorageMemory(0, 0, 0, 0), 0) == ""
+
+
+# ------------------------------------------------------------------------------------- demo
+
+
+def fresh_home(tmp_path: Path) -> dict[str, str]:
+    """A newcomer's environment: no server URLs, no settings, an empty HOME (the embedded
+    servers start under it)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("MONGO_URL", "REDIS_URL")}
+    env = {k: v for k, v in env.items() if not k.startswith(("TRACKER_", "SCRAPY", "XDG_"))}
+    env.update(HOME=str(tmp_path), TRACKER_DATA_DIR=str(tmp_path / "data"), COLUMNS="100")
+    env["TRACKER_CHECK_WARM_S"] = "0"  # no warm checker left behind
+    return env
+
+
+def tracker(env: dict[str, str], *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "tracker.cli", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        cwd=env["HOME"],
+    )
+
+
+def test_after_the_demo_in_a_fresh_home_the_report_lists_its_pages(tmp_path):
+    env = fresh_home(tmp_path)
+    try:
+        stats = tracker(env, "index", "stats")
+        assert stats.returncode == 0, stats.stdout + stats.stderr
+        assert "nothing ingested yet" in stats.stdout
+        demo = tracker(env, "demo")
+        assert demo.returncode == 0, demo.stdout[-2000:] + demo.stderr[-2000:]
+        assert "the demo writes into your library (database tracker" in demo.stdout
+        listed = re.findall(r"^  (http://127\.0\.0\.1:\d+/\S+)  copies", demo.stdout, re.M)
+        assert len(listed) == 8
+
+        report = tracker(env, "report", "--format", "json")
+        assert report.returncode == 0, report.stderr
+        pages = json.loads(report.stdout)["pages"]
+        assert sorted(page["url"] for page in pages) == sorted(listed)
+
+        # A copied chapter as the pirate site serves it (ads, its own encoding): found in
+        # the library the demo filled (it said "no match", exit 0, with the demo's own
+        # database apart).
+        site = build_site(tmp_path / "site")
+        check = tracker(env, "check", "--json", str(site.root / "book/1/4.html"))
+        assert check.returncode == 1, check.stdout + check.stderr
+        found = [match["doc_id"] for match in json.loads(check.stdout)["matches"]]
+        assert found == site.expected["book/1/4.html"]
+        assert tracker(env, "index", "stats").returncode == 0
+    finally:
+        tracker(env, "services", "stop", timeout=60)
+
+
+def crawl_leaving_a_page(spider: str, settings, arguments: dict, log_file) -> int:
+    """In place of the demo's crawl: one page of the site stored, then a failure."""
+    from tracker.servers.runtime import Runtime
+    from tracker.stores.pages import PageRecord, PageStore
+
+    runtime = Runtime(settings)
+    PageStore(runtime.db).save(PageRecord(url=arguments["start_url"] + "book/1/1.html", text="页"))
+    runtime.close()
+    return 1
+
+
+def test_a_second_demo_replaces_the_first_and_clear_removes_it(
+    cli_env, settings, runtime, monkeypatch, capsys
+):
+    import tracker.crawling.crawl
+    from tracker.console.users import UserStore
+    from tracker.stores.demo import DemoStore, Holds
+
+    monkeypatch.setattr(tracker.crawling.crawl, "run_crawl", crawl_leaving_a_page)
+    UserStore(runtime.db).add("alice", "viewer", "a long passphrase")
+    assert main(["demo"]) == 1
+    [first] = [page["_id"] for page in runtime.db["pages"].find({}, {"_id": 1})]
+    assert DemoStore(runtime.db).holds() is Holds.DEMO
+    assert main(["demo"]) == 1
+    [second] = [page["_id"] for page in runtime.db["pages"].find({}, {"_id": 1})]
+    assert second != first  # the first demo's page went with it (another port)
+    assert "an earlier demo's data, replaced" in capsys.readouterr().out
+    assert runtime.db["masters"].count_documents({}) == 9
+
+    assert main(["demo", "--clear"]) == 0
+    assert "removed the demo's data" in capsys.readouterr().out
+    assert DemoStore(runtime.db).holds() is Holds.NOTHING
+    assert not list(runtime.redis.scan_iter(match=settings.redis_prefix + "ix:*"))
+    assert not list(runtime.redis.scan_iter(match=settings.redis_prefix + "pix:*"))
+    assert UserStore(runtime.db).get("alice") is not None  # the console's users stay
+    assert main(["index", "stats"]) == 0
+
+
+def test_what_counts_as_the_user_s_own_data(runtime):
+    from tracker.stores.demo import DemoStore, Holds
+    from tracker.stores.pages import PageRecord, PageStore
+
+    store, pages = DemoStore(runtime.db), PageStore(runtime.db)
+    assert store.holds() is Holds.NOTHING
+    pages.save(PageRecord(url="https://pirate.example/1.html", text="页"))
+    assert store.holds() is Holds.DATA  # a page, and no demo ever ran
+    runtime.db["pages"].delete_many({})
+
+    library = MasterLibrary.from_runtime(runtime)
+    store.mark([doc.doc_id for doc in DOCS[:2]])
+    library.ingest(DOCS[:2])
+    assert store.holds() is Holds.DEMO  # cut short before its version was recorded
+    store.mark([doc.doc_id for doc in DOCS[:2]], library.store.version())
+    store.add_site("http://127.0.0.1:8000/")
+    pages.save(PageRecord(url="http://127.0.0.1:8000/book/1/1.html", text="页"))
+    assert store.holds() is Holds.DEMO
+    pages.save(PageRecord(url="http://127.0.0.1:8001/book/1/1.html", text="页"))
+    assert store.holds() is Holds.DATA  # a crawl of another site
+    runtime.db["pages"].delete_one({"_id": "http://127.0.0.1:8001/book/1/1.html"})
+    library.ingest(DOCS[:1])  # the same ids again: the library version moves on
+    assert store.holds() is Holds.DATA
+    store.mark([doc.doc_id for doc in DOCS[:2]], library.store.version())
+    assert store.holds() is Holds.DEMO
+    library.ingest(DOCS[2:3])  # a master of the user's
+    assert store.holds() is Holds.DATA
