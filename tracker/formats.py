@@ -1,8 +1,10 @@
 """The project's one way of writing times and quantities for people (command line, logs,
-reports): times in UTC as ``YYYY-MM-DD HH:MM UTC``, counts with thousands separators."""
+reports): times in UTC as ``YYYY-MM-DD HH:MM UTC``, counts with thousands separators, waits in
+words."""
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime
 
 
@@ -26,3 +28,19 @@ def count(value: float, unit: str = "") -> str:
     decimals."""
     text = f"{value:,.0f}" if float(value).is_integer() else f"{value:,.2f}"
     return f"{text} {unit}" if unit else text
+
+
+def duration(seconds: float) -> str:
+    """A wait in words, rounded up: ``45 seconds``, ``2 minutes``, ``1 hour 5 minutes``."""
+    whole = max(1, math.ceil(seconds))
+    if whole < 60:
+        return _plural(whole, "second")
+    minutes = math.ceil(whole / 60)
+    if minutes < 60:
+        return _plural(minutes, "minute")
+    hours, minutes = divmod(minutes, 60)
+    return _plural(hours, "hour") + (f" {_plural(minutes, 'minute')}" if minutes else "")
+
+
+def _plural(amount: int, unit: str) -> str:
+    return f"{amount} {unit}{'' if amount == 1 else 's'}"
