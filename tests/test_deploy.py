@@ -5,6 +5,7 @@ Dockerfile; the systemd units' roles, stop order, kill mode and hardening (and, 
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -218,6 +219,96 @@ def test_systemd_analyze_verify_finds_nothing(tmp_path):
     )
     said = [line for line in done.stderr.splitlines() if str(tmp_path) in line or "tracker" in line]
     assert done.returncode == 0 and said == [], done.stderr
+
+
+def systemd_steps() -> list[str]:
+    """The shell lines of deploy/README.md's systemd steps, comments dropped."""
+    text = (DEPLOY / "README.md").read_text(encoding="utf-8")
+    section = text.split("\n## systemd\n", 1)[1].split("\n## ", 1)[0]
+    block = re.search(r"```sh\n(.*?)```", section, re.S)[1]
+    return [line.split("  #")[0].strip() for line in block.splitlines() if line.strip()]
+
+
+def test_the_systemd_steps_work_as_written(tmp_path, settings, runtime):
+    """deploy/README.md's systemd steps, followed with every absolute path moved under
+    ``tmp_path`` (the checkout is this one, its virtualenv this interpreter's): the files are
+    installed, then each enabled unit's command is run the way systemd would start it, with its
+    environment and working directory, as a check that changes nothing (the scheduler's as
+    ``tracker schedule --list``, which reads every site file the settings name; the others'
+    as ``tracker services check``). A step naming a file that is missing fails here."""
+    root = tmp_path / "root"
+    moved = {
+        "/opt/tracker/.venv/bin/": str(Path(sys.executable).parent) + "/",
+        "/opt/tracker": str(ROOT),
+        "/etc/systemd/system": str(root / "etc/systemd/system"),
+        "/etc/tracker": str(root / "etc/tracker"),
+        "/var/lib/tracker": str(root / "var/lib/tracker"),
+        "/var/cache/tracker": str(root / "var/cache/tracker"),
+    }
+
+    def rewrite(text: str) -> str:
+        for old, new in moved.items():
+            text = re.sub(re.escape(old) + r"(?![\w.-])", new, text)
+        return text
+
+    for directory in ("etc/systemd/system", "var/cache/tracker"):  # there on any system
+        (root / directory).mkdir(parents=True)
+    enabled = []
+    for step in systemd_steps():
+        commands = []
+        for command in step.split("&&"):
+            words = command.split()
+            words = words[1:] if words[0] == "sudo" else words
+            if words[0] == "systemctl":  # what systemd would do: below
+                enabled += [w for w in words[2:] if words[1] == "enable" and not w.startswith("-")]
+                continue
+            if words[0] == "install":  # no tracker user here: ownership is left out
+                words = [w for i, w in enumerate(words) if not {w, words[i - 1]} & {"-o", "-g"}]
+            commands.append(rewrite(" ".join(words)))
+        if commands:
+            done = subprocess.run(
+                ["bash", "-c", " && ".join(commands)], cwd=ROOT, capture_output=True, text=True
+            )
+            assert done.returncode == 0, (step, done.stderr)
+    assert {"tracker-scheduler", "tracker-console", "tracker-services"} <= set(enabled)
+    installed = root / "etc"
+    for path in [installed / "tracker/tracker.toml", *(installed / "systemd/system").iterdir()]:
+        path.write_text(rewrite(path.read_text(encoding="utf-8")), encoding="utf-8")
+    # The operator's step: the servers' URLs in tracker.env (here the test's own servers).
+    (installed / "tracker/tracker.env").write_text(
+        f"MONGO_URL={settings.mongo_url}\nREDIS_URL={settings.redis_url}\n"
+        f"TRACKER_MONGO_DB={settings.mongo_db}\nTRACKER_REDIS_PREFIX={settings.redis_prefix}\n"
+        "TRACKER_DISTRIBUTED=1\n",
+        encoding="utf-8",
+    )
+
+    units = [name.split("@")[0] + ("@.service" if "@" in name else ".service") for name in enabled]
+    for name in sorted(set(units) - {"tracker.target.service"}):
+        unit = read_unit(installed / "systemd/system" / name)
+        env = {"PATH": os.environ["PATH"], "HOME": moved["/var/lib/tracker"], "LANG": "C.UTF-8"}
+        for assignment in values(unit, "Service", "Environment"):
+            key, _, value = assignment.partition("=")
+            env[key] = value
+        for env_file in values(unit, "Service", "EnvironmentFile"):
+            path = Path(env_file.removeprefix("-"))
+            if env_file.startswith("-") and not path.exists():
+                continue
+            for line in path.read_text(encoding="utf-8").splitlines():
+                key, _, value = line.partition("=")
+                env[key.strip()] = value.strip()
+        for key, base in (("StateDirectory", "/var/lib/"), ("CacheDirectory", "/var/cache/")):
+            for directory in values(unit, "Service", key):  # made by systemd at start
+                Path(rewrite(base + directory)).mkdir(parents=True, exist_ok=True)
+        workdir = Path(one(unit, "Service", "WorkingDirectory"))
+        for needed in [workdir, *one(unit, "Service", "ReadWritePaths").split()]:
+            assert Path(needed).is_dir(), (name, needed)
+        start = one(unit, "Service", "ExecStart").split()
+        assert Path(start[0]).is_file(), (name, start[0])
+        check = [*start, "--list"] if start[1:] == ["schedule"] else [start[0], "services", "check"]
+        done = subprocess.run(check, cwd=workdir, env=env, capture_output=True, text=True)
+        assert done.returncode == 0, (name, check, done.stdout, done.stderr)
+        if start[1:] == ["schedule"]:
+            assert "crawl:example" in done.stdout, done.stdout
 
 
 # --------------------------------------------------------------------------- health check
