@@ -12,6 +12,7 @@ import subprocess
 import sys
 from dataclasses import fields
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import yaml
@@ -32,6 +33,39 @@ TRACKER_ENV = {"MONGO_URL", "REDIS_URL", "TRACKER_CONFIG", "TRACKER_DISTRIBUTED"
 }
 
 
+#: The passwords deploy/.env holds (as its documented command makes them: hex).
+PASSWORDS = {"MONGO_PASSWORD": "5ca1ab1e" * 6, "REDIS_PASSWORD": "0ddba11" * 6}
+
+
+class Missing(Exception):
+    """A required variable of the compose file is not set: compose refuses to start."""
+
+
+def interpolate(value, env: dict[str, str]):
+    """The compose file as Compose reads it with the variables ``env``: ``$$``, ``$VAR``,
+    ``${VAR}``, ``${VAR:-default}``, ``${VAR-default}``, ``${VAR:?error}``, ``${VAR?error}``,
+    in every string of ``value``."""
+    if isinstance(value, dict):
+        return {key: interpolate(item, env) for key, item in value.items()}
+    if isinstance(value, list):
+        return [interpolate(item, env) for item in value]
+    if not isinstance(value, str):
+        return value
+
+    def one(match: re.Match) -> str:
+        if match[0] == "$$":
+            return "$"
+        name, op, arg = match["braced"] or match["plain"], match["op"] or "", match["arg"] or ""
+        found = env.get(name)
+        unset = found is None or (op.startswith(":") and found == "")
+        if op.endswith("?") and unset:
+            raise Missing(f"required variable {name} is missing a value: {arg}")
+        return arg if op.endswith("-") and unset else (found or "")
+
+    pattern = r"\$\$|\$\{(?P<braced>\w+)(?:(?P<op>:?[-?])(?P<arg>[^}]*))?\}|\$(?P<plain>\w+)"
+    return re.sub(pattern, one, value)
+
+
 def assert_cli_command(argv: list[str]) -> None:
     """``argv`` is a tracker command line the CLI accepts."""
     assert argv[0].endswith("tracker"), argv
@@ -39,8 +73,15 @@ def assert_cli_command(argv: list[str]) -> None:
 
 
 @pytest.fixture(scope="module")
-def compose() -> dict:
+def compose_file() -> dict:
+    """The compose file as written (its ``${…}`` not yet replaced)."""
     return yaml.safe_load((DEPLOY / "compose.yaml").read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def compose(compose_file) -> dict:
+    """The compose file as Compose runs it, with deploy/.env's passwords."""
+    return interpolate(compose_file, PASSWORDS)
 
 
 def test_compose_runs_every_role_on_mongodb_and_redis(compose):
@@ -66,8 +107,13 @@ def test_compose_runs_every_role_on_mongodb_and_redis(compose):
         assert (DEPLOY / build["context"] / build["dockerfile"]).is_file()
         env = service["environment"]
         assert set(env) <= TRACKER_ENV, set(env) - TRACKER_ENV
-        assert env["MONGO_URL"] == f"mongodb://mongo:27017/?replicaSet={replica_set}"
-        assert env["REDIS_URL"].startswith("redis://redis:6379/")
+        mongo_url, redis_url = urlsplit(env["MONGO_URL"]), urlsplit(env["REDIS_URL"])
+        assert (mongo_url.hostname, mongo_url.port, mongo_url.path) == ("mongo", 27017, "/")
+        assert parse_qs(mongo_url.query) == {"replicaSet": [replica_set], "authSource": ["admin"]}
+        assert mongo_url.username == mongo["environment"]["MONGO_INITDB_ROOT_USERNAME"]
+        assert mongo_url.password == PASSWORDS["MONGO_PASSWORD"]
+        assert (redis_url.hostname, redis_url.port, redis_url.path) == ("redis", 6379, "/0")
+        assert redis_url.password == PASSWORDS["REDIS_PASSWORD"]
         assert service["depends_on"] == {
             "mongo": {"condition": "service_healthy"},
             "redis": {"condition": "service_healthy"},
@@ -89,6 +135,75 @@ def test_compose_runs_every_role_on_mongodb_and_redis(compose):
         assert check["test"][0] in ("CMD", "CMD-SHELL"), name
         if check["test"][1] == "tracker":
             assert_cli_command(check["test"][1:])
+
+
+def test_compose_servers_require_passwords(compose_file, compose):
+    """MongoDB and valkey run with access control, their health checks sign in, and compose
+    refuses to start, naming the file to make, without the passwords."""
+    with pytest.raises(Missing, match=r"MONGO_PASSWORD .*make deploy/\.env first"):
+        interpolate(compose_file, {})
+    with pytest.raises(Missing, match=r"REDIS_PASSWORD .*make deploy/\.env first"):
+        interpolate(compose_file, {"MONGO_PASSWORD": PASSWORDS["MONGO_PASSWORD"]})
+    services = compose["services"]
+
+    mongo = services["mongo"]
+    user, password = "tracker", PASSWORDS["MONGO_PASSWORD"]
+    assert mongo["environment"] == {
+        "MONGO_INITDB_ROOT_USERNAME": user,
+        "MONGO_INITDB_ROOT_PASSWORD": password,
+    }
+    # Access control on a replica set needs a key file: made once, mongod's alone, then the
+    # image's own entrypoint (which makes the root user on the first start).
+    key = mongo["command"][mongo["command"].index("--keyFile") + 1]
+    assert key.startswith("/data/db/")  # in the data volume: made once
+    shell, flag, script, _ = mongo["entrypoint"]
+    assert (shell, flag) == ("bash", "-c")
+    assert f"[ ! -s {key} ]" in script and f"chmod 0400 {key}" in script
+    assert f"chown mongodb:mongodb {key}" in script
+    assert script.rstrip().endswith('exec docker-entrypoint.sh "$@"')
+    check = mongo["healthcheck"]["test"]
+    assert check[:2] == ["CMD", "mongosh"]
+    for option, expected in (
+        ("--username", user),
+        ("--password", password),
+        ("--authenticationDatabase", "admin"),
+    ):
+        assert check[check.index(option) + 1] == expected
+
+    redis = services["redis"]
+    command = redis["command"]
+    assert command[command.index("--requirepass") + 1] == PASSWORDS["REDIS_PASSWORD"]
+    assert redis["environment"] == {"REDIS_PASSWORD": PASSWORDS["REDIS_PASSWORD"]}
+    kind, line = redis["healthcheck"]["test"]
+    assert kind == "CMD-SHELL" and '-a "$REDIS_PASSWORD" ping' in line
+    assert line.endswith("| grep -q PONG")  # a NOAUTH answer is a failed check
+
+
+def env_command() -> str:
+    """The one command deploy/README.md gives to make deploy/.env."""
+    text = (DEPLOY / "README.md").read_text(encoding="utf-8")
+    [line] = [line for line in text.splitlines() if "> deploy/.env" in line]
+    return line
+
+
+@pytest.mark.skipif(not shutil.which("openssl"), reason="openssl not installed")
+def test_the_documented_command_makes_the_passwords_compose_needs(compose_file, tmp_path):
+    (tmp_path / "deploy").mkdir()
+    made = subprocess.run(["bash", "-c", env_command()], cwd=tmp_path, capture_output=True)
+    assert made.returncode == 0, made.stderr
+    env_file = tmp_path / "deploy" / ".env"
+    assert env_file.stat().st_mode & 0o777 == 0o600
+    env = dict(line.split("=", 1) for line in env_file.read_text().splitlines())
+    required = set(re.findall(r"\$\{(\w+):\?", (DEPLOY / "compose.yaml").read_text()))
+    assert set(env) == required == set(PASSWORDS)
+    assert all(re.fullmatch(r"[0-9a-f]{48}", value) for value in env.values())
+    assert len(set(env.values())) == 2
+    scheduler = interpolate(compose_file, env)["services"]["scheduler"]["environment"]
+    settings = Settings.load(mongo_url=scheduler["MONGO_URL"], redis_url=scheduler["REDIS_URL"])
+    assert urlsplit(settings.mongo_url).password == env["MONGO_PASSWORD"]
+    again = subprocess.run(["bash", "-c", env_command()], cwd=tmp_path, capture_output=True)
+    assert again.returncode != 0  # never overwritten: MongoDB keeps the first password
+    assert dict(line.split("=", 1) for line in env_file.read_text().splitlines()) == env
 
 
 def test_compose_settings_load(compose, monkeypatch):
