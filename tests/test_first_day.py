@@ -7,9 +7,13 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
+
+import pytest
 
 from tracker.cli import main
 from tracker.cli.index import _per_document
@@ -90,34 +94,95 @@ def tracker(env: dict[str, str], *args: str, timeout: float = 300) -> subprocess
     )
 
 
-def test_after_the_demo_in_a_fresh_home_the_report_lists_its_pages(tmp_path):
-    env = fresh_home(tmp_path)
+@pytest.fixture(scope="module")
+def newcomer(tmp_path_factory):
+    """A fresh HOME on embedded servers: ``tracker index stats`` first, then ``tracker demo``
+    (the servers stopped at the end)."""
+    home = tmp_path_factory.mktemp("newcomer")
+    env = fresh_home(home)
     try:
         stats = tracker(env, "index", "stats")
-        assert stats.returncode == 0, stats.stdout + stats.stderr
-        assert "nothing ingested yet" in stats.stdout
         demo = tracker(env, "demo")
-        assert demo.returncode == 0, demo.stdout[-2000:] + demo.stderr[-2000:]
-        assert "the demo writes into your library (database tracker" in demo.stdout
-        listed = re.findall(r"^  (http://127\.0\.0\.1:\d+/\S+)  copies", demo.stdout, re.M)
-        assert len(listed) == 8
-
-        report = tracker(env, "report", "--format", "json")
-        assert report.returncode == 0, report.stderr
-        pages = json.loads(report.stdout)["pages"]
-        assert sorted(page["url"] for page in pages) == sorted(listed)
-
-        # A copied chapter as the pirate site serves it (ads, its own encoding): found in
-        # the library the demo filled (it said "no match", exit 0, with the demo's own
-        # database apart).
-        site = build_site(tmp_path / "site")
-        check = tracker(env, "check", "--json", str(site.root / "book/1/4.html"))
-        assert check.returncode == 1, check.stdout + check.stderr
-        found = [match["doc_id"] for match in json.loads(check.stdout)["matches"]]
-        assert found == site.expected["book/1/4.html"]
-        assert tracker(env, "index", "stats").returncode == 0
+        yield env, stats, demo
     finally:
         tracker(env, "services", "stop", timeout=60)
+
+
+def report_urls(env: dict[str, str]) -> list[str]:
+    report = tracker(env, "report", "--format", "json")
+    assert report.returncode == 0, report.stderr
+    return sorted(page["url"] for page in json.loads(report.stdout)["pages"])
+
+
+def test_after_the_demo_in_a_fresh_home_the_report_lists_its_pages(newcomer, tmp_path):
+    env, stats, demo = newcomer
+    assert stats.returncode == 0, stats.stdout + stats.stderr  # a fresh install: exit 0
+    assert "nothing ingested yet" in stats.stdout
+    assert demo.returncode == 0, demo.stdout[-2000:] + demo.stderr[-2000:]
+    assert "the demo writes into your library (database tracker" in demo.stdout
+    listed = re.findall(r"^  (http://127\.0\.0\.1:\d+/\S+)  copies", demo.stdout, re.M)
+    assert len(listed) == 8
+    assert report_urls(env) == sorted(listed)
+
+    # A copied chapter as the pirate site serves it (ads, its own encoding): found in the
+    # library the demo filled (it said "no match", exit 0, with the demo's database apart).
+    site = build_site(tmp_path / "site")
+    check = tracker(env, "check", "--json", str(site.root / "book/1/4.html"))
+    assert check.returncode == 1, check.stdout + check.stderr
+    found = [match["doc_id"] for match in json.loads(check.stdout)["matches"]]
+    assert found == site.expected["book/1/4.html"]
+    assert tracker(env, "index", "stats").returncode == 0
+
+
+def test_the_embedded_database_backed_up_and_restored(newcomer, tmp_path):
+    """deploy/README.md's embedded backup and restore: backed up while it runs, the data
+    destroyed, restored; the index rebuilt, the report lists the same pages."""
+    env = newcomer[0]
+    before = report_urls(env)
+    assert len(before) == 8
+    archive = tmp_path / "tracker.tar.gz"
+    done = tracker(env, "services", "backup", str(archive))
+    assert done.returncode == 0, done.stderr
+    assert archive.stat().st_mode & 0o777 == 0o600
+
+    assert tracker(env, "services", "stop").returncode == 0
+    shutil.rmtree(Path(env["TRACKER_DATA_DIR"]) / "services" / "mongo" / "db")  # lost
+    restored = tracker(env, "services", "restore", str(archive))
+    assert restored.returncode == 0, restored.stderr
+    assert "`tracker index rebuild`" in restored.stdout
+    for step in (("index", "rebuild"), ("index", "verify")):
+        done = tracker(env, *step)
+        assert done.returncode == 0, (step, done.stdout, done.stderr)
+    assert report_urls(env) == before
+
+
+def test_a_backup_never_overwrites_and_a_broken_one_changes_nothing(tmp_path, monkeypatch):
+    from tracker.config import Settings
+    from tracker.servers import services
+    from tracker.servers.backup import backup, restore
+    from tracker.servers.services import ServiceError
+
+    def no_swap(*args, **kwargs):
+        raise AssertionError("the server's data was replaced")
+
+    monkeypatch.setattr(services, "replace_data", no_swap)
+    settings = Settings(data_dir=tmp_path / "data")  # embedded: no server is reached here
+    (tmp_path / "taken.tar.gz").write_bytes(b"kept")
+    with pytest.raises(ServiceError, match="exists: give the backup a new file name"):
+        backup(settings, tmp_path / "taken.tar.gz")
+    assert (tmp_path / "taken.tar.gz").read_bytes() == b"kept"
+    with pytest.raises(ServiceError, match="is not a backup"):
+        restore(settings, tmp_path / "taken.tar.gz")
+    cut = tmp_path / "cut.tar.gz"  # a gzip'd tar cut short (a copy that did not finish)
+    with tarfile.open(cut, "w:gz") as tar:
+        tar.add(Path(__file__), arcname="WiredTiger")
+        tar.add(Path(tarfile.__file__), arcname="collection-1.wt")
+    cut.write_bytes(cut.read_bytes()[: cut.stat().st_size // 2])
+    with pytest.raises(ServiceError, match="could not be restored"):
+        restore(settings, cut)
+    assert not (tmp_path / "data" / "services" / "mongo" / "db").exists()  # nothing swapped
+    with pytest.raises(ServiceError, match="MONGO_URL is set: restore that server"):
+        restore(Settings(data_dir=tmp_path, mongo_url="mongodb://db.example/"), cut)
 
 
 def crawl_leaving_a_page(spider: str, settings, arguments: dict, log_file) -> int:
