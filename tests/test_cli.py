@@ -434,32 +434,41 @@ def test_the_end_of_crawl_summary_is_short_and_says_where_the_report_is():
 
 
 def test_the_demo_says_which_database_it_used_and_how_to_look_at_it(
-    settings, runtime, monkeypatch, capsys, caplog
+    cli_env, settings, runtime, monkeypatch, capsys, caplog
 ):
+    """A fresh library takes the demo's data, twice; once it holds the user's own, the demo
+    keeps apart and says how to look at its data (see also tests/test_first_day.py)."""
     import tracker.crawling.crawl
 
     monkeypatch.setattr(tracker.crawling.crawl, "run_crawl", lambda *args, **kwargs: 1)  # no crawl
-    for name, value in (
-        ("MONGO_URL", settings.mongo_url),
-        ("REDIS_URL", settings.redis_url),
-        ("TRACKER_DATA_DIR", str(settings.data_dir)),
-    ):
-        monkeypatch.setenv(name, value)
     assert main(["demo"]) == 1
     out = capsys.readouterr().out
-    assert "the demo uses database tracker_demo" in out
-    assert (
-        "TRACKER_MONGO_DB=tracker_demo TRACKER_REDIS_PREFIX=tracker-demo: tracker index list" in out
-    )
+    assert f"the demo writes into your library (database {settings.mongo_db} and" in out
+    assert "`tracker report --format json`" in out
     with caplog.at_level("WARNING", logger="tracker"):
         assert main(["demo"]) == 1  # again: a fresh demo library, nothing to repair
+    assert "(an earlier demo's data, replaced)" in capsys.readouterr().out
     assert not [r for r in caplog.records if "disagrees" in r.getMessage()]
-    monkeypatch.setenv("TRACKER_MONGO_DB", "tracker_demo")
-    monkeypatch.setenv("TRACKER_REDIS_PREFIX", "tracker-demo:")
     assert main(["index", "list"]) == 0
     assert "红楼梦" in capsys.readouterr().out
-    runtime.mongo.drop_database("tracker_demo")
-    for key in runtime.redis.scan_iter(match="tracker-demo:*"):
+
+    MasterLibrary.from_runtime(runtime).ingest([MasterDocument("mine/1", "mine", "一", CHAPTER)])
+    version = MasterLibrary.from_runtime(runtime).store.version()
+    assert main(["demo"]) == 1
+    out = capsys.readouterr().out
+    demo_db, demo_prefix = f"{settings.mongo_db}_demo", f"{settings.redis_prefix[:-1]}-demo:"
+    assert "holds your own data: the demo leaves it alone" in out
+    assert (
+        f"TRACKER_MONGO_DB={demo_db} TRACKER_REDIS_PREFIX={demo_prefix} tracker report "
+        "--format json" in out
+    )
+    assert MasterLibrary.from_runtime(runtime).store.version() == version  # left alone
+    monkeypatch.setenv("TRACKER_MONGO_DB", demo_db)
+    monkeypatch.setenv("TRACKER_REDIS_PREFIX", demo_prefix)
+    assert main(["index", "list"]) == 0
+    assert "红楼梦" in capsys.readouterr().out
+    runtime.mongo.drop_database(demo_db)
+    for key in runtime.redis.scan_iter(match=demo_prefix + "*"):
         runtime.redis.delete(key)
 
 

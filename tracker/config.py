@@ -81,6 +81,12 @@ class Settings:
     console_max_body_kb: int = 1024  # a larger request body is refused (413)
     console_cache_s: int = 60  # a day's figures are read again after this long
     console_session_hours: int = 12  # a login lasts this long
+    # Sign-in throttling (tracker.console.throttle): an account is locked after this many
+    # failed sign-ins, a client address after that many (0: no limit), first for
+    # console_login_lock_s seconds, then twice as long at each further failure, up to an hour.
+    console_login_failures: int = 5
+    console_login_address_failures: int = 50
+    console_login_lock_s: int = 60
 
     @classmethod
     def load(cls, path: str | os.PathLike | None = None, **overrides: Any) -> Settings:

@@ -1,9 +1,11 @@
 """The project's one way of writing times and quantities for people (command line, logs,
 reports, the console): times in UTC as ``YYYY-MM-DD HH:MM UTC``, counts with thousands
-separators, shares as percentages, and a count with its noun (``1 chapter``, ``3 articles``)."""
+separators, shares as percentages, a count with its noun (``1 chapter``, ``3 articles``), and
+waits in words."""
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime
 from typing import Any
 
@@ -43,3 +45,15 @@ def plural(number: int, noun: str) -> str:
 def is_number(value: Any) -> bool:
     """A number to show (not a bool, not None or a string)."""
     return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def duration(seconds: float) -> str:
+    """A wait in words, rounded up: ``45 seconds``, ``2 minutes``, ``1 hour 5 minutes``."""
+    whole = max(1, math.ceil(seconds))
+    if whole < 60:
+        return plural(whole, "second")
+    minutes = math.ceil(whole / 60)
+    if minutes < 60:
+        return plural(minutes, "minute")
+    hours, minutes = divmod(minutes, 60)
+    return plural(hours, "hour") + (f" {plural(minutes, 'minute')}" if minutes else "")

@@ -13,6 +13,7 @@ from tracker.formats import count, when
 
 if TYPE_CHECKING:
     from tracker.index.layout import IndexLayout
+    from tracker.index.storage import StorageMemory
     from tracker.servers.runtime import Runtime
 
 
@@ -38,26 +39,63 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def stats(args: argparse.Namespace, runtime: Runtime) -> int:
-    """Both sides, read only: MongoDB's library version and masters, the index's."""
+    """Both sides, read only: MongoDB's library version and masters, the index's, and the
+    Redis memory the index's own keys take (not the server's, which holds more)."""
+    from tracker.index.page_index import PageIndex
     from tracker.matching.library import MasterLibrary
     from tracker.servers.redis_cluster import used_memory
+    from tracker.stores.pages import PageStore
 
     library = MasterLibrary.from_runtime(runtime, verify=False)
     found = library.verify(repair=False, thorough=True)
-    memory = used_memory(runtime.redis)
-    per_doc = memory / found.mongo_count if found.mongo_count else 0
+    masters = library.index.storage.memory()
+    pages = PageIndex.from_runtime(runtime).storage.memory()
+    everywhere = " (all primaries)" if runtime.settings.redis_cluster else ""
+    print(f"MongoDB: {found.mongo_count} master documents, library version {found.mongo_version}")
+    if found.index_version is None and found.action == "ok":
+        print("index:   empty: nothing ingested yet (`tracker ingest` or `tracker demo`)")
+    else:
+        print(
+            f"index:   {_or_none(found.index_count)} master documents, library version "
+            f"{_or_none(found.index_version)}\n         {_memory(masters)}"
+            f"{_per_document(masters, found.mongo_count)}"
+        )
+    print(f"pages:   {count(PageStore(runtime.db).count())} stored; their index {_memory(pages)}")
     print(
-        f"MongoDB: {found.mongo_count} master documents, library version {found.mongo_version}\n"
-        f"index:   {_or_none(found.index_count)} master documents, library version "
-        f"{_or_none(found.index_version)}; Redis used_memory {memory:,} bytes "
-        f"{'(all primaries) ' if runtime.settings.redis_cluster else ''}"
-        f"({per_doc:,.0f} bytes per document)"
+        f"Redis:   used_memory {used_memory(runtime.redis):,} bytes{everywhere}: the whole "
+        "server, its own baseline and every other key included"
     )
     _print_layout(library.index.layout, runtime.settings, found.mongo_count)
     if found.action != "ok":
         print(f"they differ ({found.reason}): run `tracker index verify` to repair the index")
         return 1
     return 0
+
+
+#: A per-document figure is shown once the records are most of the index's bytes: while most
+#: buckets hold a posting or two, Redis's bytes per key are most of it, and dividing them by
+#: the documents predicts nothing about a larger library (9 chapters: ~11 KB each; 100,000
+#: chapters: ~780 bytes each, see bench/README.md).
+MEANINGFUL_PAYLOAD = 0.5
+
+
+def _memory(memory: StorageMemory) -> str:
+    if not memory.keys:
+        return "no keys"
+    how = "" if memory.exact else f", estimated from {memory.sampled:,} keys"
+    return f"{memory.keys:,} keys, {memory.bytes:,} bytes (MEMORY USAGE{how})"
+
+
+def _per_document(memory: StorageMemory, documents: int) -> str:
+    if not documents or not memory.keys:
+        return ""
+    if 1.0 - memory.overhead < MEANINGFUL_PAYLOAD:
+        return (
+            f"; per document: not meaningful yet ({memory.overhead:.0%} of it is Redis's "
+            "bytes per key, which a larger library shares; about 780 bytes a chapter at "
+            "100,000)"
+        )
+    return f"; {memory.bytes / documents:,.0f} bytes per document"
 
 
 def _print_layout(layout: IndexLayout, settings: Settings, masters: int) -> None:

@@ -1,5 +1,7 @@
 """``tracker services status|start|stop|check``: the embedded MongoDB-compatible and Redis
-servers; ``check`` reaches the servers in use, embedded or configured (a health check)."""
+servers; ``check`` reaches the servers in use, embedded or configured (a health check);
+``backup FILE`` and ``restore FILE``: the embedded MongoDB's data (see
+:mod:`tracker.servers.backup`)."""
 
 from __future__ import annotations
 
@@ -15,7 +17,10 @@ def register(commands: argparse._SubParsersAction) -> None:
         "services",
         help="show, start or stop the embedded servers; check: both servers answer (exit 0)",
     )
-    parser.add_argument("action", choices=("status", "start", "stop", "check"))
+    parser.add_argument("action", choices=("status", "start", "stop", "check", "backup", "restore"))
+    parser.add_argument(
+        "file", nargs="?", help="backup, restore: the archive of the embedded MongoDB's data"
+    )
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.set_defaults(func=run)
 
@@ -42,6 +47,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             f"redis: {services.mask_password(runtime.redis_url)} answers"
         )
         return 0
+    if args.action in ("backup", "restore"):
+        return _backup_or_restore(args, settings)
     if args.action == "stop":
         from tracker.cli import _warm
 
@@ -60,4 +67,32 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             state = "running" if info["running"] else "stopped"
             where = f" {info['url']} (pid {info['pid']})" if info["running"] else ""
             print(f"{name}: embedded, {state}{where}; data in {info['home']}")
+    return 0
+
+
+def _backup_or_restore(args: argparse.Namespace, settings: Settings) -> int:
+    from pathlib import Path
+
+    from tracker.config import ConfigError
+    from tracker.servers import backup
+
+    if not args.file:
+        raise ConfigError(f"tracker services {args.action}: give the archive's file name")
+    if args.action == "backup":
+        size = backup.backup(settings, Path(args.file))
+        print(
+            f"backed up the embedded MongoDB server to {args.file} ({size:,} bytes); Redis "
+            "needs none: `tracker index rebuild` makes its index again from MongoDB"
+        )
+        return 0
+    from tracker.cli import _warm
+
+    _warm.stop_all(settings)  # a warm checker holds what the restore replaces
+    aside = backup.restore(settings, Path(args.file))
+    print(
+        f"restored the embedded MongoDB server from {args.file}; the data it had is in "
+        f"{aside} (delete it once satisfied)\n"
+        "next: `tracker index rebuild` (the index and the stored pages' index, from the "
+        "restored data), then `tracker rematch`"
+    )
     return 0

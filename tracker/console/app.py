@@ -30,6 +30,7 @@ from tracker import __version__
 from tracker.config import Settings
 from tracker.console.auth import Authenticator, Forbidden, NotAuthenticated
 from tracker.console.figures import DayReports
+from tracker.console.throttle import LoginThrottle, Throttled
 from tracker.console.users import Users
 from tracker.html import STATIC as SHARED_STATIC  # the style the console shares with the report
 from tracker.reading.readers import InputError
@@ -68,7 +69,8 @@ class Console:
 
     def __post_init__(self) -> None:
         self.users = Users(self.runtime.db)
-        self.auth = Authenticator(self.settings, self.users)
+        throttle = LoginThrottle.from_settings(self.runtime.redis, self.settings)
+        self.auth = Authenticator(self.settings, self.users, throttle)
         self.reports = DayReports(self.runtime.db, self.settings.console_cache_s)
 
     def detector(self):
@@ -149,6 +151,15 @@ def _errors(app: FastAPI) -> None:
                 headers={"WWW-Authenticate": 'Basic realm="tracker console", charset="UTF-8"'},
             )
         return views.login_page(request, status_code=401)
+
+    @app.exception_handler(Throttled)
+    async def throttled(request: Request, exc: Throttled) -> Response:
+        headers = {"Retry-After": exc.retry_after}
+        if wants_json(request):
+            return JSONResponse({"error": exc.message}, status_code=429, headers=headers)
+        response = views.login_page(request, 429, exc.message.capitalize() + ".")
+        response.headers.update(headers)
+        return response
 
     @app.exception_handler(Forbidden)
     async def forbidden(request: Request, exc: Forbidden) -> Response:

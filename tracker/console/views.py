@@ -17,12 +17,19 @@ from starlette.datastructures import FormData
 
 from tracker.console import deps
 from tracker.console.api import MAX_URL, json_response, run_check
-from tracker.console.auth import LOGIN_COOKIE, SESSION_COOKIE, Principal, safe_next
+from tracker.console.auth import (
+    LOGIN_COOKIE,
+    SESSION_COOKIE,
+    Principal,
+    client_address,
+    safe_next,
+)
 from tracker.console.deps import DateParam, Operator, PageParam, ScoreParam, SiteParam, Viewer
 from tracker.console.deps import WorkParam as WorkFilter
 from tracker.console.evidence import master_texts, page_matches, passages
 from tracker.console.figures import Paged, paged
 from tracker.console.jobs import job_rows, known_job, start_job
+from tracker.console.throttle import Throttled
 from tracker.html import environment
 from tracker.reading.readers import InputError
 from tracker.reports.build import COPIED_SHARE
@@ -122,7 +129,13 @@ async def login_submit(request: Request) -> Response:
     name, password = form.get("name"), form.get("password")
     user = None
     if isinstance(name, str) and isinstance(password, str):
-        user = await run_in_threadpool(console.users.verify, name.strip(), password)
+        address = client_address(request)
+        try:
+            user = await run_in_threadpool(console.auth.sign_in, name.strip(), password, address)
+        except Throttled as locked:
+            response = login_page(request, 429, locked.message.capitalize() + ".", target)
+            response.headers["Retry-After"] = locked.retry_after
+            return response
     if user is None:
         return login_page(request, 401, "Wrong name or password.", target)
     response = RedirectResponse(target, status_code=303)

@@ -269,6 +269,8 @@ class MasterLibrary:
         ):
             return Verification(mongo_version, count, *index_state, "ok")
         if not repair:
+            if index_state[0] is None and mongo_version == 0 and count == 0:
+                return Verification(mongo_version, count, *index_state, "ok")  # nothing yet
             return Verification(mongo_version, count, *index_state, "differ", _why(index_state))
         with self.writing():  # a writer in the middle of a change is waited for
             index_version, _ = self.index.state()

@@ -96,6 +96,11 @@ class SiteBoilerplate:
         # A site's keys go to one slot of a cluster (the count script uses three of them).
         return f"{self.prefix}boilerplate{kind}:" + (f"{{{site}}}" if self.cluster else site)
 
+    def forget(self, site: str) -> None:
+        """Drop what is known of ``site``'s lines (its counts, pages, master lines)."""
+        kinds = ("", "-urls", "-masters", "-checked")
+        self.client.delete(*(self._key(site, kind) for kind in kinds))
+
     @staticmethod
     def line_id(line: str) -> str:
         return xxhash.xxh64_hexdigest(_SPACE.sub("", line).encode())
