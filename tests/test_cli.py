@@ -20,11 +20,11 @@ from pathlib import Path
 import pytest
 
 from tracker.cli import main
-from tracker.cli._servers import SERVER_TIMEOUT_S
 from tracker.crawling.commands.crawl import summary
 from tracker.matching.library import MasterLibrary
 from tracker.model import MasterDocument
 from tracker.reading.readers import Input, input_text
+from tracker.servers.connect import SERVER_TIMEOUT_S
 
 from .texts import prose
 
@@ -238,12 +238,34 @@ def test_a_warm_check_answers_as_the_first_did(env, library, settings, tmp_path)
         innocent = tracker(env, "check", "-", stdin=prose(seed=5, chars=900).encode())
         assert innocent.returncode == 0
         assert innocent.stdout.decode().strip() == "no match in the master library"
+        library.delete(LONG_ID)  # the library empties while the checker runs: it notices
+        emptied = tracker(env, "check", "--json", str(page))
+        one_error(emptied, "master library is empty", "tracker ingest")
+        assert emptied.stdout == b""
     finally:
         assert _warm.stop_all(warm_settings) == 1
     deadline = time.monotonic() + 30
     while path.exists() and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not path.exists()
+
+
+def test_a_check_against_an_empty_library_is_an_error_not_a_clean_text(env, runtime, tmp_path):
+    """With no master, "no match" would call any text clean: a single check and --jsonl say the
+    library is empty on standard error, print nothing and exit 2 (no check was possible)."""
+    page = tmp_path / "page.txt"
+    page.write_text(CHAPTER, encoding="utf-8")
+    for args in (["check", str(page)], ["check", "--json", str(page)]):
+        done = tracker(env, *args)
+        one_error(done, "master library is empty", "tracker ingest")
+        assert done.stdout == b""
+    lines = tmp_path / "pages.jsonl"
+    lines.write_text(json.dumps({"id": "p1", "text": CHAPTER}) + "\n", encoding="utf-8")
+    done = tracker(env, "check", "--jsonl", str(lines))
+    one_error(done, "master library is empty")
+    assert done.stdout == b""
+    # a bad input is still refused first, by name, before the servers are asked anything
+    one_error(tracker(env, "check", str(tmp_path / "nope.txt")), "nope.txt: no such file")
 
 
 def test_check_urls_plain_text_as_text_html_through_the_extractor(env, library, web):

@@ -74,11 +74,15 @@ def entry() -> NoReturn:
     sys.exit(status)
 
 
-def _run(argv: list[str] | None = None) -> tuple[int, argparse.Namespace]:
+def _run(
+    argv: list[str] | None = None, checker: object | None = None
+) -> tuple[int, argparse.Namespace]:
+    """Run a command; ``checker``: the warm checker's checking service, which runs ``tracker
+    check`` commands with it (see :mod:`._warm`)."""
     # numpy's OpenBLAS starts a thread per core when loaded (0.05-0.1 s); nothing here uses it.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(argv, argparse.Namespace(checker=checker))
     args.argv = list(sys.argv[1:] if argv is None else argv)  # as given (a warm check resends it)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.WARNING,
@@ -100,7 +104,7 @@ def _run(argv: list[str] | None = None) -> tuple[int, argparse.Namespace]:
             raise
         return fail(f"{exc.filename}: {exc.strerror or exc}"), args
     except Exception as exc:
-        from tracker.cli._servers import describe
+        from tracker.servers.connect import describe
 
         message = describe(exc, settings) if settings is not None else None
         if message is None:

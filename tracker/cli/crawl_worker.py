@@ -41,8 +41,8 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    from tracker.cli._servers import connect
     from tracker.crawling.crawl_board import board_for
+    from tracker.servers.connect import connect
 
     logging.basicConfig(
         force=True,

@@ -7,9 +7,9 @@ import argparse
 from typing import TYPE_CHECKING
 
 from tracker.cli._output import print_table
-from tracker.cli._servers import connect
 from tracker.config import Settings
 from tracker.formats import count, when
+from tracker.servers.connect import connect
 
 if TYPE_CHECKING:
     from tracker.index.layout import IndexLayout

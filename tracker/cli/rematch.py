@@ -25,8 +25,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from tracker.cli._servers import connect
     from tracker.matching.rematch import Rematcher
+    from tracker.servers.connect import connect
 
     console = Console(stderr=True)
     runtime = connect(settings)

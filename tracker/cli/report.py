@@ -53,10 +53,10 @@ def parse_day(value: str) -> date:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    from tracker.cli._servers import connect
     from tracker.reports import summary_line, to_csv, to_html, to_json
     from tracker.reports.build import build_report
     from tracker.reports.daily import write_notices
+    from tracker.servers.connect import connect
 
     renderers = {"json": to_json, "csv": to_csv, "html": to_html}
     day = args.date or datetime.now(UTC).date()

@@ -23,9 +23,9 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    from tracker.cli._servers import connect
     from tracker.scheduler.jobs import JobContext
     from tracker.scheduler.runs import OK
+    from tracker.servers.connect import connect
 
     runtime = connect(settings)
     try:

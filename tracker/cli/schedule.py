@@ -39,7 +39,7 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    from tracker.cli._servers import connect
+    from tracker.servers.connect import connect
 
     runtime = connect(settings)
     try:

@@ -31,8 +31,8 @@ def register(commands: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace, settings: Settings) -> int:
     import uvicorn
 
-    from tracker.cli._servers import connect
     from tracker.console import create_app
+    from tracker.servers.connect import connect
 
     if not 0 < args.port < 65536:
         from tracker.config import ConfigError

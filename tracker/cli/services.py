@@ -33,7 +33,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             print(f"password: in {services.services_dir(settings) / 'secret'}")
         return 0
     if args.action == "check":
-        from tracker.cli._servers import connect
+        from tracker.servers.connect import connect
 
         runtime = connect(settings)  # or the one-line error naming the server, exit status 2
         runtime.close()

@@ -38,9 +38,9 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     from tracker.cli._output import print_table
-    from tracker.cli._servers import connect
     from tracker.console.users import UserError, UserStore, check_name
     from tracker.formats import when
+    from tracker.servers.connect import connect
 
     try:
         if args.action in ("add", "remove"):

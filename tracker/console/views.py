@@ -25,6 +25,7 @@ from tracker.console.evidence import master_texts, page_matches, passages
 from tracker.console.figures import Paged, paged
 from tracker.console.jobs import job_rows, known_job, start_job
 from tracker.formats import count, when
+from tracker.matching.checking import EmptyLibrary
 from tracker.reading.readers import InputError
 from tracker.reports.charts import daily_bars, sparkline
 from tracker.reports.render import charts, is_http_url
@@ -400,14 +401,15 @@ async def check_submit(request: Request, principal: Operator) -> HTMLResponse:
     try:
         if text.strip() and url:
             raise InputError("give either a text or a URL, not both")
-        answer = json.loads(
-            await run_in_threadpool(run_check, console, text if text.strip() else None, url or None)
+        checked = await run_in_threadpool(
+            run_check, console, text if text.strip() else None, url or None
         )
-    except InputError as exc:
+    except (InputError, EmptyLibrary) as exc:
         return render(
-            request, "check.html", 422, nav="check", result=None, error=str(exc), text=text,
-            url=url,
+            request, "check.html", 409 if isinstance(exc, EmptyLibrary) else 422, nav="check",
+            result=None, error=str(exc), text=text, url=url,
         )  # fmt: skip
+    answer = json.loads(checked.to_json())  # as the API answers it, then with the passages
     items = answer["items"] if "items" in answer else [{"id": None, "matches": answer["matches"]}]
     masters = master_texts(
         console.runtime.db, (m["doc_id"] for item in items for m in item["matches"])
