@@ -332,6 +332,12 @@ def test_an_unreachable_mongodb_is_named_with_its_password_masked(env, tmp_path)
         ({}, ("report", "--date", "2026-02-30"), ("invalid date '2026-02-30'",)),
         ({"MONGO_URL": "mongodb://127.0.0.1:1/x"}, ("report",), ("MongoDB at", "no answer")),
         ({}, ("chek", "x.txt"), ("invalid choice: 'chek'",)),
+        (
+            {"TRACKER_BATCH_SIZE": "0"},
+            ("index", "list"),
+            ("batch_size (TRACKER_BATCH_SIZE)", "at least 1"),
+        ),
+        ({"TRACKER_BATCH_SIZ": "32"}, ("index", "list"), ("did you mean TRACKER_BATCH_SIZE",)),
     ],
 )
 def test_misconfiguration_is_one_line(env, variables, args, words):
@@ -415,12 +421,15 @@ def test_ingest_of_nothing_ingestible_is_one_line(env, tmp_path):
         (("novel",), "give a start page"),
         (("novel", "-a", "start_url=http://127.0.0.1:1/", "-a", "max_pages=many"), "max_pages"),
         (("nosuch",), "no spider named 'nosuch'"),
+        (("novel", "TRACKER_PROXY_BAN_SECONDS=soon"), "proxy_ban_seconds"),
     ],
 )
 def test_scrapy_crawl_argument_errors_are_one_line(env, args, words):
+    variables = dict(arg.split("=", 1) for arg in args if arg.startswith("TRACKER_"))
+    args = tuple(arg for arg in args if not arg.startswith("TRACKER_"))
     done = subprocess.run(
         [sys.executable, "-m", "scrapy", "crawl", *args],
-        env=env,
+        env={**env, **variables},
         cwd=PROJECT,
         capture_output=True,
         timeout=120,
@@ -430,6 +439,24 @@ def test_scrapy_crawl_argument_errors_are_one_line(env, args, words):
     assert done.returncode == 2 and "Traceback" not in err
     [line] = err.strip().splitlines()
     assert line.startswith("scrapy crawl: error: ") and words in line
+
+
+@pytest.mark.parametrize("args", [("--help",), ("check", "--help")])
+def test_help_loads_no_web_stack(args):
+    """Only ``serve`` and ``user`` load the web console (a command's --help builds every
+    command's parser): the process's modules once the help is printed."""
+    code = (
+        "import sys\nfrom tracker.cli import main\ntry:\n    main(sys.argv[1:])\n"
+        "except SystemExit:\n    pass\nprint(' '.join(sys.modules), file=sys.stderr)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, timeout=60, check=True
+    )
+    assert b"usage: tracker" in done.stdout
+    modules = done.stderr.decode().split()
+    assert "tracker.cli.check" in modules
+    web = [name for name in modules if name.split(".")[0] in ("fastapi", "starlette", "uvicorn")]
+    assert not web, web
 
 
 def test_the_end_of_crawl_summary_is_short_and_says_where_the_report_is():

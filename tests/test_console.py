@@ -464,6 +464,8 @@ def test_user_command(seeded, capsys, monkeypatch, cli_env):
     assert main([*data_dir, "user", "remove", "carol"]) == 0
     assert main([*data_dir, "user", "remove", "carol"]) == 1
     assert main([*data_dir, "user", "add", "bad name", "--role", "viewer"]) == 2
+    assert main([*data_dir, "user", "add", "erin", "--role", "admin"]) == 2  # before a password
+    assert "unknown role 'admin': use viewer or operator" in capsys.readouterr().err
     secret = seeded.settings.data_dir / "console" / "secret"
     assert secret.stat().st_mode & 0o777 == 0o600
 
