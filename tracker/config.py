@@ -87,7 +87,6 @@ class Settings:
     index_wide_ids: bool = False
 
     # Detection thresholds (see tracker.matching.detector for their meaning).
-    simhash_max_distance: int = _within(3, 0, 16)
     min_coverage: float = _within(0.2, 0.0, 1.0)
     min_passage_chars: int = _within(100, 1)
     min_span_chars: int = _within(12, 1)

@@ -33,7 +33,7 @@ ROBOTSTXT_USER_AGENT = "tracker"
 TRACKER_USER_AGENTS = list(_model.user_agents)
 # Optional proxies (tracker.crawling.middlewares.proxy): a list, or a file with one URL per line.
 TRACKER_PROXIES = list(_model.proxies)
-TRACKER_PROXY_FILE = _model.proxy_file or None
+TRACKER_PROXY_FILE = _model.proxy_file  # "": none
 TRACKER_PROXY_MAX_FAILURES = _model.proxy_max_failures
 TRACKER_PROXY_BAN_SECONDS = _model.proxy_ban_seconds
 
