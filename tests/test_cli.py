@@ -416,17 +416,20 @@ def test_ingest_of_nothing_ingestible_is_one_line(env, tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("args", "words"),
+    ("variables", "args", "words"),
     [
-        (("novel",), "give a start page"),
-        (("novel", "-a", "start_url=http://127.0.0.1:1/", "-a", "max_pages=many"), "max_pages"),
-        (("nosuch",), "no spider named 'nosuch'"),
-        (("novel", "TRACKER_PROXY_BAN_SECONDS=soon"), "proxy_ban_seconds"),
+        ({}, ("novel",), "give a start page"),
+        (
+            {},
+            ("novel", "-a", "start_url=http://127.0.0.1:1/", "-a", "max_pages=many"),
+            "max_pages",
+        ),
+        ({}, ("nosuch",), "no spider named 'nosuch'"),
+        ({"TRACKER_PROXY_BAN_SECONDS": "soon"}, ("novel",), "proxy_ban_seconds"),
+        ({}, ("novel", "-s", "TRACKER_BATCH_SIZE=0"), "-s TRACKER_BATCH_SIZE: setting"),
     ],
 )
-def test_scrapy_crawl_argument_errors_are_one_line(env, args, words):
-    variables = dict(arg.split("=", 1) for arg in args if arg.startswith("TRACKER_"))
-    args = tuple(arg for arg in args if not arg.startswith("TRACKER_"))
+def test_scrapy_crawl_argument_errors_are_one_line(env, variables, args, words):
     done = subprocess.run(
         [sys.executable, "-m", "scrapy", "crawl", *args],
         env={**env, **variables},

@@ -265,6 +265,11 @@ def _coerce(settings: Settings, values: dict[str, Any]) -> Settings:
     return result
 
 
+def checked(name: str, raw: Any) -> Any:
+    """``raw`` as setting ``name`` takes it (a crawl's ``-s TRACKER_X=…``), or ConfigError."""
+    return _convert(next(f for f in fields(Settings) if f.name == name), raw)
+
+
 def _convert(setting: Field, raw: Any) -> Any:
     """``raw`` (a TOML value, or an environment variable's text) as the setting's type, in its
     range."""
