@@ -5,9 +5,11 @@ session's servers."""
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -462,6 +464,25 @@ def test_help_loads_no_web_stack(args):
     assert not web, web
 
 
+def test_every_command_and_action_has_a_help_text():
+    """Each command has a description; the actions of index and services and the jobs of
+    run-job have a line each."""
+    from tracker.cli import build_parser
+
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for name, command in commands.choices.items():
+        assert command.description, f"tracker {name} --help has no description"
+    for name, listed in (
+        ("index", ("list", "stats", "verify", "rebuild", "delete")),
+        ("services", ("status", "start", "stop", "check")),
+        ("run-job", ("pull", "rematch", "report", "crawl:SITE")),
+    ):
+        text = commands.choices[name].format_help()
+        for action in listed:
+            assert re.search(rf"^  {re.escape(action)}  +\S", text, re.M), (name, action)
+
+
 def test_the_end_of_crawl_summary_is_short_and_says_where_the_report_is():
     stats = {
         "finish_reason": "finished",
@@ -585,6 +606,19 @@ def test_report_summaries_agree_with_their_tables_and_run_job_prints_one_thing(e
     groups = {row["group"] for row in rows if row["group"]}
     assert summary["summary"]["groups"] == len(groups) == 1  # a page alone is in no group
     assert summary["summary"]["pages"] == len({row["url"] for row in rows}) == 3
+
+    # Where it goes: html to the data directory by default (its path printed), any format to
+    # --out PATH, or with --out - to standard output, notices included.
+    reports = Path(env["TRACKER_DATA_DIR"]) / "reports"
+    html = tracker(env, "report", "--date", day, "--format", "html")
+    assert html.stdout.decode().strip() == str(reports / f"report-{day}.html")
+    assert tracker(env, "report", "--date", day, "--format", "html", "--out", "-").stdout == (
+        (reports / f"report-{day}.html").read_bytes()
+    )
+    notices = tracker(env, "report", "--date", day, "--format", "notices", "--out", "-")
+    out = notices.stdout.decode()
+    assert out.count("==> notice-") == 3 and "https://pirate.example/1.html" in out
+    assert not (reports / f"notices-{day}").exists()
 
     done = tracker(env, "run-job", "report")
     record = json.loads(done.stdout)  # the whole output is one JSON document

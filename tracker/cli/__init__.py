@@ -12,6 +12,7 @@ import importlib
 import logging
 import os
 import pkgutil
+import re
 import sys
 from types import ModuleType
 from typing import NoReturn
@@ -32,8 +33,42 @@ def command_modules() -> list[ModuleType]:
     return [module for module in modules if hasattr(module, "register")]
 
 
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's, but a paragraph of a description or epilog that holds indented lines (a
+    command's actions: :func:`actions_help`) keeps one entry a line, each wrapped under its
+    own text."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        import textwrap
+
+        def entry(line: str) -> str:
+            head = re.match(r"  \S+\s+", line)
+            hang = " " * len(head[0]) if head else ""
+            return textwrap.fill(
+                line, width, initial_indent=indent, subsequent_indent=indent + hang
+            )
+
+        return "\n\n".join(
+            "\n".join(entry(line) for line in block.splitlines())
+            if "\n  " in block
+            else super(HelpFormatter, self)._fill_text(block, width, indent)
+            for block in text.split("\n\n")
+        )
+
+
+def actions_help(actions: dict[str, str]) -> str:
+    """A command's actions for its --help (its epilog), one line each."""
+    width = max(map(len, actions)) + 2
+    return "actions:\n" + "\n".join(f"  {name:<{width}}{line}" for name, line in actions.items())
+
+
 class Parser(argparse.ArgumentParser):
-    """argparse, with its errors in the one-line form of every tracker error."""
+    """argparse, with its errors in the one-line form of every tracker error, and help texts
+    that keep a command's list of actions one a line."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"tracker: error: {message} (see `{self.prog} --help`)\n")

@@ -11,11 +11,30 @@ from tracker.servers import services
 
 
 def register(commands: argparse._SubParsersAction) -> None:
+    from tracker.cli import actions_help
+
     parser = commands.add_parser(
         "services",
         help="show, start or stop the embedded servers; check: both servers answer (exit 0)",
+        description="The embedded MongoDB-compatible (SecantusDB) and Redis (valkey) servers "
+        "under the data directory, which every command starts when MONGO_URL or REDIS_URL is "
+        "not set. Exit status: 0 done, 2 error (check: a server does not answer).",
+        epilog=actions_help(
+            {
+                "status": "each server: embedded (running or stopped, its URL, pid and data) "
+                "or external",
+                "start": "start the embedded servers (and print their URLs)",
+                "stop": "stop the embedded servers and the warm checker",
+                "check": "reach the servers in use, embedded or configured (a health check)",
+            }
+        ),
     )
-    parser.add_argument("action", choices=("status", "start", "stop", "check"))
+    parser.add_argument(
+        "action",
+        choices=("status", "start", "stop", "check"),
+        metavar="ACTION",
+        help="status, start, stop or check (below)",
+    )
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.set_defaults(func=run)
 

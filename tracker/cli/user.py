@@ -19,7 +19,14 @@ from tracker.reading.readers import InputError
 def register(commands: argparse._SubParsersAction) -> None:
     # The roles are checked by run, with the console's users: importing them here would load
     # the web stack (FastAPI, argon2) for every command's --help.
-    parser = commands.add_parser("user", help="add, list or remove the web console's users")
+    parser = commands.add_parser(
+        "user",
+        help="add, list or remove the web console's users",
+        description="The web console's users: a viewer reads everything; an operator also "
+        "checks texts and URLs and runs jobs. Passwords come from standard input "
+        "(--password-stdin) or a terminal, never the command line. Exit status: 0 done, "
+        "1 remove: no such user, 2 error.",
+    )
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     add = actions.add_parser("add", help="create a user (or --replace its password and role)")
     add.add_argument("name", metavar="NAME")
