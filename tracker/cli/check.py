@@ -81,12 +81,12 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     from tracker.matching.checking import EmptyLibrary
 
     try:
-        return _run(args, settings)
+        return _run_check(args, settings)
     except EmptyLibrary as exc:
         return fail(str(exc))
 
 
-def _run(args: argparse.Namespace, settings: Settings) -> int:
+def _run_check(args: argparse.Namespace, settings: Settings) -> int:
     max_bytes = size_limit(args, settings)
     if args.jsonl:
         return _run_jsonl(args.jsonl, settings, args.workers, max_bytes)
