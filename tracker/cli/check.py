@@ -48,8 +48,10 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
         "check",
         help="print the master documents a text copies (exit 1: copies found, 0: none, 2: error)",
-        description="Print the master documents a text copies. Exit status: 1 when it copies "
-        "some, 0 when it copies none, 2 on an error; with --jsonl, 0 unless the command failed.",
+        description="Print the master documents a text copies, to standard output. Exit "
+        "status: 1 when it copies some, 0 when it copies none, 2 on an error, an empty master "
+        "library included (nothing to check against); with --jsonl, 0 unless the command "
+        "failed.",
     )
     parser.add_argument(
         "source",
