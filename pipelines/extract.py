@@ -31,6 +31,7 @@ from scrapy.exceptions import DropItem
 
 from pipelines import SERVER_ERRORS, Tally, close_batcher, stage_batcher
 from spiders.base import canonical_of
+from tracker.config import Settings
 from tracker.crawling.context import tracker_context
 from tracker.crawling.items import PageItem
 from tracker.crawling.process_pool import PoolBatcher, ProcessPool
@@ -48,19 +49,19 @@ class ExtractPipeline:
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
         self.stats = crawler.stats
-        self.min_chars = crawler.settings.getint("TRACKER_MIN_TEXT_CHARS", 80)
+        self.min_chars = crawler.settings.getint("TRACKER_MIN_TEXT_CHARS", Settings.min_text_chars)
         self.recent: OrderedDict[str, str] = OrderedDict()  # url -> text digest, this crawl
         self.variants: OrderedDict[str, set[str]] = OrderedDict()  # canonical -> kept digests
         self.pool = ProcessPool(
-            crawler.settings.getint("TRACKER_EXTRACT_PROCESSES", 0),
+            crawler.settings.getint("TRACKER_EXTRACT_PROCESSES", 0),  # 0 outside a project crawl
             preload=["tracker.reading.extract"],
             warm_up=warm_up,
         )
         self.extractions = PoolBatcher(
             self.pool,
             extract_pages,
-            size=crawler.settings.getint("TRACKER_EXTRACT_BATCH", 16),
-            delay=crawler.settings.getfloat("TRACKER_BATCH_DELAY", 0.02),
+            size=crawler.settings.getint("TRACKER_EXTRACT_BATCH", Settings.extract_batch),
+            delay=crawler.settings.getfloat("TRACKER_BATCH_DELAY", Settings.batch_delay),
             name="pipeline-extract",
         )
         self.lookups = stage_batcher(crawler, self._stored_digests, "canonical")

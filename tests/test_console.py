@@ -235,6 +235,33 @@ def test_api_check_answers_what_tracker_check_json_prints(
     assert form.status_code in (415, 422)
 
 
+def test_a_check_against_an_empty_library_says_so(server_settings):
+    """The API answers 409 with the reason, the Check page shows it as an alert: an empty
+    library cannot call a text clean."""
+    from tracker.console.users import Users
+    from tracker.servers.runtime import Runtime
+
+    settings = module_settings(server_settings, "empty")
+    runtime = Runtime(settings)
+    try:
+        Users(runtime.db).add(OPERATOR[0], "operator", OPERATOR[1])
+        with TestClient(create_app(settings, runtime)) as client:
+            answer = client.post("/api/check", json={"text": "天下大势"}, auth=OPERATOR)
+            assert answer.status_code == 409
+            assert "master library is empty" in answer.json()["error"]
+            assert login(client, *OPERATOR).status_code == 303
+            token = csrf_of(client.get("/check").text)
+            page = client.post("/check", data={"text": "天下大势", "csrf": token})
+            assert page.status_code == 409
+            alert = re.search(r'<p class="error" role="alert">([^<]*)</p>', page.text)
+            assert alert and "master library is empty" in unescape(alert[1])
+    finally:
+        runtime.mongo.drop_database(settings.mongo_db)
+        for key in runtime.redis.scan_iter(match=settings.redis_prefix + "*"):
+            runtime.redis.delete(key)
+        runtime.close()
+
+
 @pytest.fixture(scope="module")
 def local_page(seeded):
     """A page served on 127.0.0.1 holding the hostile copy, and a redirect to it."""
@@ -515,6 +542,8 @@ def test_user_command(seeded, capsys, monkeypatch, cli_env):
     assert main([*data_dir, "user", "remove", "carol"]) == 0
     assert main([*data_dir, "user", "remove", "carol"]) == 1
     assert main([*data_dir, "user", "add", "bad name", "--role", "viewer"]) == 2
+    assert main([*data_dir, "user", "add", "erin", "--role", "admin"]) == 2  # before a password
+    assert "unknown role 'admin': use viewer or operator" in capsys.readouterr().err
     secret = seeded.settings.data_dir / "console" / "secret"
     assert secret.stat().st_mode & 0o777 == 0o600
 

@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from tracker.cli import build_parser, main
-from tracker.config import Settings
+from tracker.config import Settings, env_name
 
 ROOT = Path(__file__).resolve().parent.parent
 DEPLOY = ROOT / "deploy"
@@ -27,10 +27,8 @@ ROLES = {
     "crawler": ["tracker", "crawl-worker"],
     "console": ["tracker", "serve", "--host", "0.0.0.0", "--port", "8080"],
 }
-#: The environment variables tracker reads: its settings, and the crawl's TRACKER_DISTRIBUTED.
-TRACKER_ENV = {"MONGO_URL", "REDIS_URL", "TRACKER_CONFIG", "TRACKER_DISTRIBUTED"} | {
-    f"TRACKER_{f.name.upper()}" for f in fields(Settings)
-}
+#: The environment variables tracker reads: its settings (the crawl's included), and the file.
+TRACKER_ENV = {"TRACKER_CONFIG"} | {env_name(f.name) for f in fields(Settings)}
 
 
 #: The passwords deploy/.env holds (as its documented command makes them: hex).

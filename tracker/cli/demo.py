@@ -35,6 +35,13 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
         "demo",
         help="ingest a sample library, crawl a local pirate site, and report what was copied",
+        description="The whole loop on this machine: ingest the bundled public-domain sample "
+        "library, serve a pirate-style site on 127.0.0.1, crawl it with `scrapy crawl novel`, "
+        "check that every planted copy was found and no innocent page flagged, and write the "
+        "day's report to <data_dir>/reports/demo-report-DATE.html (its own name: `tracker "
+        "report` writes report-DATE.html). It uses its own database (tracker_demo) and Redis "
+        "keys (tracker-demo:*). Exit status: 0 every copy found, 1 a copy missed or an "
+        "innocent page flagged, 2 error.",
     )
     parser.add_argument(
         "--keep-db",

@@ -7,9 +7,9 @@ import argparse
 from typing import TYPE_CHECKING
 
 from tracker.cli._output import print_table
-from tracker.cli._servers import connect
 from tracker.config import Settings
 from tracker.formats import count, when
+from tracker.servers.connect import connect
 
 if TYPE_CHECKING:
     from tracker.index.layout import IndexLayout
@@ -18,12 +18,35 @@ if TYPE_CHECKING:
 
 
 def register(commands: argparse._SubParsersAction) -> None:
+    from tracker.cli import actions_help
+
     parser = commands.add_parser(
         "index",
         help="list the master library's works (list), compare the Redis index with MongoDB "
         "(stats), repair it (verify), rebuild it, or delete master documents",
+        description="The master library (in MongoDB) and its index (in Redis). Exit status: 0 "
+        "done; 1 stats: the index and MongoDB differ, delete: some ids not found, list: no such "
+        "work; 2 error.",
+        epilog=actions_help(
+            {
+                "list": "the library's works: documents, size, first and last ingested "
+                "(--work W: the documents of W)",
+                "stats": "MongoDB's masters and library version beside the index's, its layout "
+                "and memory (read only)",
+                "verify": "repair the index: finish half-done changes, or rebuild it; file "
+                "stored pages missing from the page index",
+                "rebuild": "rebuild the index and the page index from MongoDB, in the layout "
+                "the settings ask for",
+                "delete": "delete the master documents DOC_ID… (their matches are closed)",
+            }
+        ),
     )
-    parser.add_argument("action", choices=("list", "stats", "verify", "rebuild", "delete"))
+    parser.add_argument(
+        "action",
+        choices=ACTIONS,
+        metavar="ACTION",
+        help="list, stats, verify, rebuild or delete (below)",
+    )
     parser.add_argument("doc_ids", nargs="*", default=[], metavar="DOC_ID", help="for delete")
     parser.add_argument("--work", metavar="W", help="for list: the documents of work W")
     parser.add_argument("--wide", action="store_true", help="for list: one line per row")

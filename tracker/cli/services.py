@@ -13,11 +13,34 @@ from tracker.servers import services
 
 
 def register(commands: argparse._SubParsersAction) -> None:
+    from tracker.cli import actions_help
+
     parser = commands.add_parser(
         "services",
         help="show, start or stop the embedded servers; check: both servers answer (exit 0)",
+        description="The embedded MongoDB-compatible (SecantusDB) and Redis (valkey) servers "
+        "under the data directory, which every command starts when MONGO_URL or REDIS_URL is "
+        "not set. Exit status: 0 done, 2 error (check: a server does not answer).",
+        epilog=actions_help(
+            {
+                "status": "each server: embedded (running or stopped, its URL, pid and data) "
+                "or external",
+                "start": "start the embedded servers (and print their URLs)",
+                "stop": "stop the embedded servers and the warm checker",
+                "check": "reach the servers in use, embedded or configured (a health check)",
+                "backup": "write a hot backup of the embedded MongoDB's data to FILE (a "
+                "tar.gz archive); Redis needs none: `tracker index rebuild` remakes the index",
+                "restore": "replace the embedded MongoDB's data by the archive FILE (then run "
+                "`tracker index rebuild` and `tracker rematch`)",
+            }
+        ),
     )
-    parser.add_argument("action", choices=("status", "start", "stop", "check", "backup", "restore"))
+    parser.add_argument(
+        "action",
+        choices=("status", "start", "stop", "check", "backup", "restore"),
+        metavar="ACTION",
+        help="status, start, stop, check, backup or restore (below)",
+    )
     parser.add_argument(
         "file", nargs="?", help="backup, restore: the archive of the embedded MongoDB's data"
     )
@@ -38,7 +61,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             print(f"password: in {services.services_dir(settings) / 'secret'}")
         return 0
     if args.action == "check":
-        from tracker.cli._servers import connect
+        from tracker.servers.connect import connect
 
         runtime = connect(settings)  # or the one-line error naming the server, exit status 2
         runtime.close()

@@ -32,7 +32,7 @@ from tracker.console.deps import (
 from tracker.console.evidence import page_matches
 from tracker.console.figures import paged
 from tracker.console.jobs import job_rows, known_job, start_job
-from tracker.reading.readers import Input, InputError, input_texts, read_url
+from tracker.matching.checking import Answer
 from tracker.stores.pages import PageStore
 
 router = APIRouter(prefix="/api", tags=["api"])
@@ -96,36 +96,21 @@ class CheckRequest(BaseModel):
     url: str | None = Field(None, min_length=1, max_length=MAX_URL, description="http(s) URL")
 
 
-def run_check(console, text: str | None, url: str | None) -> str:
-    """What ``tracker check --json`` prints for this text or URL (as JSON text)."""
-    from tracker.cli.check import answer, dumps
-
-    if (text is None) == (url is None):
-        raise InputError("give either a text or a URL")
-    max_bytes = console.settings.max_input_mb << 20
-    if url is not None:
-        allow = console.settings.console_allow_private_urls
-        source = read_url(url.strip(), max_bytes, allow_private=allow)
-    else:
-        data = text.encode("utf-8", "surrogatepass")
-        if len(data) > max_bytes:
-            limit = console.settings.max_input_mb
-            raise InputError(f"text: larger than the input limit of {limit} MiB")
-        source = Input("text", data)  # read as standard input is: HTML is recognised
-    texts = input_texts(source)
-    with console.check_lock:
-        found = console.detector().check_many([t for _, t in texts])
-    return dumps(answer(source, texts, found))
+def run_check(console, text: str | None, url: str | None) -> Answer:
+    """What ``tracker check --json`` prints for this text or URL."""
+    checker = console.checker
+    return checker.check(checker.read_request(text, url))
 
 
 @router.post("/check", summary="Check a text or a URL (operators)")
 async def api_check(request: Request, body: CheckRequest, _: Operator) -> Response:
     """The object ``tracker check --json`` prints: ``{"matches": [...]}`` (a feed:
     ``{"items": [{"id", "matches"}]}``). A URL is fetched only from public addresses unless
-    the ``console_allow_private_urls`` setting allows the others."""
+    the ``console_allow_private_urls`` setting allows the others. 409 when the master library
+    is empty: nothing to check against."""
     _json_body(request)
-    text = await run_in_threadpool(run_check, deps.console(request), body.text, body.url)
-    return Response(text, media_type="application/json")
+    answer = await run_in_threadpool(run_check, deps.console(request), body.text, body.url)
+    return Response(answer.to_json(), media_type="application/json")
 
 
 def _json_body(request: Request) -> None:

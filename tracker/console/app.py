@@ -11,12 +11,10 @@ it passes the limit (a chunked one).
 from __future__ import annotations
 
 import logging
-import threading
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
@@ -33,7 +31,9 @@ from tracker.console.figures import DayReports
 from tracker.console.throttle import LoginThrottle, Throttled
 from tracker.console.users import Users
 from tracker.html import STATIC as SHARED_STATIC  # the style the console shares with the report
+from tracker.matching.checking import CheckingService, EmptyLibrary
 from tracker.reading.readers import InputError
+from tracker.servers.connect import describe
 from tracker.servers.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -63,28 +63,14 @@ class Console:
     users: Users = field(init=False)
     auth: Authenticator = field(init=False)
     reports: DayReports = field(init=False)
-    _detector: Any = field(default=None, init=False)
-    _detector_version: int | None = field(default=None, init=False)
-    check_lock: threading.Lock = field(default_factory=threading.Lock, init=False)
+    checker: CheckingService = field(init=False)  # the Check page's and POST /api/check's
 
     def __post_init__(self) -> None:
         self.users = Users(self.runtime.db)
         throttle = LoginThrottle.from_settings(self.runtime.redis, self.settings)
         self.auth = Authenticator(self.settings, self.users, throttle)
         self.reports = DayReports(self.runtime.db, self.settings.console_cache_s)
-
-    def detector(self):
-        """The checker, made on the first check and again whenever the library changed (call
-        under :attr:`check_lock`)."""
-        from tracker.matching.library import MasterLibrary
-        from tracker.stores.masters import MasterStore
-
-        version = MasterStore(self.runtime.db).version()
-        if self._detector is None or version != self._detector_version:
-            library = MasterLibrary.from_runtime(self.runtime)
-            self._detector = library.detector(self.settings)
-            self._detector_version = version
-        return self._detector
+        self.checker = CheckingService(self.settings, self.runtime)
 
 
 def create_app(
@@ -181,10 +167,12 @@ def _errors(app: FastAPI) -> None:
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
         return _error(request, exc.status_code, str(exc.detail), getattr(exc, "headers", None))
 
+    @app.exception_handler(EmptyLibrary)
+    async def empty_library(request: Request, exc: EmptyLibrary) -> Response:
+        return _error(request, 409, str(exc))
+
     @app.exception_handler(Exception)
     async def server_error(request: Request, exc: Exception) -> Response:
-        from tracker.cli._servers import describe
-
         message = describe(exc, request.app.state.console.settings)
         if message is None:
             log.exception("console error on %s", request.url.path)

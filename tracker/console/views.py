@@ -31,6 +31,7 @@ from tracker.console.figures import Paged, paged
 from tracker.console.jobs import job_rows, known_job, start_job
 from tracker.console.throttle import Throttled
 from tracker.html import environment
+from tracker.matching.checking import EmptyLibrary
 from tracker.reading.readers import InputError
 from tracker.reports.build import COPIED_SHARE
 from tracker.reports.charts import daily_bars, report_charts, sparkline
@@ -398,14 +399,15 @@ async def check_submit(request: Request, principal: Operator) -> HTMLResponse:
     try:
         if text.strip() and url:
             raise InputError("give either a text or a URL, not both")
-        answer = json.loads(
-            await run_in_threadpool(run_check, console, text if text.strip() else None, url or None)
+        checked = await run_in_threadpool(
+            run_check, console, text if text.strip() else None, url or None
         )
-    except InputError as exc:
+    except (InputError, EmptyLibrary) as exc:
         return render(
-            request, "check.html", 422, nav="check", result=None, error=str(exc), text=text,
-            url=url,
+            request, "check.html", 409 if isinstance(exc, EmptyLibrary) else 422, nav="check",
+            result=None, error=str(exc), text=text, url=url,
         )  # fmt: skip
+    answer = json.loads(checked.to_json())  # as the API answers it, then with the passages
     items = answer["items"] if "items" in answer else [{"id": None, "matches": answer["matches"]}]
     masters = master_texts(
         console.runtime.db, (m["doc_id"] for item in items for m in item["matches"])

@@ -23,10 +23,10 @@ import numpy as np
 import redis
 from redis.crc import key_slot
 
+from tracker.config import check_prefix
 from tracker.servers.redis_cluster import (
     GROUPS,
     STATE_TAG,
-    check_prefix,
     group_tags,
     is_cluster,
     per_slot,

@@ -32,7 +32,6 @@ job name; the service registers its context under that id while it acts.
 from __future__ import annotations
 
 import logging
-import os
 import re
 import threading
 import uuid
@@ -62,7 +61,6 @@ from tracker.stores.sources import SourceCursorStore
 log = logging.getLogger(__name__)
 
 CATCH_UP_DAYS = 7
-DISTRIBUTED = "TRACKER_DISTRIBUTED"  # the environment's default for every crawl
 SITE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 SITE_KEYS = {"name", "spider", "cron", "arguments", "settings", "timeout_s"}
 
@@ -349,7 +347,7 @@ def crawl_job(context: JobContext, spec: JobSpec, now: datetime) -> dict[str, An
     run_id = f"{site.name}-{stamp}-{uuid.uuid4().hex[:8]}"
     scrapy_settings = dict(site.settings)
     board, posted = None, None
-    if parse_bool(scrapy_settings.get("TRACKER_DISTRIBUTED", os.environ.get(DISTRIBUTED, ""))):
+    if parse_bool(scrapy_settings.get("TRACKER_DISTRIBUTED", settings.distributed)):
         scrapy_settings.setdefault("TRACKER_CRAWL_ID", f"{site.name}-{stamp}")
         board = board_for(settings)
         posted = board.post(

@@ -27,7 +27,6 @@ import contextlib
 import fcntl
 import json
 import os
-import re
 import secrets
 import shutil
 import signal
@@ -39,7 +38,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from tracker.config import Settings
+from tracker.config import Settings, mask_password
 
 START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 20.0
@@ -60,11 +59,6 @@ class ServiceState:
 
     def alive(self) -> bool:
         return _pid_alive(self.pid) and _port_open(self.port)
-
-
-def mask_password(url: str) -> str:
-    """``url`` with the password of its user-info part replaced by ``***``, for messages."""
-    return re.sub(r"(?<=://)([^:/@]*):[^@/]*@", r"\1:***@", url)
 
 
 def services_dir(settings: Settings) -> Path:

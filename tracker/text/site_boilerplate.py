@@ -36,7 +36,8 @@ import redis
 import xxhash
 from redis.exceptions import NoScriptError
 
-from tracker.servers.redis_cluster import check_prefix, is_cluster
+from tracker.config import check_prefix
+from tracker.servers.redis_cluster import is_cluster
 
 _SPACE = re.compile(r"\s+")
 

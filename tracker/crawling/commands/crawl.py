@@ -22,6 +22,7 @@ from typing import Any, NoReturn
 
 from scrapy.commands.crawl import Command as ScrapyCrawl
 from scrapy.exceptions import UsageError
+from scrapy.settings import SETTINGS_PRIORITIES, Settings
 
 DEGRADED = "tracker/degraded"
 
@@ -36,6 +37,7 @@ class Command(ScrapyCrawl):
         from scrapy.spiderloader import get_spider_loader
 
         assert self.settings is not None
+        _check_tracker_settings(self.settings)
         try:
             spidercls = get_spider_loader(self.settings).load(args[0])
         except KeyError:
@@ -58,6 +60,20 @@ class Command(ScrapyCrawl):
             sys.stderr.write(summary(args[0], stats))
         if self.crawler_process.bootstrap_failed or degraded:
             self.exitcode = 1
+
+
+def _check_tracker_settings(settings: Settings) -> None:
+    """``-s TRACKER_X=…`` values are checked as the settings model checks ``TRACKER_X`` in
+    the environment (the model's own defaults are checked when they are loaded)."""
+    from tracker.config import CRAWL_SETTINGS, ConfigError, checked
+
+    for name in CRAWL_SETTINGS:
+        key = f"TRACKER_{name.upper()}"
+        if settings.getpriority(key) == SETTINGS_PRIORITIES["cmdline"]:
+            try:
+                checked(name, settings[key])
+            except ConfigError as exc:
+                _refuse(f"-s {key}: {exc}")
 
 
 def _refuse(message: str) -> NoReturn:

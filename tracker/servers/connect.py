@@ -1,5 +1,6 @@
-"""The servers of a command: reached within :data:`SERVER_TIMEOUT_S`, or one line naming the
-server (its URL, password masked) and the fix.
+"""Reaching the servers: within :data:`SERVER_TIMEOUT_S`, or one line naming the server (its
+URL, password masked) and the fix (:func:`describe`), for every command, the warm checker and the
+console alike.
 
 Commands that write check both servers before their first write (:func:`connect`), so that an
 unreachable Redis does not leave a master stored in MongoDB and missing from the index.
@@ -11,8 +12,8 @@ import re
 import sys
 from typing import TYPE_CHECKING
 
-from tracker.config import Settings
-from tracker.servers.services import ServiceError, mask_password
+from tracker.config import Settings, mask_password
+from tracker.servers.services import ServiceError
 
 if TYPE_CHECKING:
     from tracker.servers.runtime import Runtime
