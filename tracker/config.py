@@ -124,7 +124,6 @@ class Settings:
     console_login_address_failures: int = _within(50, 0)
     console_login_lock_s: int = _within(60, 1)
 
-
     # The crawl (``scrapy crawl``): the Scrapy settings TRACKER_<NAME>, see CRAWL_SETTINGS and
     # tracker.crawling.settings. The pipelines' MongoDB and Redis work runs in worker threads,
     # in batches of up to batch_size pages, or what arrived within batch_delay seconds while
