@@ -19,14 +19,6 @@ class MasterDocument:
     text: str
     source: str = ""
 
-    @property
-    def kind(self) -> str:
-        """:data:`CHAPTER` or :data:`ARTICLE` (a news article: its text opens with a dateline,
-        :func:`tracker.text.chapters.document_kind`); stored with the master at ingest."""
-        from tracker.text.chapters import document_kind
-
-        return document_kind(self.text)
-
 
 #: What a master document is: a book's chapter or a news article (reports name them so).
 CHAPTER, ARTICLE = "chapter", "article"

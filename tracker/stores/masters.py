@@ -33,6 +33,7 @@ from tracker.fingerprints.document import DocumentFingerprint, fingerprint_many
 from tracker.model import MasterDocument
 from tracker.stores.counters import allocate, increment
 from tracker.stores.writes import Upsert, write
+from tracker.text.chapters import document_kind
 
 
 @dataclass(frozen=True)
@@ -103,7 +104,7 @@ class MasterStore:
                 "title": doc.title,
                 "text": doc.text,
                 "source": doc.source,
-                "kind": doc.kind,
+                "kind": document_kind(doc.text),
                 "updated_at": now,
                 "changed_in": version,
                 **fp.to_mongo(),
@@ -175,7 +176,7 @@ class MasterStore:
                 found[work] = (size, stored[0])
                 continue
             doc = self.masters.find_one({"work": work}, {"text": 1}) or {}
-            found[work] = (size, MasterDocument("", work, "", str(doc.get("text") or "")).kind)
+            found[work] = (size, document_kind(str(doc.get("text") or "")))
         return found
 
     def delete(self, doc_ids: list[str]) -> None:
