@@ -70,6 +70,10 @@ class Settings:
     max_running_jobs: int = 3  # jobs the scheduler runs at once (each site's crawl is one)
     sites: tuple = ()  # [[sites]] tables: name, spider, cron, arguments, settings, timeout_s
 
+    # The headless browser that reads script-rendered pages (tracker.crawling.rendering): its
+    # executable; "" = the first of chromium, chromium-browser, google-chrome on the PATH.
+    browser_path: str = ""
+
     # Input of ``tracker check`` and ``ingest``: a larger file, page or text is refused.
     max_input_mb: int = 32
     # A warm checker answers later checks for this long after the last (0: none; see

@@ -20,18 +20,11 @@ COMMANDS_MODULE = "tracker.crawling.commands"
 USER_AGENT = "Mozilla/5.0 (compatible; tracker/0.1; copyright monitoring)"
 ROBOTSTXT_OBEY = True
 ROBOTSTXT_USER_AGENT = "tracker"
-# Rotated per request by tracker.crawling.middlewares.useragent (empty list: always USER_AGENT).
-TRACKER_USER_AGENTS = [
-    "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
-    "Chrome/126.0.0.0 Safari/537.36",
-    "Mozilla/5.0 (Macintosh; Intel Mac OS X 14_5) AppleWebKit/605.1.15 (KHTML, like Gecko) "
-    "Version/17.5 Safari/605.1.15",
-    "Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:127.0) Gecko/20100101 Firefox/127.0",
-    "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) "
-    "Chrome/126.0.0.0 Mobile Safari/537.36",
-    "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 "
-    "(KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1",
-]
+# What a reader's browser sends (tracker.crawling.profiles): "auto" (a current desktop browser's
+# profile per site, picked by its host), a profile's name, "tracker" (USER_AGENT) or a literal
+# User-Agent; per site: user_agent: in its file, -a user_agent=. Extra headers: a dict.
+TRACKER_BROWSER_PROFILE = "auto"
+TRACKER_BROWSER_HEADERS: dict[str, str] = {}
 # Optional proxies (tracker.crawling.middlewares.proxy): a list, or a file with one URL per line.
 TRACKER_PROXIES = [p for p in os.environ.get("TRACKER_PROXIES", "").split(",") if p.strip()]
 TRACKER_PROXY_FILE = os.environ.get("TRACKER_PROXY_FILE") or None
@@ -56,9 +49,14 @@ DOWNLOAD_WARNSIZE = 1024 * 1024
 # A body cut short in transfer is kept (flagged, counted) rather than lost.
 DOWNLOAD_FAIL_ON_DATALOSS = False
 
-# Retries with exponential backoff (tracker.crawling.middlewares.retry).
+# Retries with exponential backoff (tracker.crawling.middlewares.retry); 429 and 503 are the
+# ban middleware's (tracker.crawling.middlewares.bans): Retry-After honoured for that site only.
 RETRY_TIMES = 2
-RETRY_HTTP_CODES = [500, 502, 503, 504, 522, 524, 408, 429]
+RETRY_HTTP_CODES = [500, 502, 504, 522, 524, 408]
+TRACKER_BAN_RETRIES = 6
+TRACKER_BAN_BACKOFF_BASE = 1.0
+TRACKER_BAN_BACKOFF_MAX = 60.0
+TRACKER_BAN_MAX_WAIT = 600.0  # a longer Retry-After: the page is left unread for this crawl
 RETRY_BACKOFF_BASE = 1.0
 RETRY_BACKOFF_MAX = 60.0
 
@@ -80,11 +78,27 @@ TRACKER_TRAP_SESSION_PARAMS: list[str] = []
 DOWNLOADER = "tracker.crawling.downloader.PoliteDownloader"
 DOWNLOADER_MIDDLEWARES = {
     "scrapy.downloadermiddlewares.useragent.UserAgentMiddleware": None,
-    "tracker.crawling.middlewares.useragent.RotatingUserAgentMiddleware": 500,
+    "tracker.crawling.middlewares.useragent.BrowserProfileMiddleware": 390,
+    "tracker.crawling.middlewares.bans.BanMiddleware": 560,
     "tracker.crawling.middlewares.redirect.RedirectLoopMiddleware": 650,
     "tracker.crawling.middlewares.proxy.ProxyListMiddleware": 740,
     "tracker.crawling.middlewares.retry.BackoffMiddleware": 950,
 }
+# Plain, rendered (meta playwright) and impersonated (meta impersonate) requests: one handler
+# (tracker.crawling.handlers); the browser starts only for a page that needs it.
+DOWNLOAD_HANDLERS = {
+    "http": "tracker.crawling.handlers.ReaderDownloadHandler",
+    "https": "tracker.crawling.handlers.ReaderDownloadHandler",
+}
+# Script-rendered pages (tracker.crawling.rendering): auto | always | never (per site: render:
+# in its file, -a render=); the browser is browser_path / TRACKER_BROWSER_PATH, else chromium
+# on the PATH; pages open at once, pages per browser context, seconds a page may keep loading.
+TRACKER_RENDER = "auto"
+TRACKER_BROWSER_PATH = ""
+TRACKER_RENDER_PAGES = 2
+TRACKER_RENDER_CONTEXT_PAGES = 100
+TRACKER_RENDER_WAIT = 5.0
+TRACKER_RENDER_LEARN_DAYS = 30
 SPIDER_MIDDLEWARES = {
     "tracker.crawling.middlewares.traps.TrapGuardMiddleware": 950,
 }

@@ -25,6 +25,7 @@ from tracker.model import site_of
 from tracker.stores.clusters import ClusterStore
 from tracker.stores.pages import MatchStore
 from tracker.stores.reports import ReportStore
+from tracker.stores.unread import UnreadStore
 
 EVIDENCE_CHARS = 200
 UNKNOWN_WORK = "(unknown work)"
@@ -59,7 +60,8 @@ def build_report(
          "sites": [{"site", "pages", "works", "matches", "new_pages", "first_seen", "last_seen",
                     "trend": [{"date", "pages"}]}],
          "groups": [{"group", "pages", "sites", "works", "doc_ids"}],
-         "trend": [{"date", "pages", "new_pages", "matches", "sites", "works"}]}
+         "trend": [{"date", "pages", "new_pages", "matches", "sites", "works"}],
+         "unread": [{"url", "site", "reason", "first_seen", "last_seen", "attempts"}]}
 
     Works are sorted by number of pages (desc) then name; a work's pages by score (desc) then
     URL, and their doc_ids/score/coverage/first_seen/evidence cover that work's matches only.
@@ -73,7 +75,9 @@ def build_report(
     ``group`` is a page's group (None when no other page of the day is near-identical to it).
     ``copies`` sums up what a page copies per work (see :func:`copies`). ``trend`` and each
     site's ``trend`` cover the ``trend_days`` days up to ``day``, read from the stored reports
-    (null for a day without one).
+    (null for a day without one). ``unread`` lists the pages the day's crawls could not read
+    and did not read later that day (challenges, bans, render failures…; see
+    :mod:`tracker.stores.unread`), by site and URL: none of them counts as clean.
     """
     matches = _carried_matches(db, day)
     previous = ReportStore(db).previous(day)
@@ -147,6 +151,7 @@ def build_report(
         "sites": sites,
         "groups": mirror_groups,
         "trend": [*trend, today],
+        "unread": UnreadStore(db).on_day(day),
     }
 
 
