@@ -21,6 +21,7 @@ import logging
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from itertools import groupby
+from typing import Any
 
 from pymongo.errors import PyMongoError
 from scrapy.crawler import Crawler
@@ -40,10 +41,13 @@ READ, UNREAD = "read", "unread"
 class UnreadLedger:
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
-        self.stats = crawler.stats
         self.open: set[str] = set()  # unread before this crawl, or during it
         self.batcher: Batcher = Batcher(self._write, size=64, delay=0.2, name="unread")
         self._writes: set[asyncio.Future] = set()
+
+    @property
+    def stats(self) -> Any:
+        return self.crawler.stats  # set once the crawl starts, after the spider is made
 
     def _store(self) -> tuple[UnreadStore, object]:
         context = tracker_context(self.crawler)
