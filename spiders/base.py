@@ -271,6 +271,7 @@ class TrackerSpider(scrapy.Spider):
         self.user_agent = argument("user_agent", user_agent, check_choice)
         self.impersonate = argument("impersonate", impersonate, check_impersonate)
         self._counted: tuple[TextResponse, tuple[int, int]] | None = None
+        self._candidate: TextResponse | None = None  # the page being parsed, when a candidate
         if self.obey_robots is False and not self.robots_reason.strip():
             raise ValueError(
                 "ignoring robots.txt needs a reason on record: "
@@ -427,7 +428,8 @@ class TrackerSpider(scrapy.Spider):
 
     def parse_page(self, response: Response) -> Iterator[Any]:
         """What every spider does with a page: decode it; record it as unread when it is a
-        challenge, or have it rendered when it looks unrendered (:meth:`render_reason`); follow
+        challenge, or flag it for the browser when it looks unrendered
+        (:meth:`render_candidate`); follow
         its canonical URL when it names another page of the site, emit it when :meth:`keeps`
         it, then follow :meth:`follow`."""
         read = self.read_page(response)
@@ -439,21 +441,18 @@ class TrackerSpider(scrapy.Spider):
         if challenge := challenge_of(page.status, headers, page.text, text - links):
             self.unread.unread(page.url, challenge, f"{challenge} page, status {page.status}")
             return
-        if render := self.render_reason(page, text, links):
-            if self.rendering.unavailable:
-                self.unread.unread(page.url, "render_unavailable", "needs rendering")
-            else:
-                yield self.render_request(page, render)
-            yield from self.follow(page)
-            return
+        candidate = self.render_candidate(page, text, links)
         if truncated and "dataloss" in response.flags:
             self.unread.unread(page.url, "truncated", "body cut short in transfer")
-        else:
-            self.unread.read(page.url)
+        elif candidate is None:
+            self.unread.read(page.url)  # a candidate's read is known once it is extracted
         if canonical := self.canonical_request(page):
             yield canonical
         if self.keeps(page):
-            yield self.page_item(page, truncated)
+            item = self.page_item(page, truncated)
+            item["render_reason"] = candidate or page.meta.get("render_reason")
+            item["rendered"] = bool(page.meta.get("playwright"))
+            yield item
         yield from self.follow(page)
 
     def text_counts(self, page: TextResponse) -> tuple[int, int]:
@@ -462,24 +461,40 @@ class TrackerSpider(scrapy.Spider):
             self._counted = (page, link_text(page))
         return self._counted[1]
 
-    def render_reason(self, page: TextResponse, text: int, links: int) -> str | None:
-        """Why ``page`` should be read through the browser (it looks unrendered:
-        :meth:`tracker.crawling.rendering.RenderPolicy.wants`), or None. A rendered page that
-        was thin teaches :attr:`rendering` whether its site needs rendering."""
+    def render_candidate(self, page: TextResponse, text: int, links: int) -> str | None:
+        """Why ``page``, fetched plainly, may need the browser (it has scripts and looks thin:
+        :meth:`tracker.crawling.rendering.RenderPolicy.wants`), or None. A candidate is not
+        taken for a list here; the ExtractPipeline reads it and calls :meth:`after_reading`."""
         if page.meta.get("playwright"):
-            site = (urlsplit(page.url).hostname or "").lower()
-            if page.meta.get("render_reason") and self.rendering.rendered(site, text - links):
+            return None
+        reason = self.rendering.wants(page.body, text - links, links)
+        self._candidate = page if reason else None
+        return reason
+
+    def after_reading(self, item: PageItem, read: bool) -> bool:
+        """What the ExtractPipeline found in a render candidate or in its rendered page
+        (``read``: a body was extracted); True when the page goes to the browser (the plain
+        item is dropped). A rendered page teaches :attr:`rendering` whether its site needs
+        rendering; a candidate that was read is read; one that was not is fetched again
+        through the browser, or recorded unread when the browser is unavailable."""
+        url = item["url"]
+        if item.get("rendered"):
+            site = (urlsplit(url).hostname or "").lower()
+            if self.rendering.rendered(site, read):
                 self.crawler.stats.inc_value("tracker/render/learned")
                 self.logger.info("%s needs rendering: its next pages go to the browser", site)
-            return None
-        return self.rendering.wants(page.body, text - links, links)
-
-    def render_request(self, page: TextResponse, reason: str) -> Request:
-        """``page`` asked for again, through the browser."""
+            return False
+        if read:
+            self.unread.read(url)
+            return False
+        if self.rendering.unavailable:
+            self.unread.unread(url, "render_unavailable", "needs rendering")
+            return True
+        reason = item.get("render_reason") or "empty"
         self.crawler.stats.inc_value(f"tracker/render/requested/{reason}")
-        meta = {"playwright": True, "render_reason": reason}
-        callback = page.request.callback if page.request else None
-        return self.request(page.url, callback or self.parse, meta=meta, dont_filter=True)
+        meta = {"playwright": True, "render_reason": reason, "depth": item.get("depth", 0)}
+        self.crawler.engine.crawl(self.request(url, self.parse, meta=meta, dont_filter=True))
+        return True
 
     def keeps(self, page: TextResponse) -> bool:
         """Whether the page goes on to the pipelines: by default, any page but an obvious list
@@ -494,6 +509,8 @@ class TrackerSpider(scrapy.Spider):
         """An obvious catalogue, chapter list or tag page (counted when true): mostly links,
         and its text outside links too short to hold an article's prose, so extracting it
         would be wasted."""
+        if self._candidate is response:
+            return False  # read first: the ExtractPipeline decides
         total, links = self.text_counts(response)
         if links <= MAX_LINK_TEXT_SHARE * total or total - links >= MIN_PROSE_CHARS:
             return False

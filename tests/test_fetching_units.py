@@ -240,12 +240,12 @@ def test_thin_pages_with_scripts_are_rendered_lists_and_plain_pages_are_not():
 def test_a_site_is_learned_to_need_rendering_once_renders_help():
     policy = RenderPolicy("auto", learn_after=3, learn_share=0.8)
     assert not policy.at_once("a.example")
-    assert policy.rendered("a.example", 2000) is False
-    assert policy.rendered("a.example", 1800) is False
-    assert policy.rendered("a.example", 2100) is True
+    assert policy.rendered("a.example", True) is False
+    assert policy.rendered("a.example", True) is False
+    assert policy.rendered("a.example", True) is True
     assert policy.at_once("a.example") and policy.newly_learned == {"a.example": (3, 3)}
     for _ in range(5):  # renders that do not help teach nothing
-        policy.rendered("b.example", 20)
+        policy.rendered("b.example", False)
     assert not policy.at_once("b.example")
     assert RenderPolicy("always").at_once("c.example")
     never = RenderPolicy("never")

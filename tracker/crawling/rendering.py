@@ -7,12 +7,15 @@ scrapy-playwright's download handler, and its text is extracted from the rendere
 scripts run only there, in the browser; nothing else evaluates them.
 
 **When** (:class:`RenderPolicy`, ``render: auto|always|never`` per site, ``TRACKER_RENDER``,
-``-a render=``): with ``auto`` a page is rendered when it has scripts and is thin: little text
-outside links and few links (:func:`thin_reason`), or a placeholder phrase with less than a
-chapter's text. When the first pages of a site rendered that way had their text only once
-rendered, the site is *learned* to need rendering: its next pages go to the browser at once
-(no plain fetch first), and the crawl stores that (:class:`tracker.stores.rendering.RenderStore`)
-for the next crawls (for ``TRACKER_RENDER_LEARN_DAYS``, then it is learned again). ``always``
+``-a render=``): with ``auto`` a page is rendered when its extracted body is missing or a
+placeholder and the page has scripts. The spider flags the pages that may be so, cheaply
+(:func:`thin_reason`: scripts, and little text outside links with few links, or a placeholder
+phrase with less than a chapter's text); the ExtractPipeline extracts them as any page and
+sends those whose body did not come out (:func:`placeholder_only`) to the browser. When the
+first pages of a site rendered that way had their text only once rendered, the site is
+*learned* to need rendering: its next pages go to the browser at once (no plain fetch first),
+and the crawl stores that (:class:`tracker.stores.rendering.RenderStore`) for the next crawls
+(for ``TRACKER_RENDER_LEARN_DAYS``, then it is learned again). ``always``
 renders every page of the site, ``never`` none.
 
 **How** (:class:`BrowserRenderer`, used by :class:`tracker.crawling.handlers.ReaderDownloadHandler`
@@ -23,7 +26,7 @@ context per site (its User-Agent that of the site's profile, :mod:`tracker.crawl
 closed once its pages are done, so the browser's memory does not grow with the crawl; at most
 ``TRACKER_RENDER_PAGES`` pages open at once (2). Images, media, fonts and every request to a host
 outside the crawl's allowed domains are blocked. A page is read once the network has been quiet
-for ``QUIET_S`` after its load event (scripts fetch the text after it), or after
+for ``QUIET_S`` after its DOM is loaded (scripts fetch the text after it), or after
 ``TRACKER_RENDER_WAIT`` seconds at most.
 
 **The browser** is ``browser_path`` (``TRACKER_BROWSER_PATH``, or ``-s TRACKER_BROWSER_PATH=``),
@@ -71,7 +74,7 @@ BROWSER_NAMES = ("chromium", "chromium-browser", "google-chrome")
 BLOCKED_RESOURCES = frozenset(
     ("image", "media", "font", "texttrack", "websocket", "eventsource", "manifest")
 )
-#: Network quiet after the load event before the DOM is read.
+#: Network quiet after the DOM is loaded before it is read (scripts fetch the text then).
 QUIET_S = 0.25
 
 #: A page with fewer visible characters outside links than this is thin…
@@ -103,9 +106,11 @@ def find_browser(configured: str | None) -> str | None:
 
 
 def thin_reason(body: bytes, text_chars: int, link_chars: int) -> str | None:
-    """Why a page looks unrendered (``"empty"`` or ``"placeholder"``), or None: it has
+    """Why a page may be unrendered (``"empty"`` or ``"placeholder"``), or None: it has
     scripts, and little text outside links with few links, or a placeholder phrase with less
-    than a chapter's text. ``text_chars``: its visible characters outside links."""
+    than a chapter's text. ``text_chars``: its visible characters outside links. Such a page
+    is a *candidate*: it is extracted first, and rendered only when no body comes out
+    (:func:`placeholder_only`)."""
     if text_chars >= PLACEHOLDER_TEXT_CHARS or not _SCRIPT.search(body):
         return None
     if text_chars < THIN_TEXT_CHARS and link_chars < LIST_LINK_CHARS:
@@ -113,6 +118,11 @@ def thin_reason(body: bytes, text_chars: int, link_chars: int) -> str | None:
     if PLACEHOLDER.search(body.decode("utf-8", "ignore")):
         return "placeholder"
     return None
+
+
+def placeholder_only(text: str) -> bool:
+    """Whether an extracted body is a placeholder ("章节内容加载中…") rather than a text."""
+    return len(text) < PLACEHOLDER_TEXT_CHARS and bool(PLACEHOLDER.search(text))
 
 
 class RenderPolicy:
@@ -150,11 +160,11 @@ class RenderPolicy:
             return None
         return thin_reason(body, text_chars, link_chars)
 
-    def rendered(self, site: str, text_chars: int) -> bool:
-        """A thin page of ``site`` came back rendered with ``text_chars`` of text outside
-        links; True when this taught that the site needs rendering."""
+    def rendered(self, site: str, helped: bool) -> bool:
+        """A page of ``site`` read nothing plainly and was rendered; ``helped``: the rendered
+        page had a body. True when this taught that the site needs rendering."""
         self._tried[site] += 1
-        if text_chars >= THIN_TEXT_CHARS:
+        if helped:
             self._helped[site] += 1
         tried, helped = self._tried[site], self._helped[site]
         if site in self.learned or tried < self.learn_after or helped < self.learn_share * tried:
@@ -250,6 +260,9 @@ class BrowserRenderer:
         request.meta["playwright_context_kwargs"] = self._context_kwargs(request, site)
         request.meta["playwright_page_init_callback"] = self._watch_network
         request.meta["playwright_page_methods"] = [_page_method(self._settle)]
+        # Not the load event: a stalled image or frame must not hold the text; the scripts'
+        # requests are waited for by _settle.
+        request.meta["playwright_page_goto_kwargs"] = {"wait_until": "domcontentloaded"}
         async with self._open:
             self._busy[context] += 1
             try:
