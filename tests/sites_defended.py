@@ -8,7 +8,10 @@ reading half's defences, split chapters, hidden junk and web fonts, live elsewhe
 * :func:`challenge_site`: a Cloudflare-style challenge (503, ``cf-mitigated``, "Just a
   moment..."), a captcha form (200) and a geetest wall (403) in front of some chapters;
 * :func:`decoy_site`: an innocent decoy for bot-like clients (a bot's User-Agent, a browser's
-  without its headers, no Chinese in ``Accept-Language``).
+  without its headers, no Chinese in ``Accept-Language``);
+* :func:`tls_decoy_site`: over HTTPS, the decoy for a client whose TLS handshake is not a
+  browser's (it offers the ``DHE-RSA`` cipher suites OpenSSL offers and Chrome does not: the
+  gist of a JA3 check).
 
 Each returns a :class:`tests.sites.SitePlan` whose ``matched`` names the chapter pages a crawl
 must find copying their master, ``extra["innocent"]`` the pages that copy none, and
@@ -21,6 +24,7 @@ import base64
 import html
 import json
 import re
+import ssl
 import threading
 import time
 import zlib
@@ -309,6 +313,102 @@ def decoy_site() -> SitePlan:
     site.pages["/robots.txt"] = Page(b"User-agent: *\nAllow: /\n", "text/plain")
     plan.matched = {f"/d/{i}.html": [m.doc_id] for i, m in enumerate(masters, start=1)}
     plan.extra["innocent"] = ["/d/7.html"]
+    plan.extra["unread"] = []
+    plan.extra["decoys"] = decoys
+    return plan
+
+
+# ---------------------------------------------------------------------------- TLS decoy
+
+
+def self_signed(directory) -> tuple[str, str]:
+    """A certificate for 127.0.0.1 and its key (PEM files in ``directory``)."""
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(1)
+        .not_valid_before(datetime(2020, 1, 1))
+        .not_valid_after(datetime(2040, 1, 1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .sign(key, hashes.SHA256())
+    )
+    cert_file, key_file = f"{directory}/site.pem", f"{directory}/site.key"
+    with open(cert_file, "wb") as out:
+        out.write(cert.public_bytes(serialization.Encoding.PEM))
+    with open(key_file, "wb") as out:
+        out.write(
+            key.private_bytes(
+                serialization.Encoding.PEM,
+                serialization.PrivateFormat.PKCS8,
+                serialization.NoEncryption(),
+            )
+        )
+    return cert_file, key_file
+
+
+class TLSSite(DefendedSite):
+    """A :class:`DefendedSite` over HTTPS (a self-signed certificate); routes can read the
+    cipher suites the client offered (:meth:`offered`)."""
+
+    __test__ = False
+
+    def __init__(self, directory) -> None:
+        super().__init__()
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(*self_signed(directory))
+        context.set_ciphers("ALL:@SECLEVEL=0")  # so that every suite a client offers shows
+        self._server.socket = context.wrap_socket(self._server.socket, server_side=True)
+        self.url = self.url.replace("http://", "https://")
+
+    def offered(self) -> list[str]:
+        return getattr(self._current, "ciphers", [])
+
+    def _serve(self, request) -> None:  # type: ignore[override]
+        shared = request.connection.shared_ciphers() or []
+        self._current.ciphers = [cipher for cipher, _, _ in shared]
+        super()._serve(request)
+
+
+def tls_decoy_site(directory) -> SitePlan:
+    """Five chapters and an innocent one over HTTPS; a client whose handshake offers the
+    ``DHE-RSA`` suites (OpenSSL's, as Scrapy's own client does; not Chrome's) gets a decoy."""
+    masters = _masters("指纹书", 5)
+    site = TLSSite(directory)
+    plan = SitePlan(site, masters)
+    texts = {f"/t/{i}.html": (m.title, m.text) for i, m in enumerate(masters, start=1)}
+    texts["/t/6.html"] = ("第六章 闲话", prose(9292, 1400))
+    decoys: Counter[str] = Counter()
+
+    def chapter(path: str) -> Page | None:
+        found = texts.get(path)
+        if found is None:
+            return None
+        if any(cipher.startswith("DHE-RSA") for cipher in site.offered()):
+            decoys[path] += 1
+            return Page(_plain(found[0], prose(zlib.crc32(path.encode()), len(found[1]))))
+        return Page(_plain(*found))
+
+    site.route(r"^/t/\d+\.html$", chapter)
+    site.pages["/"] = Page(
+        html_page("指纹书城", link_list((p, t) for p, (t, _) in texts.items())).encode()
+    )
+    site.pages["/robots.txt"] = Page(b"User-agent: *\nAllow: /\n", "text/plain")
+    plan.matched = {f"/t/{i}.html": [m.doc_id] for i, m in enumerate(masters, start=1)}
+    plan.extra["innocent"] = ["/t/6.html"]
     plan.extra["unread"] = []
     plan.extra["decoys"] = decoys
     return plan

@@ -23,6 +23,7 @@ from tests.sites_defended import (
     decoy_site,
     outcome,
     script_site,
+    tls_decoy_site,
 )
 from tests.test_crawl_novel import crawl
 from tests.texts import prose
@@ -179,4 +180,24 @@ def test_a_bot_decoy_is_not_served_to_the_crawl(runtime, settings, tmp_path):
             name="bot",
         )
     assert sum(plan.extra["decoys"].values()) == 7
+    assert outcome(plan, runtime.db)["recall"] == 0.0
+
+
+def test_tls_impersonation_is_an_opt_in_tier_of_the_site_file(runtime, settings, tmp_path):
+    plan = tls_decoy_site(tmp_path)
+    MasterLibrary.from_runtime(runtime).ingest(plan.masters)
+    config = tmp_path / "fingerprint.yaml"
+    config.write_text(
+        f"name: fingerprint\nstart_urls: ['{plan.site.url}']\nimpersonate: chrome\n",
+        encoding="utf-8",
+    )
+    with plan.site:
+        crawl("site", settings, tmp_path, {"config": config}, name="impersonated")
+        assert plan.extra["decoys"] == {}  # a browser's handshake: the real chapters
+        assert_read_well(outcome(plan, runtime.db), plan)
+        assert run_record(runtime)["stats"]["impersonate__request_bytes"] > 0
+        # Without the tier, Scrapy's own TLS client offers OpenSSL's suites: the decoy.
+        runtime.db["pages"].delete_many({})
+        crawl("novel", settings, tmp_path, {"start_url": plan.site.url}, name="plain")
+    assert sum(plan.extra["decoys"].values()) == 6
     assert outcome(plan, runtime.db)["recall"] == 0.0

@@ -45,6 +45,8 @@ class ReaderDownloadHandler(HTTP11DownloadHandler):
                 self._renderer = BrowserRenderer(self._crawler)
             return await self._renderer.download(request)
         if meta.get("impersonate"):
+            # Certificates unchecked, as Scrapy's own handler does: pirate sites' are often bad.
+            meta.setdefault("impersonate_args", {"verify": False})
             return await self._impersonating().download_request(request)
         return await super().download_request(request)
 
