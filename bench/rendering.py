@@ -38,9 +38,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from bench.crawl_throughput import COMMON, build_site, process_stat
+from bench.crawl_throughput import build_site, process_stat, run_variant
 from tracker.config import Settings
-from tracker.crawling.crawl import run_crawl
 from tracker.demo.site import master_documents, serve
 from tracker.matching.library import MasterLibrary
 from tracker.servers import services
@@ -180,37 +179,20 @@ class MemorySampler:
 
 
 def crawl(name: str, settings: Settings, url: str, extra: dict, logs: Path) -> dict[str, object]:
-    runtime = Runtime(settings)
+    """:func:`bench.crawl_throughput.run_variant`'s figures of a crawl of ``url``, with the
+    pages it rendered and the memory of its processes."""
     with MemorySampler() as sampler:
-        code = run_crawl(
-            "novel",
-            settings,
-            arguments={"start_url": url},
-            scrapy_settings={**COMMON, **extra},
-            log_file=logs / f"{name}.log",
-            timeout=7200,
-        )
-    if code != 0:
-        raise SystemExit(f"{name}: crawl failed (exit {code}), see {logs / name}.log")
-    run = runtime.db["crawl_runs"].find_one(sort=[("finished_at", -1)])
-    start, end = run["started_at"].timestamp(), run["finished_at"].timestamp()
-    seconds = end - start
+        result = run_variant(name, settings, url, extra, logs)
+    run = Runtime(settings).db["crawl_runs"].find_one(sort=[("finished_at", -1)])
     stats = run["stats"]
-    innocent = sum(
-        int(m[1]) % 2 == 1
-        for url in runtime.db["matches"].distinct("url")
-        if (m := re.search(r"/p/(\d+)\.html$", url))
-    )
+    start, end = result.pop("open")
     rendered = int(stats.get("tracker__render__pages", 0))
     return {
-        "pages": run["pages"]["fetched"],
-        "seconds": round(seconds, 1),
-        "pages_per_second": round(run["pages"]["fetched"] / seconds, 1),
+        **{key: result[key] for key in ("pages", "seconds", "pages_per_second", "stored")},
         "rendered": rendered,
-        "rendered_per_second": round(rendered / seconds, 2),
-        "stored": run["pages"]["stored"],
-        "matched": run["pages"]["matched"],
-        "innocent_matched": innocent,
+        "rendered_per_second": round(rendered / result["seconds"], 2),
+        "matched": result["matched"],
+        "innocent_matched": result["innocent_matched"],
         "unread": run.get("unread", {}),
         "render_wait_expired": int(stats.get("tracker__render__wait_expired", 0)),
         "contexts_closed": int(stats.get("tracker__render__contexts_closed", 0)),

@@ -288,33 +288,39 @@ def looks_like_a_bot(headers: dict[str, str]) -> bool:
 
 
 def decoy_site() -> SitePlan:
-    """Six chapters and an innocent one; a bot-like client gets, under the same URLs, a
-    decoy: an innocent text of the same length."""
-    masters = _masters("诱饵书", 6)
+    """Six chapters and an innocent one; a bot-like client (:func:`looks_like_a_bot`) gets,
+    under the same URLs, a decoy: an innocent text of the same length."""
     site = DefendedSite()
+    return _with_decoys(site, "诱饵书", "d", 6, lambda: looks_like_a_bot(site.headers()))
+
+
+def _with_decoys(site: DefendedSite, work: str, folder: str, n: int, tell) -> SitePlan:
+    """``n`` chapters of ``work`` and an innocent one under ``/folder/``, each served as a
+    decoy (an innocent text of its length, counted in ``extra["decoys"]``) when ``tell()``
+    says the client is a bot."""
+    masters = _masters(work, n)
     plan = SitePlan(site, masters)
-    texts = {f"/d/{i}.html": (m.title, m.text) for i, m in enumerate(masters, start=1)}
-    texts["/d/7.html"] = ("第七章 闲话", prose(9191, 1400))
+    texts = {f"/{folder}/{i}.html": (m.title, m.text) for i, m in enumerate(masters, start=1)}
+    innocent = f"/{folder}/{n + 1}.html"
+    texts[innocent] = ("闲话一章", prose(9191 + n, 1400))
     decoys: Counter[str] = Counter()
 
     def chapter(path: str) -> Page | None:
         found = texts.get(path)
         if found is None:
             return None
-        if looks_like_a_bot(site.headers()):
+        if tell():
             decoys[path] += 1
             return Page(_plain(found[0], prose(zlib.crc32(path.encode()), len(found[1]))))
         return Page(_plain(*found))
 
-    site.route(r"^/d/\d+\.html$", chapter)
+    site.route(rf"^/{folder}/\d+\.html$", chapter)
     site.pages["/"] = Page(
-        html_page("诱饵书城", link_list((p, t) for p, (t, _) in texts.items())).encode()
+        html_page(f"{work}城", link_list((p, t) for p, (t, _) in texts.items())).encode()
     )
     site.pages["/robots.txt"] = Page(b"User-agent: *\nAllow: /\n", "text/plain")
-    plan.matched = {f"/d/{i}.html": [m.doc_id] for i, m in enumerate(masters, start=1)}
-    plan.extra["innocent"] = ["/d/7.html"]
-    plan.extra["unread"] = []
-    plan.extra["decoys"] = decoys
+    plan.matched = {f"/{folder}/{i}.html": [m.doc_id] for i, m in enumerate(masters, start=1)}
+    plan.extra.update(innocent=[innocent], unread=[], decoys=decoys)
     return plan
 
 
@@ -386,32 +392,12 @@ class TLSSite(DefendedSite):
 def tls_decoy_site(directory) -> SitePlan:
     """Five chapters and an innocent one over HTTPS; a client whose handshake offers the
     ``DHE-RSA`` suites (OpenSSL's, as Scrapy's own client does; not Chrome's) gets a decoy."""
-    masters = _masters("指纹书", 5)
     site = TLSSite(directory)
-    plan = SitePlan(site, masters)
-    texts = {f"/t/{i}.html": (m.title, m.text) for i, m in enumerate(masters, start=1)}
-    texts["/t/6.html"] = ("第六章 闲话", prose(9292, 1400))
-    decoys: Counter[str] = Counter()
 
-    def chapter(path: str) -> Page | None:
-        found = texts.get(path)
-        if found is None:
-            return None
-        if any(cipher.startswith("DHE-RSA") for cipher in site.offered()):
-            decoys[path] += 1
-            return Page(_plain(found[0], prose(zlib.crc32(path.encode()), len(found[1]))))
-        return Page(_plain(*found))
+    def not_a_browser() -> bool:
+        return any(cipher.startswith("DHE-RSA") for cipher in site.offered())
 
-    site.route(r"^/t/\d+\.html$", chapter)
-    site.pages["/"] = Page(
-        html_page("指纹书城", link_list((p, t) for p, (t, _) in texts.items())).encode()
-    )
-    site.pages["/robots.txt"] = Page(b"User-agent: *\nAllow: /\n", "text/plain")
-    plan.matched = {f"/t/{i}.html": [m.doc_id] for i, m in enumerate(masters, start=1)}
-    plan.extra["innocent"] = ["/t/6.html"]
-    plan.extra["unread"] = []
-    plan.extra["decoys"] = decoys
-    return plan
+    return _with_decoys(site, "指纹书", "t", 5, not_a_browser)
 
 
 # ----------------------------------------------------------------------------- outcome
