@@ -429,9 +429,8 @@ class TrackerSpider(scrapy.Spider):
     def parse_page(self, response: Response) -> Iterator[Any]:
         """What every spider does with a page: decode it; record it as unread when it is a
         challenge, or flag it for the browser when it looks unrendered
-        (:meth:`render_candidate`); follow
-        its canonical URL when it names another page of the site, emit it when :meth:`keeps`
-        it, then follow :meth:`follow`."""
+        (:meth:`render_candidate`); follow its canonical URL when it names another page of
+        the site, emit it when :meth:`keeps` it, then follow :meth:`follow`."""
         read = self.read_page(response)
         if read is None:
             return
