@@ -169,7 +169,9 @@ def test_a_bot_decoy_is_not_served_to_the_crawl(runtime, settings, tmp_path):
     with plan.site:
         crawl("novel", settings, tmp_path, {"start_url": plan.site.url})
         assert plan.extra["decoys"] == {}  # every chapter was served as to a reader
-        assert_read_well(outcome(plan, runtime.db), plan)
+        result = outcome(plan, runtime.db)
+        assert_read_well(result, plan)
+        assert result["recall"] == 1.0
         # The tracker's own product token gets the decoy: nothing is found.
         runtime.db["pages"].delete_many({})
         crawl(
@@ -194,7 +196,9 @@ def test_tls_impersonation_is_an_opt_in_tier_of_the_site_file(runtime, settings,
     with plan.site:
         crawl("site", settings, tmp_path, {"config": config}, name="impersonated")
         assert plan.extra["decoys"] == {}  # a browser's handshake: the real chapters
-        assert_read_well(outcome(plan, runtime.db), plan)
+        result = outcome(plan, runtime.db)
+        assert_read_well(result, plan)
+        assert result["recall"] == 1.0
         assert run_record(runtime)["stats"]["impersonate__request_bytes"] > 0
         # Without the tier, Scrapy's own TLS client offers OpenSSL's suites: the decoy.
         runtime.db["pages"].delete_many({})
