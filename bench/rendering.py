@@ -106,9 +106,9 @@ def _comm(pid: int) -> str:
 
 
 class MemorySampler:
-    """RSS and PSS of the crawl process (this process's child), its Python children (the
-    extraction worker) and everything else below it (Playwright's driver, Chromium), every
-    ``interval`` seconds."""
+    """RSS and PSS of the crawl process (this process's child), the Python processes below it
+    (the extraction worker and its multiprocessing helpers) and the rest below it (Playwright's
+    driver and Chromium's processes), every ``interval`` seconds."""
 
     def __init__(self, interval: float = 0.25) -> None:
         self.interval = interval
@@ -141,12 +141,14 @@ class MemorySampler:
             if b"scrapy" not in _cmdline(crawl):  # the embedded servers, started from here
                 continue
             roles[crawl] = "crawl process"
-            below = [(pid, crawl) for pid in children.get(crawl, [])]
+            below = list(children.get(crawl, []))
             while below:
-                pid, parent = below.pop()
-                python = _comm(pid).startswith("python") and roles.get(parent) == "crawl process"
-                roles[pid] = "extraction worker" if python else "browser"
-                below += [(child, pid) for child in children.get(pid, [])]
+                pid = below.pop()
+                browser = roles.get(stats[pid][0]) == "browser" or not _comm(pid).startswith(
+                    "python"
+                )  # Playwright's driver (node) and Chromium's processes, or the workers
+                roles[pid] = "browser" if browser else "extraction worker"
+                below += children.get(pid, [])
         totals: dict[str, tuple[int, int]] = {}
         for pid, role in roles.items():
             rss, pss = totals.get(role, (0, 0))
