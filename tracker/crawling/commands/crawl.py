@@ -80,12 +80,14 @@ def summary(spider: str, stats: dict[str, Any]) -> str:
         f"fetched, {pages['stored']:,} stored, {pages['unchanged']:,} unchanged, "
         f"{pages['matched']:,} matched ({matches['new']:,} new matches)",
         f"errors: {errors}",
-        (
-            f"unread: {sum(unread.values()):,} page(s) ("
-            + ", ".join(f"{reason} {n:,}" for reason, n in unread.items())
-            + "), never counted as clean; the next crawl asks for them again"
+        *(
+            [
+                f"unread: {sum(unread.values()):,} page(s) ("
+                + ", ".join(f"{reason} {n:,}" for reason, n in unread.items())
+                + "), never counted as clean; the next crawl asks for them again"
+            ]
             if unread
-            else "unread: none"
+            else []
         ),
         (
             f"status: degraded, {degraded:,} page(s) not matched or not stored (a server "

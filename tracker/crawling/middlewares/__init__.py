@@ -3,5 +3,6 @@
 
 Downloader side: :class:`~.useragent.BrowserProfileMiddleware`,
 :class:`~.bans.BanMiddleware`, :class:`~.proxy.ProxyListMiddleware`,
-:class:`~.retry.BackoffMiddleware`, :class:`~.redirect.RedirectLoopMiddleware`. Spider side: :class:`~.traps.TrapGuardMiddleware`.
+:class:`~.retry.BackoffMiddleware`, :class:`~.redirect.RedirectLoopMiddleware`. Spider side:
+:class:`~.traps.TrapGuardMiddleware`.
 """
