@@ -501,6 +501,13 @@ def test_the_end_of_crawl_summary_is_short_and_says_where_the_report_is():
     assert lines[1] == "errors: http_404 3, timeout 1"
     assert lines[2].startswith("status: degraded, 2 page(s)") and "tracker rematch" in lines[2]
     assert lines[3].startswith("report: tracker report --date ")
+    # Pages it could not read get a line of their own, by reason.
+    stats.update({"tracker/unread": 3, "tracker/unread/challenge": 2, "tracker/unread/banned": 1})
+    lines = summary("novel", stats).splitlines()
+    assert lines[2] == (
+        "unread: 3 page(s) (banned 1, challenge 2), never counted as clean; "
+        "the next crawl asks for them again"
+    )
 
 
 # --------------------------------------------------------------------------------------- demo

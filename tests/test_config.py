@@ -71,7 +71,12 @@ def test_every_tracker_variable_is_its_setting(monkeypatch, tmp_path):
         "TRACKER_BATCH_DELAY": ("0.5", 0.5),
         "TRACKER_DISTRIBUTED": ("yes", True),
         "TRACKER_PROXIES": ("http://a:1, http://b:2", ("http://a:1", "http://b:2")),
-        "TRACKER_USER_AGENTS": (json.dumps(["A, with a comma", "B"]), ("A, with a comma", "B")),
+        "TRACKER_TRAP_SESSION_PARAMS": (
+            json.dumps(["a, with a comma", "b"]),
+            ("a, with a comma", "b"),
+        ),
+        "TRACKER_RENDER": ("Never", "never"),
+        "TRACKER_BAN_MAX_WAIT": ("120", 120.0),
         "TRACKER_MIN_COVERAGE": ("0.3", 0.3),
     }
     for key, (raw, _) in values.items():
@@ -91,6 +96,7 @@ def test_every_tracker_variable_is_its_setting(monkeypatch, tmp_path):
         ({"batch_size": "many"}, "batch_size (TRACKER_BATCH_SIZE)='many' is not a valid int"),
         ({"batch_size": 2.5}, "is not a valid int"),
         ({"distributed": "perhaps"}, "distributed (TRACKER_DISTRIBUTED)='perhaps'"),
+        ({"render": "sometimes"}, "render (TRACKER_RENDER): 'sometimes' is not one of auto"),
         ({"proxies": 5}, "proxies (TRACKER_PROXIES)=5 is not a valid list of strings"),
         ({"batch_sise": 3}, "unknown setting(s): batch_sise (did you mean batch_size?)"),
     ],

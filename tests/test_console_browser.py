@@ -19,20 +19,13 @@ from urllib.parse import quote
 import pytest
 
 from tests.console_data import HOSTILE_TITLE, HOSTILE_URL, OPERATOR, drop, module_settings, seed
+from tracker.crawling.rendering import LAUNCH_ARGS
 
 pytestmark = pytest.mark.integration
 
 CHROMIUM = Path(os.environ.get("TRACKER_CHROMIUM", "/usr/bin/chromium"))
 DOCS = Path(__file__).parents[1] / "docs"
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
+ARGS = list(LAUNCH_ARGS)  # the crawl's own flags for a sandboxed container run as root
 
 
 def _playwright():

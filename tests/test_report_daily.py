@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tracker.crawling.rendering import LAUNCH_ARGS
 from tracker.fingerprints.document import to_signed
 from tracker.reports import build_report, to_html, to_notices
 from tracker.reports.charts import BAR_COLOUR, TOTAL_COLOUR
@@ -263,14 +264,7 @@ def test_html_charts_render_from_disk_in_headless_chromium(history, tmp_path):
     subprocess.run(
         [
             str(CHROMIUM),
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
+            *LAUNCH_ARGS,  # the crawl's own flags for a sandboxed container run as root
             f"--user-data-dir={tmp_path / 'chromium-profile'}",
             f"--screenshot={screenshot}",
             "--window-size=1280,2000",

@@ -45,19 +45,6 @@ def _within(default: Any, low: float, high: float | None = None) -> Any:
 #: The index's bucket bits a table (see tracker.index.layout, which reads its range here).
 BUCKET_BITS_RANGE = (16, 24)
 
-#: Browsers' User-Agents a crawl rotates through (``user_agents``).
-USER_AGENTS = (
-    "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
-    "Chrome/126.0.0.0 Safari/537.36",
-    "Mozilla/5.0 (Macintosh; Intel Mac OS X 14_5) AppleWebKit/605.1.15 (KHTML, like Gecko) "
-    "Version/17.5 Safari/605.1.15",
-    "Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:127.0) Gecko/20100101 Firefox/127.0",
-    "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) "
-    "Chrome/126.0.0.0 Mobile Safari/537.36",
-    "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 "
-    "(KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1",
-)
-
 
 @dataclass(frozen=True)
 class Settings:
@@ -143,7 +130,27 @@ class Settings:
     proxy_file: str = ""
     proxy_max_failures: int = _within(3, 1)
     proxy_ban_seconds: float = _within(300.0, 0.0)
-    user_agents: tuple[str, ...] = USER_AGENTS  # rotated per request (empty: USER_AGENT)
+    # What the crawl sends (tracker.crawling.profiles): "auto", a current desktop browser's
+    # profile per site; a profile's name; "tracker" (the tracker's own User-Agent); or a literal
+    # User-Agent. Per site: user_agent: in its file.
+    browser_profile: str = "auto"
+    # Script-rendered pages (tracker.crawling.rendering): auto (when a page's body is missing
+    # and it has scripts; learned per site for render_learn_days), always or never; the
+    # browser's executable ("" = chromium, chromium-browser or google-chrome on the PATH);
+    # pages open at once; pages per browser context; seconds a page may keep loading.
+    render: str = "auto"
+    browser_path: str = ""
+    render_pages: int = _within(2, 1)
+    render_context_pages: int = _within(100, 1)
+    render_wait: float = _within(5.0, 0.5)
+    render_learn_days: int = _within(30, 1)
+    # 429/503 (tracker.crawling.middlewares.bans): that site waits its Retry-After, else
+    # ban_backoff_base · 2^(n-1) up to ban_backoff_max seconds, for ban_retries tries; a page
+    # asked to wait longer than ban_max_wait is left unread for this crawl.
+    ban_retries: int = _within(6, 0)
+    ban_backoff_base: float = _within(1.0, 0.0)
+    ban_backoff_max: float = _within(60.0, 0.0)
+    ban_max_wait: float = _within(600.0, 0.0)
     # Crawler traps (tracker.crawling.middlewares.traps).
     trap_max_date_pages: int = _within(30, 1)
     trap_max_segment_repeats: int = _within(2, 1)
@@ -187,7 +194,17 @@ CRAWL_SETTINGS = (
     "proxy_file",
     "proxy_max_failures",
     "proxy_ban_seconds",
-    "user_agents",
+    "browser_profile",
+    "render",
+    "browser_path",
+    "render_pages",
+    "render_context_pages",
+    "render_wait",
+    "render_learn_days",
+    "ban_retries",
+    "ban_backoff_base",
+    "ban_backoff_max",
+    "ban_max_wait",
     "trap_max_date_pages",
     "trap_max_segment_repeats",
     "trap_max_url_length",
@@ -378,9 +395,17 @@ def parse_read_preference(value: object) -> str:
 
 
 _CHECKS = {
+    "render": lambda value: _one_of(value, ("auto", "always", "never")),
     "mongo_write_concern": lambda value: str(parse_write_concern(value)),
     "mongo_read_preference": parse_read_preference,
 }
+
+
+def _one_of(value: str, choices: tuple[str, ...]) -> str:
+    word = str(value).strip().lower()
+    if word not in choices:
+        raise ValueError(f"{value!r} is not one of {', '.join(choices)}")
+    return word
 
 
 _TRUE = frozenset({"1", "true", "yes", "on"})

@@ -24,6 +24,7 @@ from tracker.stores.crawl_runs import CrawlRunStore
 log = logging.getLogger(__name__)
 
 ERROR_PREFIX = "tracker/errors/"
+UNREAD_PREFIX = "tracker/unread/"
 
 
 def run_summary(stats: dict[str, Any]) -> dict[str, Any]:
@@ -61,6 +62,12 @@ def run_summary(stats: dict[str, Any]) -> dict[str, Any]:
             for key, value in stats.items()
             if key.startswith("tracker/traps/")
         },
+        # pages that could not be read, by reason (see tracker.crawling.unread)
+        "unread": {
+            key[len(UNREAD_PREFIX) :]: value
+            for key, value in sorted(stats.items())
+            if key.startswith(UNREAD_PREFIX)
+        },
     }
 
 
@@ -87,7 +94,7 @@ class CrawlRunRecorder:
         pages, matches = summary["pages"], summary["matches"]
         log.info(
             "crawl summary (%s): %d pages fetched, %d with text, %d unchanged, %d stored, "
-            "%d matched (%d new matches); errors: %s%s",
+            "%d matched (%d new matches); errors: %s; unread: %s%s",
             reason,
             pages["fetched"],
             pages["extracted"],
@@ -96,6 +103,7 @@ class CrawlRunRecorder:
             pages["matched"],
             matches["new"],
             ", ".join(f"{k}={v}" for k, v in summary["errors"].items()) or "none",
+            ", ".join(f"{k}={v}" for k, v in summary["unread"].items()) or "none",
             f"; DEGRADED: {degraded} page(s) not matched or not stored" if degraded else "",
         )
         settings = self.crawler.settings

@@ -14,6 +14,8 @@ class PageItem(scrapy.Item):
     rules = (
         scrapy.Field()
     )  # per-site extraction rules (dict, see tracker.reading.extract.ExtractionRules)
+    render_reason = scrapy.Field()  # may need the browser (tracker.crawling.rendering), why
+    rendered = scrapy.Field()  # read from the browser's rendered DOM
     # Set by the pipelines:
     title = scrapy.Field()
     chapter_title = scrapy.Field()

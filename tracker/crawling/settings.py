@@ -30,8 +30,11 @@ COMMANDS_MODULE = "tracker.crawling.commands"
 USER_AGENT = f"Mozilla/5.0 (compatible; tracker/{__version__}; copyright monitoring)"
 ROBOTSTXT_OBEY = True
 ROBOTSTXT_USER_AGENT = "tracker"
-# Rotated per request by tracker.crawling.middlewares.useragent (empty list: always USER_AGENT).
-TRACKER_USER_AGENTS = list(_model.user_agents)
+# What a reader's browser sends (tracker.crawling.profiles): "auto" (a current desktop browser's
+# profile per site, picked by its host), a profile's name, "tracker" (USER_AGENT) or a literal
+# User-Agent; per site: user_agent: in its file, -a user_agent=. A site file's headers: are
+# sent too (TRACKER_BROWSER_HEADERS, a dict the site spider sets for its crawl).
+TRACKER_BROWSER_PROFILE = _model.browser_profile
 # Optional proxies (tracker.crawling.middlewares.proxy): a list, or a file with one URL per line.
 TRACKER_PROXIES = list(_model.proxies)
 TRACKER_PROXY_FILE = _model.proxy_file  # "": none
@@ -56,9 +59,14 @@ DOWNLOAD_WARNSIZE = 1024 * 1024
 # A body cut short in transfer is kept (flagged, counted) rather than lost.
 DOWNLOAD_FAIL_ON_DATALOSS = False
 
-# Retries with exponential backoff (tracker.crawling.middlewares.retry).
+# Retries with exponential backoff (tracker.crawling.middlewares.retry); 429 and 503 are the
+# ban middleware's (tracker.crawling.middlewares.bans): Retry-After honoured for that site only.
 RETRY_TIMES = 2
-RETRY_HTTP_CODES = [500, 502, 503, 504, 522, 524, 408, 429]
+RETRY_HTTP_CODES = [500, 502, 504, 522, 524, 408]
+TRACKER_BAN_RETRIES = _model.ban_retries
+TRACKER_BAN_BACKOFF_BASE = _model.ban_backoff_base
+TRACKER_BAN_BACKOFF_MAX = _model.ban_backoff_max
+TRACKER_BAN_MAX_WAIT = _model.ban_max_wait  # a longer Retry-After: unread for this crawl
 RETRY_BACKOFF_BASE = 1.0
 RETRY_BACKOFF_MAX = 60.0
 
@@ -80,11 +88,27 @@ TRACKER_TRAP_SESSION_PARAMS = list(_model.trap_session_params)
 DOWNLOADER = "tracker.crawling.downloader.PoliteDownloader"
 DOWNLOADER_MIDDLEWARES = {
     "scrapy.downloadermiddlewares.useragent.UserAgentMiddleware": None,
-    "tracker.crawling.middlewares.useragent.RotatingUserAgentMiddleware": 500,
+    "tracker.crawling.middlewares.useragent.BrowserProfileMiddleware": 390,
+    "tracker.crawling.middlewares.bans.BanMiddleware": 560,
     "tracker.crawling.middlewares.redirect.RedirectLoopMiddleware": 650,
     "tracker.crawling.middlewares.proxy.ProxyListMiddleware": 740,
     "tracker.crawling.middlewares.retry.BackoffMiddleware": 950,
 }
+# Plain, rendered (meta playwright) and impersonated (meta impersonate) requests: one handler
+# (tracker.crawling.handlers); the browser starts only for a page that needs it.
+DOWNLOAD_HANDLERS = {
+    "http": "tracker.crawling.handlers.ReaderDownloadHandler",
+    "https": "tracker.crawling.handlers.ReaderDownloadHandler",
+}
+# Script-rendered pages (tracker.crawling.rendering): auto | always | never (per site: render:
+# in its file, -a render=); the browser is browser_path / TRACKER_BROWSER_PATH, else chromium
+# on the PATH; pages open at once, pages per browser context, seconds a page may keep loading.
+TRACKER_RENDER = _model.render
+TRACKER_BROWSER_PATH = _model.browser_path
+TRACKER_RENDER_PAGES = _model.render_pages
+TRACKER_RENDER_CONTEXT_PAGES = _model.render_context_pages
+TRACKER_RENDER_WAIT = _model.render_wait
+TRACKER_RENDER_LEARN_DAYS = _model.render_learn_days
 SPIDER_MIDDLEWARES = {
     "tracker.crawling.middlewares.traps.TrapGuardMiddleware": 950,
 }

@@ -27,6 +27,7 @@ from tracker.stores.clusters import ClusterStore
 from tracker.stores.masters import MasterStore
 from tracker.stores.pages import MatchStore, PageStore
 from tracker.stores.reports import ReportStore
+from tracker.stores.unread import UnreadStore
 from tracker.text.normalize import boilerplate_mask
 
 EVIDENCE_CHARS = 200
@@ -70,7 +71,8 @@ def build_report(
          "sites": [{"site", "pages", "works", "matches", "new_pages", "first_seen", "last_seen",
                     "trend": [{"date", "pages"}]}],
          "groups": [{"group", "pages", "sites", "works", "doc_ids"}],
-         "trend": [{"date", "pages", "new_pages", "matches", "sites", "works"}]}
+         "trend": [{"date", "pages", "new_pages", "matches", "sites", "works"}],
+         "unread": [{"url", "site", "reason", "first_seen", "last_seen", "attempts"}]}
 
     Works are sorted by number of pages (desc) then name; a work's pages by score (desc) then
     URL, and their doc_ids/score/coverage/first_seen/evidence cover that work's matches only.
@@ -95,6 +97,9 @@ def build_report(
     site inserted (:func:`copied_text`). ``trend`` and each site's ``trend`` cover the
     ``trend_days`` days up to ``day``, read from the stored reports (null for a day without
     one).
+    ``unread`` lists the pages the day's crawls could not read and did not read later that day
+    (challenges, bans, render failures…; see :mod:`tracker.stores.unread`), by site and URL:
+    none of them counts as clean.
     """
     matches = _carried_matches(db, day)
     previous = ReportStore(db).previous(day)
@@ -173,6 +178,7 @@ def build_report(
         "sites": sites,
         "groups": mirror_groups,
         "trend": [*trend, today],
+        "unread": UnreadStore(db).on_day(day),
     }
 
 

@@ -9,8 +9,8 @@
 * **0** otherwise.
 
 When the crawl is over, a few lines on standard error sum it up below Scrapy's log: pages
-fetched, stored and matched, new matches, errors by kind, the status, and where to read the
-report.
+fetched, stored and matched, new matches, errors by kind, the pages it could not read (unread,
+by reason), the status, and where to read the report.
 """
 
 from __future__ import annotations
@@ -88,6 +88,7 @@ def summary(spider: str, stats: dict[str, Any]) -> str:
     figures = run_summary(stats)
     pages, matches = figures["pages"], figures["matches"]
     errors = ", ".join(f"{kind} {n:,}" for kind, n in figures["errors"].items()) or "none"
+    unread = figures["unread"]
     degraded = int(stats.get(DEGRADED, 0) or 0)
     day = datetime.now(UTC).date().isoformat()
     lines = [
@@ -95,6 +96,15 @@ def summary(spider: str, stats: dict[str, Any]) -> str:
         f"fetched, {pages['stored']:,} stored, {pages['unchanged']:,} unchanged, "
         f"{pages['matched']:,} matched ({matches['new']:,} new matches)",
         f"errors: {errors}",
+        *(
+            [
+                f"unread: {sum(unread.values()):,} page(s) ("
+                + ", ".join(f"{reason} {n:,}" for reason, n in unread.items())
+                + "), never counted as clean; the next crawl asks for them again"
+            ]
+            if unread
+            else []
+        ),
         (
             f"status: degraded, {degraded:,} page(s) not matched or not stored (a server "
             "failed); `tracker rematch` finishes them"
