@@ -22,7 +22,7 @@ import re
 #: Markers of a browser-check interstitial (case-insensitive, in the first part of the page).
 CHALLENGE = re.compile(
     r"_cf_chl_opt|/cdn-cgi/challenge-platform/|cf-browser-verification|cf_chl_|"
-    r"<title>\s*just a moment|checking your browser before|ddos protection by|"
+    r"<title[^>]*>\s*just a moment|checking your browser before|ddos protection by|"
     r"__jsl_clearance|attention required! \| cloudflare|请稍候，正在验证|正在进行安全检查",
     re.I,
 )
