@@ -50,6 +50,7 @@ from tracker.config import parse_bool
 from tracker.crawling.items import PageItem
 from tracker.crawling.middlewares.redirect import RedirectLoop
 from tracker.crawling.middlewares.traps import strip_session_ids
+from tracker.enforcement.capture import exchange_of
 from tracker.reading.extract import MAX_LINK_TEXT_SHARE, MIN_PROSE_CHARS
 from tracker.text.encoding import DecodeError, decode_page  # decode_page: re-exported
 
@@ -340,6 +341,7 @@ class TrackerSpider(scrapy.Spider):
             referer=(referer or b"").decode("latin-1"),
             truncated=truncated,
             rules=self.extraction_rules,
+            exchanges=[exchange_of(response)],
         )
 
     def parse_page(self, response: Response) -> Iterator[Any]:

@@ -82,6 +82,24 @@ class Settings:
     console_cache_s: int = 60  # a day's figures are read again after this long
     console_session_hours: int = 12  # a login lasts this long
 
+    # Enforcement (see tracker.enforcement): evidence captured by the crawl, time-stamped bundles,
+    # notices sent by mail, takedown tracking, alerts of new copies.
+    evidence_dir: str = ""  # daily WARC files of matched pages; "" = <data_dir>/evidence
+    evidence_screenshots: bool = False  # a PNG of each matched page, rendered offline
+    evidence_screenshot_max: int = 200  # screenshots a crawl process takes at most
+    tsa_url: str = ""  # an RFC 3161 time-stamping authority; "" = bundles without a token
+    tsa_timeout_s: float = 30.0
+    smtp_url: str = ""  # smtp://user:pass@host:port (STARTTLS when offered) or smtps://…
+    smtp_from: str = ""  # the notices' From address
+    notice_sender: str = ""  # who the notice is from (name, address); "" = smtp_from
+    notice_repeat_days: int = 14  # a URL is not noticed again within this many days
+    takedown_cron: str = "0 5 * * *"  # the daily takedown check, in schedule_timezone
+    takedown_delay_s: float = 1.0  # pause between two re-fetches of one site
+    noncompliant_below: float = 0.5  # a site removing less than this share of its notices…
+    noncompliant_after_days: int = 14  # …this long after its first notice is non-compliant
+    alert_webhook: str = ""  # new copies are POSTed here as JSON
+    alert_interval_s: float = 30.0  # a crawl sends its new copies this often (and at its end)
+
     @classmethod
     def load(cls, path: str | os.PathLike | None = None, **overrides: Any) -> Settings:
         values: dict[str, Any] = {}
@@ -161,6 +179,13 @@ def _coerce(settings: Settings, values: dict[str, Any]) -> Settings:
                 f"{' or '.join(f'{scheme}://' for scheme in schemes)} URL; "
                 f"fix it, or unset it to use the embedded server"
             )
+    for name, schemes in _SERVICE_SCHEMES.items():
+        url = converted.get(name)
+        if url and not url.lower().startswith(tuple(f"{scheme}://" for scheme in schemes)):
+            raise ConfigError(
+                f"setting {_named(name)} must be a "
+                f"{' or '.join(f'{scheme}://' for scheme in schemes)} URL"
+            )
     result = replace(settings, **converted)
     check_cluster(result)
     return result
@@ -188,6 +213,12 @@ _URL_SCHEMES = {
     "mongo_url": ("mongodb", "mongodb+srv"),
     "redis_url": ("redis", "rediss", "unix"),
     "crawl_redis_url": ("redis", "rediss", "unix"),
+}
+#: The enforcement services' URL schemes (their value is not repeated: it may hold a password).
+_SERVICE_SCHEMES = {
+    "tsa_url": ("http", "https"),
+    "smtp_url": ("smtp", "smtps"),
+    "alert_webhook": ("http", "https"),
 }
 #: MongoDB's read preference modes, by their lower-case names.
 READ_PREFERENCES = ("primary", "primaryPreferred", "secondary", "secondaryPreferred", "nearest")
@@ -219,7 +250,14 @@ _CHECKS = {
     "mongo_write_concern": lambda value: str(parse_write_concern(value)),
     "mongo_read_preference": parse_read_preference,
     "index_bucket_bits": lambda value: _index_layout(value).bucket_bits,
+    "noncompliant_below": lambda value: _share(value),
 }
+
+
+def _share(value: float) -> float:
+    if not 0 <= value <= 1:
+        raise ValueError(f"{value!r} is not a share between 0 and 1")
+    return value
 
 
 def _index_layout(bucket_bits: int) -> Any:

@@ -81,6 +81,7 @@ DOWNLOADER = "tracker.crawling.downloader.PoliteDownloader"
 DOWNLOADER_MIDDLEWARES = {
     "scrapy.downloadermiddlewares.useragent.UserAgentMiddleware": None,
     "tracker.crawling.middlewares.useragent.RotatingUserAgentMiddleware": 500,
+    "tracker.crawling.middlewares.exchange.ExchangeMiddleware": 595,  # evidence: body as served
     "tracker.crawling.middlewares.redirect.RedirectLoopMiddleware": 650,
     "tracker.crawling.middlewares.proxy.ProxyListMiddleware": 740,
     "tracker.crawling.middlewares.retry.BackoffMiddleware": 950,
@@ -95,6 +96,7 @@ ITEM_PIPELINES = {
     "pipelines.boilerplate.SiteBoilerplatePipeline": 175,
     "pipelines.fingerprint.FingerprintPipeline": 200,
     "pipelines.match.MatchPipeline": 300,
+    "pipelines.evidence.EvidencePipeline": 350,
     "pipelines.store.StorePipeline": 400,
 }
 # A short line on at least this many pages of a site is that site's boilerplate.
@@ -113,6 +115,7 @@ TRACKER_EXTRACT_BATCH = 16
 
 EXTENSIONS = {
     "tracker.crawling.extensions.CrawlRunRecorder": 500,
+    "tracker.crawling.alerts.AlertExtension": 510,  # only with alert_webhook
 }
 ADDONS = {"tracker.crawling.distributed.DistributedAddon": 0}
 

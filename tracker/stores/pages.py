@@ -21,7 +21,7 @@ next crawl.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any
@@ -237,10 +237,15 @@ class MatchStore:
         return self.record_many({url: matches}, now)
 
     def record_many(
-        self, found: dict[str, list[dict[str, Any]]], now: datetime | None = None
+        self,
+        found: dict[str, list[dict[str, Any]]],
+        now: datetime | None = None,
+        on_new: Callable[[list[tuple[str, dict[str, Any]]]], None] | None = None,
     ) -> tuple[int, int]:
         """:meth:`record` for several pages: one read of their stored matches, then bulk writes
-        of the matches found, of those closed and of the days' records; returns the totals."""
+        of the matches found, of those closed and of the days' records; returns the totals.
+        ``on_new`` is given the ``(url, match)`` pairs never stored before, ahead of the
+        writes (the alert outbox is written first: a crash in between finds them new again)."""
         now = now or datetime.now(UTC)
         carried = {url: [str(m["doc_id"]) for m in matches] for url, matches in found.items()}
         stored = self._stored_matches(found)
@@ -273,6 +278,15 @@ class MatchStore:
                 if doc.get("active") is not False and str(doc["doc_id"]) not in carried[url]
             ]
         existing = {doc["_id"] for docs in stored.values() for doc in docs}
+        if on_new is not None:
+            fresh = [
+                (url, match)
+                for url, matches in found.items()
+                for match in matches
+                if f"{url}\x00{match['doc_id']}" not in existing
+            ]
+            if fresh:
+                on_new(fresh)
         new = write(self.matches, upserts, {upsert._id for upsert in upserts} - existing)
         closed = self.matches.bulk_write(closes, ordered=False).modified_count if closes else 0
         # The day's record of every page that carries a match now, and (when matches were

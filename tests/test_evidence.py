@@ -1,0 +1,103 @@
+"""Evidence captured at crawl time: the WARC records of every matched page, synced before its
+match is stored, with the payload's SHA-256 on the match; and the WARC writer's files."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import time
+
+import pytest
+
+from tests.pirate import PirateSite
+from tests.test_crawl_novel import crawl
+from tracker.enforcement.capture import Exchange, mask_url
+from tracker.enforcement.warc import EvidenceWriter, RecordRef, parse_records, read_member
+from tracker.matching.library import MasterLibrary
+from tracker.stores.evidence import CaptureStore
+
+
+def exchange(body: bytes = b"<html>hello</html>", url: str = "http://127.0.0.1:1/a.html"):
+    return Exchange(
+        url=url,
+        method="GET",
+        request_headers=[(b"User-Agent", b"tracker-test")],
+        status=200,
+        response_headers=[(b"Content-Type", b"text/html"), (b"Content-Length", b"18")],
+        body=body,
+        at=time.time(),
+        ip="127.0.0.1",
+    )
+
+
+def test_writer_records_read_back_by_offset(tmp_path):
+    writer = EvidenceWriter(tmp_path)
+    first, second = writer.write([[exchange(b"one")], [exchange(b"two"), exchange(b"three")]])
+    assert [ref.type for ref in second] == ["response", "request", "response", "request"]
+    records = parse_records(read_member(tmp_path, second[2]))
+    assert [(r.type, r.payload, r.status) for r in records] == [("response", b"three", 200)]
+    assert records[0].warc_headers["WARC-IP-Address"] == "127.0.0.1"
+    request = parse_records(read_member(tmp_path, second[3]))[0]
+    assert request.warc_headers["WARC-Concurrent-To"] == second[2].record_id
+    # The whole file reads as WARC: warcinfo, then the records in order.
+    whole = parse_records((tmp_path / first[0].file).read_bytes())
+    assert [r.type for r in whole] == ["warcinfo"] + ["response", "request"] * 3
+    writer.close()
+
+
+def test_a_torn_record_at_the_end_spoils_nothing_before_it(tmp_path):
+    """A process killed mid-write leaves a torn gzip member at its file's end: the records any
+    stored match names are still read by their offsets; the next process writes a new file."""
+    writer = EvidenceWriter(tmp_path)
+    (refs,) = writer.write([[exchange(b"kept")]])
+    path = tmp_path / refs[0].file
+    with path.open("ab") as fh:
+        fh.write(gzip.compress(b"WARC/1.1\r\nWARC-Type: response\r\n" * 50)[:77])  # torn
+    writer.close()
+    assert parse_records(read_member(tmp_path, refs[0]))[0].payload == b"kept"
+    (again,) = EvidenceWriter(tmp_path).write([[exchange(b"next")]])
+    assert again[0].file != refs[0].file
+    assert parse_records(read_member(tmp_path, again[0]))[0].payload == b"next"
+
+
+def test_secrets_are_not_written(tmp_path):
+    """A password in a URL is masked; the tracker's own credentials are not kept."""
+    assert mask_url("http://user:pw@host:8080/p?q=1") == "http://user:***@host:8080/p?q=1"
+    assert mask_url("http://host/p") == "http://host/p"
+    (refs,) = EvidenceWriter(tmp_path).write([[exchange(url="http://user:pw@h.example/a")]])
+    data = gzip.decompress(read_member(tmp_path, refs[0])) + gzip.decompress(
+        read_member(tmp_path, refs[1])
+    )
+    assert b"pw" not in data and b"user:***@h.example" in data
+
+
+def test_changed_bytes_fail_the_digest(tmp_path):
+    (refs,) = EvidenceWriter(tmp_path).write([[exchange(b"original bytes")]])
+    member = gzip.decompress(read_member(tmp_path, refs[0]))
+    forged = gzip.compress(member.replace(b"original", b"forged!!"))
+    with pytest.raises(ValueError, match="digest"):
+        parse_records(forged)
+    assert RecordRef.from_dict(refs[0].to_dict()) == refs[0]
+
+
+@pytest.mark.integration
+def test_a_crawl_captures_every_matched_page(runtime, settings, tmp_path):
+    with PirateSite(3) as pirate:
+        MasterLibrary.from_runtime(runtime).ingest(pirate.masters)
+        crawl("novel", settings, tmp_path, {"start_url": pirate.url + "book/"})
+        served = {pirate.page_url(k): pirate.bodies[pirate.paths[k - 1]] for k in (1, 2, 3)}
+    captures = CaptureStore(runtime.db)
+    matches = {m["url"]: m for m in runtime.db["matches"].find()}
+    assert set(matches) == set(served)  # the catalogue matched nothing: not captured
+    for url, body in served.items():
+        capture = captures.latest(url)
+        assert capture is not None and capture["status"] == 200
+        assert capture["payload_sha256"] == hashlib.sha256(body).hexdigest()
+        assert matches[url]["capture_id"] == capture["_id"]
+        assert matches[url]["payload_sha256"] == capture["payload_sha256"]
+        (part,) = capture["parts"]
+        assert part["ip"] == "127.0.0.1" and part["user_agent"]
+        response = RecordRef.from_dict(part["records"][0])
+        (record,) = parse_records(read_member(settings.data_dir / "evidence", response))
+        assert record.payload == body and record.target_uri == url
+    assert runtime.db["captures"].count_documents({}) == 3
