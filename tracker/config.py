@@ -89,6 +89,7 @@ class Settings:
     evidence_screenshot_max: int = 200  # screenshots a crawl process takes at most
     tsa_url: str = ""  # an RFC 3161 time-stamping authority; "" = bundles without a token
     tsa_timeout_s: float = 30.0
+    tsa_ca_file: str = ""  # the TSA's CA (PEM): tokens verified up to it when stamped
     smtp_url: str = ""  # smtp://user:pass@host:port (STARTTLS when offered) or smtps://…
     smtp_from: str = ""  # the notices' From address
     notice_sender: str = ""  # who the notice is from (name, address); "" = smtp_from
