@@ -33,6 +33,7 @@ _KEYS: dict[str, Any] = {
     },
     "robots": {"obey": None, "reason": None},
     "schedule": None,
+    "abuse_contact": None,
 }
 
 
@@ -62,6 +63,7 @@ class SiteConfig:
     schedule: str | None = None
     description: str = ""
     source: str = ""
+    abuse_contact: str = ""  # where `tracker notices send` mails the site's notices
 
     @property
     def extraction_rules(self) -> dict[str, Any] | None:
@@ -164,6 +166,10 @@ def parse_site_config(data: Any, source: str = "<site config>") -> SiteConfig:
         except ValueError as exc:
             raise fail("schedule", f"not a 5-field cron expression {schedule!r}: {exc}") from None
 
+    contact = _optional_str(data, "abuse_contact", "abuse_contact", fail) or ""
+    if contact and not re.fullmatch(r"[^@\s<>,]+@[^@\s<>,]+\.[^@\s<>,]+", contact):
+        raise fail("abuse_contact", f"not an e-mail address: {contact!r}")
+
     return SiteConfig(
         name=name,
         start_urls=start_urls,
@@ -185,6 +191,7 @@ def parse_site_config(data: Any, source: str = "<site config>") -> SiteConfig:
         schedule=schedule,
         description=str(data.get("description") or ""),
         source=source,
+        abuse_contact=contact,
     )
 
 

@@ -206,6 +206,12 @@ class PageStore:
     def count(self) -> int:
         return self.pages.estimated_document_count()
 
+    def matched_on(self, site: str) -> list[str]:
+        """The URLs of ``site``'s pages that carried a match at their latest check (index
+        ``site, last_seen``)."""
+        query = {"site": site, "matched_doc_ids.0": {"$exists": True}}
+        return [doc["_id"] for doc in self.pages.find(query, {"_id": 1})]
+
 
 _STATE = {
     "content_hash": 1,
@@ -332,6 +338,13 @@ class MatchStore:
             {"$set": {"active": False, "closed_at": now or datetime.now(UTC)}},
         )
         return result.modified_count
+
+    def open_of(self, urls: Iterable[str]) -> list[dict]:
+        """The open matches of these pages (index ``url``)."""
+        found = []
+        for chunk in batches(sorted(set(urls)), ID_BATCH):
+            found += self.matches.find({"url": {"$in": chunk}, "active": {"$ne": False}})
+        return found
 
     def open_urls(self, doc_ids: Iterable[str]) -> set[str]:
         """Pages with an open match of one of these masters."""
