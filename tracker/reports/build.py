@@ -21,10 +21,12 @@ from typing import Any
 from pymongo.database import Database
 
 from tracker.batching import ID_BATCH, batches
+from tracker.enforcement.compliance import Compliance, takedown_figures
 from tracker.model import site_of
 from tracker.stores.clusters import ClusterStore
 from tracker.stores.pages import MatchStore
 from tracker.stores.reports import ReportStore
+from tracker.stores.takedowns import TakedownStore
 
 EVIDENCE_CHARS = 200
 UNKNOWN_WORK = "(unknown work)"
@@ -39,7 +41,12 @@ def day_window(day: date) -> tuple[datetime, datetime]:
 
 
 def build_report(
-    db: Database, day: date, *, now: datetime | None = None, trend_days: int = TREND_DAYS
+    db: Database,
+    day: date,
+    *,
+    now: datetime | None = None,
+    trend_days: int = TREND_DAYS,
+    compliance: Compliance | None = None,
 ) -> dict[str, Any]:
     """The infringements seen on ``day``.
 
@@ -59,7 +66,10 @@ def build_report(
          "sites": [{"site", "pages", "works", "matches", "new_pages", "first_seen", "last_seen",
                     "trend": [{"date", "pages"}]}],
          "groups": [{"group", "pages", "sites", "works", "doc_ids"}],
-         "trend": [{"date", "pages", "new_pages", "matches", "sites", "works"}]}
+         "trend": [{"date", "pages", "new_pages", "matches", "sites", "works"}],
+         "takedown": [{"site", "noticed", "removed", "live", "reappeared", "unchecked",
+                       "removal_rate", "median_hours_to_removal", "first_noticed",
+                       "noncompliant"}]}
 
     Works are sorted by number of pages (desc) then name; a work's pages by score (desc) then
     URL, and their doc_ids/score/coverage/first_seen/evidence cover that work's matches only.
@@ -71,7 +81,9 @@ def build_report(
     together or, under ``sites``, on each one. ``groups`` are the mirror groups: clusters of
     near-duplicate pages (:mod:`tracker.reports.clustering`) with two or more pages seen that day;
     ``group`` is a page's group (None when no other page of the day is near-identical to it).
-    ``copies`` sums up what a page copies per work (see :func:`copies`). ``trend`` and each
+    ``copies`` sums up what a page copies per work (see :func:`copies`). ``takedown`` is each
+    noticed site's compliance at the end of ``day`` (or now, for today), by ``compliance``
+    (:func:`tracker.enforcement.compliance.takedown_figures`). ``trend`` and each
     site's ``trend`` cover the ``trend_days`` days up to ``day``, read from the stored reports
     (null for a day without one).
     """
@@ -147,7 +159,16 @@ def build_report(
         "sites": sites,
         "groups": mirror_groups,
         "trend": [*trend, today],
+        "takedown": _takedown(db, day, now, compliance),
     }
+
+
+def _takedown(
+    db: Database, day: date, now: datetime | None, compliance: Compliance | None
+) -> list[dict[str, Any]]:
+    """Each noticed site's compliance at the end of ``day`` (or now, if sooner)."""
+    moment = min(day_window(day)[1], now or datetime.now(UTC))
+    return takedown_figures(TakedownStore(db).noticed_by(moment), moment, compliance)
 
 
 def summary_line(report: dict[str, Any]) -> str:
