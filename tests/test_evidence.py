@@ -101,3 +101,27 @@ def test_a_crawl_captures_every_matched_page(runtime, settings, tmp_path):
         (record,) = parse_records(read_member(settings.data_dir / "evidence", response))
         assert record.payload == body and record.target_uri == url
     assert runtime.db["captures"].count_documents({}) == 3
+
+
+@pytest.mark.integration
+def test_a_page_matched_later_is_captured_at_its_next_crawl(runtime, settings, tmp_path):
+    """Pirates publish first: a page stored before its master was registered is matched by
+    ``tracker rematch`` (nothing to capture then); the next crawl finds it unchanged and
+    captures it, naming the capture on its matches."""
+    from tracker.matching.rematch import Rematcher
+
+    with PirateSite(2) as pirate:
+        crawl("novel", settings, tmp_path, {"start_url": pirate.url + "book/"}, name="first")
+        MasterLibrary.from_runtime(runtime).ingest(pirate.masters)
+        Rematcher(runtime).run()
+        assert runtime.db["matches"].count_documents({}) == 2
+        assert runtime.db["captures"].count_documents({}) == 0
+        crawl("novel", settings, tmp_path, {"start_url": pirate.url + "book/"}, name="again")
+        crawl("novel", settings, tmp_path, {"start_url": pirate.url + "book/"}, name="third")
+    captures = CaptureStore(runtime.db)
+    assert runtime.db["captures"].count_documents({}) == 2  # once, not at every crawl
+    for match in runtime.db["matches"].find():
+        capture = captures.latest(match["url"])
+        assert match["capture_id"] == capture["_id"]
+        assert capture["matches"][0]["doc_id"] == match["doc_id"]
+        assert capture["matches"][0]["spans"]

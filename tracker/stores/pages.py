@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any
 
-from pymongo import UpdateOne
+from pymongo import UpdateMany, UpdateOne
 from pymongo.database import Database
 
 from tracker.batching import ID_BATCH, batches
@@ -338,6 +338,19 @@ class MatchStore:
             {"$set": {"active": False, "closed_at": now or datetime.now(UTC)}},
         )
         return result.modified_count
+
+    def set_capture(self, captures: dict[str, tuple[str, str]]) -> None:
+        """Name each page's evidence (``url → (capture id, payload SHA-256)``) on its open
+        matches (index ``url``)."""
+        ops = [
+            UpdateMany(
+                {"url": url, "active": {"$ne": False}},
+                {"$set": {"capture_id": capture_id, "payload_sha256": digest}},
+            )
+            for url, (capture_id, digest) in captures.items()
+        ]
+        if ops:
+            self.matches.bulk_write(ops, ordered=False)
 
     def open_of(self, urls: Iterable[str]) -> list[dict]:
         """The open matches of these pages (index ``url``)."""
