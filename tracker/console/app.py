@@ -30,6 +30,7 @@ from tracker.config import Settings
 from tracker.console.auth import Authenticator, Forbidden, NotAuthenticated
 from tracker.console.figures import DayReports
 from tracker.console.users import UserStore
+from tracker.enforcement.compliance import Compliance
 from tracker.reading.readers import InputError
 from tracker.servers.runtime import Runtime
 
@@ -67,7 +68,9 @@ class Console:
     def __post_init__(self) -> None:
         self.users = UserStore(self.runtime.db)
         self.auth = Authenticator(self.settings, self.users)
-        self.reports = DayReports(self.runtime.db, self.settings.console_cache_s)
+        self.reports = DayReports(
+            self.runtime.db, self.settings.console_cache_s, Compliance.of(self.settings)
+        )
 
     def detector(self):
         """The checker, made on the first check and again whenever the library changed (call

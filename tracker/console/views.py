@@ -29,6 +29,7 @@ from tracker.reading.readers import InputError
 from tracker.reports.charts import daily_bars, sparkline
 from tracker.reports.render import charts, is_http_url
 from tracker.scheduler.runs import RUNNING, JobRuns
+from tracker.stores.evidence import CaptureStore
 
 router = APIRouter(include_in_schema=False)
 
@@ -239,6 +240,7 @@ def evidence(
         }
         for match in shown.items
     ]
+    fields = {"at": 1, "status": 1, "payload_sha256": 1, "stamp.state": 1, "screenshot": 1}
     return render(
         request,
         "page.html",
@@ -248,6 +250,7 @@ def evidence(
         found=shown,
         rows=rows,
         query={"url": url},
+        captures=CaptureStore(db).of_url(url, {**fields, "source": 1}),
     )
 
 
@@ -304,6 +307,7 @@ def sites(request: Request, _: Viewer, date: DateParam = None, page: PageParam =
         day=day.isoformat(),
         found=paged(report["sites"], page, PER_PAGE),
         sparkline=lambda trend: sparkline([t["pages"] for t in trend]),
+        takedown=report.get("takedown", []),
         runs=runs[:RUNS_PER_PAGE],
         query={"date": day.isoformat()},
     )
@@ -323,6 +327,7 @@ def site(
         [(t["date"], t["pages"], None) for t in trend],
         title=f"Infringing pages per day on this site, last {len(trend)} days",
     )
+    compliance = next((t for t in view.report.get("takedown", ()) if t["site"] == name), None)
     works = {}
     for w in view.report["works"]:
         for s in w["sites"]:
@@ -342,6 +347,7 @@ def site(
         runs=runs[:RUNS_PER_PAGE],
         more_runs=len(runs) > RUNS_PER_PAGE,
         page=page,
+        compliance=compliance,
     )
 
 
