@@ -20,6 +20,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from scrapy.crawler import Crawler
+from scrapy.utils.defer import maybe_deferred_to_future
+from twisted.internet.threads import deferToThread
 
 from pipelines import SERVER_ERRORS, BatchedStage, Tally
 from tracker.crawling.context import TrackerContext, tracker_context
@@ -49,8 +51,14 @@ class EvidencePipeline(BatchedStage):
     async def close_spider(self) -> None:
         await super().close_spider()
         kept = getattr(self.crawler, "_tracker_evidence", None)
-        if kept is not None:
-            kept.close()
+        if kept is not None:  # the screenshots queued are finished off the reactor's thread
+            await maybe_deferred_to_future(deferToThread(kept.close))
+            shots = kept.screenshots
+            if shots is not None:
+                for name in ("taken", "skipped", "failed"):
+                    self.stats.set_value(
+                        f"tracker/evidence/screenshots_{name}", getattr(shots, name)
+                    )
 
     def process_batch(self, items: list[PageItem]) -> list[Tally]:
         tallies = [Tally(item["url"]) for item in items]

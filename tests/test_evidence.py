@@ -3,8 +3,10 @@ match is stored, with the payload's SHA-256 on the match; and the WARC writer's 
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import hashlib
+import os
 import time
 
 import pytest
@@ -15,6 +17,8 @@ from tracker.enforcement.capture import Exchange, mask_url
 from tracker.enforcement.warc import EvidenceWriter, RecordRef, parse_records, read_member
 from tracker.matching.library import MasterLibrary
 from tracker.stores.evidence import CaptureStore
+
+CHROMIUM = "/usr/bin/chromium"
 
 
 def exchange(body: bytes = b"<html>hello</html>", url: str = "http://127.0.0.1:1/a.html"):
@@ -81,7 +85,9 @@ def test_changed_bytes_fail_the_digest(tmp_path):
 
 
 @pytest.mark.integration
-def test_a_crawl_captures_every_matched_page(runtime, settings, tmp_path):
+def test_a_crawl_captures_every_matched_page(runtime, settings, tmp_path, monkeypatch):
+    screenshots = os.path.exists(CHROMIUM)
+    monkeypatch.setenv("TRACKER_EVIDENCE_SCREENSHOTS", "1" if screenshots else "0")
     with PirateSite(3) as pirate:
         MasterLibrary.from_runtime(runtime).ingest(pirate.masters)
         crawl("novel", settings, tmp_path, {"start_url": pirate.url + "book/"})
@@ -100,6 +106,9 @@ def test_a_crawl_captures_every_matched_page(runtime, settings, tmp_path):
         response = RecordRef.from_dict(part["records"][0])
         (record,) = parse_records(read_member(settings.data_dir / "evidence", response))
         assert record.payload == body and record.target_uri == url
+        if screenshots:  # rendered from the captured bytes, after the page was stored
+            shot = (settings.data_dir / "evidence" / capture["screenshot"]["file"]).read_bytes()
+            assert hashlib.sha256(shot).hexdigest() == capture["screenshot"]["sha256"]
     assert runtime.db["captures"].count_documents({}) == 3
 
 
@@ -125,3 +134,32 @@ def test_a_page_matched_later_is_captured_at_its_next_crawl(runtime, settings, t
         assert match["capture_id"] == capture["_id"]
         assert capture["matches"][0]["doc_id"] == match["doc_id"]
         assert capture["matches"][0]["spans"]
+
+
+@pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="no Chromium (apt chromium)")
+def test_screenshots_render_the_captured_page_offline_and_bounded(tmp_path):
+    pytest.importorskip("playwright")
+    from tracker.enforcement.screenshots import ScreenshotTaker
+
+    html = (
+        "<html><head><meta charset='gbk'><link rel=stylesheet href='http://127.0.0.1:9/x.css'>"
+        "<script>document.title='ran'</script></head><body>"
+        + "<p>第一章 盗版的正文</p>" * 200
+        + "</body></html>"
+    ).encode("gbk")
+    taken: dict[str, dict] = {}
+    shooter = ScreenshotTaker(tmp_path, 2, lambda cid, shot: taken.update({cid: shot}))
+    gzipped = dataclasses.replace(
+        exchange(gzip.compress(html)),
+        response_headers=[(b"Content-Type", b"text/html"), (b"Content-Encoding", b"gzip")],
+    )
+    assert shooter.submit("a", gzipped) and shooter.submit("b", exchange(html))
+    assert not shooter.submit("c", exchange(html))  # over evidence_screenshot_max
+    shooter.close()
+    assert sorted(taken) == ["a", "b"] and shooter.skipped == 1
+    png = (tmp_path / taken["a"]["file"]).read_bytes()
+    assert png.startswith(b"\x89PNG") and hashlib.sha256(png).hexdigest() == taken["a"]["sha256"]
+    from PIL import Image
+
+    with Image.open(tmp_path / taken["a"]["file"]) as image:
+        assert image.width == 1280 and image.height > 2000  # the whole page, not the viewport
