@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+import weakref
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -92,16 +93,20 @@ class Exchange:
         )
 
 
+#: The exchange kept for each request in flight, by the request object: not in its meta, which
+#: a queued copy of the request would have to serialise. Used from the reactor's thread only.
+_KEPT: weakref.WeakKeyDictionary[Any, Exchange] = weakref.WeakKeyDictionary()
+
+
+def keep_exchange(request: Any, exchange: Exchange) -> None:
+    _KEPT[request] = exchange
+
+
 def exchange_of(response: Any) -> Exchange:
-    """The exchange the crawl kept for ``response`` (``EXCHANGE_META`` in its meta), else one
-    made from the response as it is now (its body possibly decompressed already)."""
-    kept = response.meta.get(EXCHANGE_META) if response.request is not None else None
-    if isinstance(kept, Exchange):
-        return kept
-    return Exchange.of(response.request, response)
-
-
-EXCHANGE_META = "tracker_exchange"
+    """The exchange the crawl kept for ``response``'s request (:func:`keep_exchange`), else
+    one made from the response as it is now (its body possibly decompressed already)."""
+    kept = _KEPT.get(response.request) if response.request is not None else None
+    return kept if kept is not None else Exchange.of(response.request, response)
 
 
 def header(headers: Headers, name: bytes) -> str:
