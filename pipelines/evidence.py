@@ -14,7 +14,6 @@ bounded number of matched pages also get a screenshot (:mod:`tracker.enforcement
 from __future__ import annotations
 
 import logging
-import threading
 import uuid
 from datetime import UTC, datetime
 from typing import Any
@@ -24,7 +23,7 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.threads import deferToThread
 
 from pipelines import SERVER_ERRORS, BatchedStage, Tally
-from tracker.crawling.context import TrackerContext, tracker_context
+from tracker.crawling.context import TrackerContext, crawler_component, tracker_context
 from tracker.crawling.items import PageItem
 from tracker.enforcement.capture import Exchange, capture_document
 from tracker.enforcement.warc import EvidenceWriter, evidence_dir
@@ -98,19 +97,11 @@ class Evidence:
         self.writer.close()
 
 
-_CREATING = threading.Lock()
-
-
 def evidence(crawler: Crawler) -> Evidence:
     """The crawler's evidence components, made on first use."""
-    kept = getattr(crawler, "_tracker_evidence", None)
-    if kept is None:
-        with _CREATING:
-            kept = getattr(crawler, "_tracker_evidence", None)
-            if kept is None:
-                kept = Evidence(tracker_context(crawler))
-                crawler._tracker_evidence = kept  # type: ignore[attr-defined]
-    return kept
+    return crawler_component(
+        crawler, "_tracker_evidence", lambda: Evidence(tracker_context(crawler))
+    )
 
 
 def capture_pages(crawler: Crawler, items: list[PageItem], tallies: list[Tally]) -> list[dict]:

@@ -62,8 +62,7 @@ def _fail(message: str) -> int:
 
 def run_export(args: argparse.Namespace, settings: Settings) -> int:
     from tracker.cli._servers import connect
-    from tracker.enforcement.bundle import EvidenceError, build_bundle, find_capture
-    from tracker.enforcement.warc import evidence_dir
+    from tracker.enforcement.bundle import EvidenceError, bundle_of, find_capture
     from tracker.stores.evidence import CaptureStore
 
     out = Path(args.out).expanduser()
@@ -73,15 +72,7 @@ def run_export(args: argparse.Namespace, settings: Settings) -> int:
     try:
         store = CaptureStore(runtime.db)
         try:
-            capture = find_capture(store, args.url, args.capture)
-            bundle = build_bundle(
-                store,
-                evidence_dir(settings),
-                capture,
-                tsa_url=settings.tsa_url,
-                tsa_timeout=settings.tsa_timeout_s,
-                tsa_ca_file=settings.tsa_ca_file,
-            )
+            bundle = bundle_of(store, settings, find_capture(store, args.url, args.capture))
         except EvidenceError as exc:
             return _fail(str(exc))
     finally:

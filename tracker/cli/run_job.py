@@ -16,7 +16,7 @@ from tracker.config import Settings
 
 def register(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
-        "run-job", help="run one scheduler job now: pull, report or crawl:SITE"
+        "run-job", help="run one scheduler job now: pull, report, takedown or crawl:SITE"
     )
     parser.add_argument("name", metavar="NAME", help="the job (see `tracker schedule --list`)")
     parser.set_defaults(func=run)

@@ -187,8 +187,7 @@ def api_evidence(
     ``evidence-ID/`` of a zip: of the capture ``capture``, else the page's newest. Reading
     only: a capture not stamped yet comes without its token (``POST /api/evidence/stamp``).
     404 when the page was never captured."""
-    from tracker.enforcement.bundle import EvidenceError, build_bundle, find_capture
-    from tracker.enforcement.warc import evidence_dir
+    from tracker.enforcement.bundle import EvidenceError, bundle_of, find_capture
     from tracker.stores.evidence import CaptureStore
 
     console = deps.console(request)
@@ -198,7 +197,7 @@ def api_evidence(
     except EvidenceError as exc:
         raise HTTPException(404, str(exc)) from None
     try:
-        bundle = build_bundle(store, evidence_dir(console.settings), found, stamping=False)
+        bundle = bundle_of(store, console.settings, found, stamping=False)
     except EvidenceError as exc:
         raise HTTPException(422, str(exc)) from None
     folder = f"evidence-{found['_id']}"

@@ -143,13 +143,21 @@ class TrackerContext:
 _CREATING = threading.Lock()
 
 
+def crawler_component(crawler: Crawler, name: str, make: Callable[[], T]) -> T:
+    """The crawler's component ``name``, made by ``make`` on first use (by whichever thread
+    comes first; the others wait for it)."""
+    component = getattr(crawler, name, None)
+    if component is None:
+        with _CREATING:
+            component = getattr(crawler, name, None)
+            if component is None:
+                component = make()
+                setattr(crawler, name, component)
+    return component
+
+
 def tracker_context(crawler: Crawler) -> TrackerContext:
     """The crawler's context, made on first use (by whichever thread comes first)."""
-    context = getattr(crawler, "_tracker_context", None)
-    if context is None:
-        with _CREATING:
-            context = getattr(crawler, "_tracker_context", None)
-            if context is None:
-                context = TrackerContext(Runtime(Settings.load()))
-                crawler._tracker_context = context  # type: ignore[attr-defined]
-    return context
+    return crawler_component(
+        crawler, "_tracker_context", lambda: TrackerContext(Runtime(Settings.load()))
+    )

@@ -256,6 +256,23 @@ def build_bundle(
     return bundle
 
 
+def bundle_of(
+    store: CaptureStore, settings: Any, capture: dict[str, Any], *, stamping: bool = True
+) -> Bundle:
+    """:func:`build_bundle` with the evidence directory and the TSA of ``settings``."""
+    from tracker.enforcement.warc import evidence_dir
+
+    return build_bundle(
+        store,
+        evidence_dir(settings),
+        capture,
+        tsa_url=settings.tsa_url,
+        tsa_timeout=settings.tsa_timeout_s,
+        tsa_ca_file=settings.tsa_ca_file,
+        stamping=stamping,
+    )
+
+
 def readme(bundle: Bundle) -> str:
     capture = bundle.capture
     lines = [
@@ -314,19 +331,10 @@ def stamp_captures(
 ) -> StampSummary:
     """Stamp ``captures`` (default: every capture whose stamp is pending) with ``tsa_url``;
     what failed stays pending. Each capture's records are read and checked first."""
-    from tracker.enforcement.warc import evidence_dir
-
     summary = StampSummary()
     for capture in store.pending() if captures is None else captures:
         try:
-            bundle = build_bundle(
-                store,
-                evidence_dir(settings),
-                capture,
-                tsa_url=settings.tsa_url,
-                tsa_timeout=settings.tsa_timeout_s,
-                tsa_ca_file=settings.tsa_ca_file,
-            )
+            bundle = bundle_of(store, settings, capture)
         except EvidenceError as exc:
             summary.pending += 1
             summary.lines.append(f"{mask_url(capture['url'])}: {exc}")

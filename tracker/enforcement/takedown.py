@@ -34,7 +34,7 @@ import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -174,14 +174,7 @@ class CheckSummary:
     changes: list[tuple[str, str, str]] = field(default_factory=list)  # url, before, after
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "checked": self.checked,
-            "removed": self.removed,
-            "live": self.live,
-            "reappeared": self.reappeared,
-            "unreachable": self.unreachable,
-            "changes": len(self.changes),
-        }
+        return {**asdict(self), "changes": len(self.changes)}
 
 
 def check_takedowns(

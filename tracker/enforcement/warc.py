@@ -22,7 +22,7 @@ import io
 import os
 import socket
 import threading
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -60,13 +60,7 @@ class RecordRef:
     type: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "file": self.file,
-            "offset": self.offset,
-            "length": self.length,
-            "record_id": self.record_id,
-            "type": self.type,
-        }
+        return asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RecordRef:
