@@ -2,13 +2,14 @@
 and a ``captures`` document, before the store stage commits its matches (which then name the
 capture and the payload's SHA-256). See :mod:`tracker.enforcement`.
 
-Pages that matched nothing pass straight through (their exchange's bytes are let go here);
-matched pages are written a batch at a time in the stage's worker thread: one append and one
-``fsync`` of the process's WARC file, one insert of the captures. A capture that cannot be
-written (a full disk, the store away) is counted as ``tracker/errors/evidence`` and the page
-goes on to be stored without it: the next crawl that finds its text unchanged captures it then
-(:func:`capture_pages`, called by the unchanged-page stage). With ``evidence_screenshots`` a
-bounded number of matched pages also get a screenshot (:mod:`tracker.enforcement.screenshots`).
+Pages go through a batch at a time in the stage's worker thread, as in every stage (the store
+stage then gets them together): those that matched nothing only let their exchange's bytes go;
+the matched ones are written with one append and one ``fsync`` of the process's WARC file and
+one insert of the captures. A capture that cannot be written (a full disk, the store away) is
+counted as ``tracker/errors/evidence`` and the page goes on to be stored without it: the next
+crawl that finds its text unchanged captures it then (:func:`capture_pages`, called by the
+unchanged-page stage). With ``evidence_screenshots`` a bounded number of matched pages also get
+a screenshot (:mod:`tracker.enforcement.screenshots`).
 """
 
 from __future__ import annotations
@@ -35,14 +36,6 @@ log = logging.getLogger(__name__)
 class EvidencePipeline(BatchedStage):
     stage = "evidence"
 
-    async def process_item(self, item: PageItem) -> PageItem:
-        if not item.get("matches"):
-            item.pop("exchanges", None)  # nothing to prove: let the bytes go now
-            return item
-        tally = await self.batcher.submit(item)
-        tally.apply(self.stats)
-        return item
-
     def warm_up(self) -> None:
         super().warm_up()
         evidence(self.crawler)
@@ -60,8 +53,15 @@ class EvidencePipeline(BatchedStage):
                     )
 
     def process_batch(self, items: list[PageItem]) -> list[Tally]:
+        """Every page of a batch goes through (so the store stage gets them together, in
+        batches as large as before); those that matched nothing only let their bytes go."""
         tallies = [Tally(item["url"]) for item in items]
-        capture_pages(self.crawler, items, tallies)
+        matched = [k for k, item in enumerate(items) if item.get("matches")]
+        for item in items:
+            if not item.get("matches"):
+                item.pop("exchanges", None)  # nothing to prove
+        if matched:
+            capture_pages(self.crawler, [items[k] for k in matched], [tallies[k] for k in matched])
         return tallies
 
 

@@ -147,7 +147,8 @@ def send_notices(
     if retry_pending and not dry_run:
         for record in pending:
             _deliver(record, notices, takedowns, settings, outcome)
-    in_pending = {url for record in outcome.pending for url in record["urls"]}
+        pending = outcome.pending
+    in_pending = {url for record in pending for url in record["urls"]}
     pages = infringing_pages(db, site)
     recent = takedowns.last_noticed(pages)
     since = now - timedelta(days=settings.notice_repeat_days)

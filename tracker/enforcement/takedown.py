@@ -14,8 +14,8 @@ challenge page's 403) keeps its state and is counted as unreachable: a site that
 hour has not complied. Each change is stored with its time
 (:class:`tracker.stores.takedowns.TakedownStore`), so the figures of any past day can be read
 again (:mod:`tracker.enforcement.compliance`, the report's ``takedown``). A page found live is
-captured again as evidence, as the crawl captures (WARC records, ``captures``): proof it stayed
-up after the notice.
+captured again as evidence, as the crawl captures (WARC records, ``captures``), when it is first
+found live after its notice and when it comes back: proof it stayed up.
 
 Politeness: the checks of one site are made one after the other, ``takedown_delay_s`` apart,
 with the User-Agent the crawl fetched the page with (else the crawl's own); up to
@@ -67,10 +67,12 @@ class Fetched:
     gone: bool = False  # the host no longer resolves
 
 
-class _NoRedirectErrors(urllib.request.HTTPErrorProcessor):
-    """Every status is an answer to classify, not an exception."""
+class _Answers(urllib.request.HTTPErrorProcessor):
+    """Redirects followed; every other status is an answer to classify, not an exception."""
 
     def http_response(self, request, response):  # type: ignore[no-untyped-def]
+        if 300 <= response.status < 400:
+            return super().http_response(request, response)
         return response
 
     https_response = http_response
@@ -79,7 +81,7 @@ class _NoRedirectErrors(urllib.request.HTTPErrorProcessor):
 def fetch(url: str, user_agent: str, timeout: float = TIMEOUT_S) -> Fetched:
     """GET ``url`` following redirects (http and https only), as the crawl would."""
     headers = {"User-Agent": user_agent, "Accept": "text/html,application/xhtml+xml,*/*;q=0.8"}
-    opener = urllib.request.build_opener(_NoRedirectErrors)
+    opener = urllib.request.build_opener(_Answers)
     request = urllib.request.Request(url, headers=headers)
     sent = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in request.header_items()]
     try:
@@ -235,7 +237,8 @@ def check_takedowns(
             summary.removed += 1
         else:
             summary.live += 1
-            live_pages.append(checked)
+            if before != LIVE:  # found up after its notice, or back: kept as evidence once
+                live_pages.append(checked)
             if before == REMOVED:
                 summary.reappeared += 1
         if checked.state != before:
@@ -247,12 +250,10 @@ def check_takedowns(
 
 def _user_agents(captures: CaptureStore, urls: list[str]) -> dict[str, str]:
     """The User-Agent each page was crawled with (its newest capture's)."""
-    agents = {}
-    for url in urls:
-        capture = captures.latest(url)
-        if capture and capture.get("parts"):
-            agents[url] = capture["parts"][0].get("user_agent") or ""
-    return agents
+    newest = captures.latest_of(urls, {"parts.user_agent": 1})
+    return {
+        url: (doc.get("parts") or [{}])[0].get("user_agent") or "" for url, doc in newest.items()
+    }
 
 
 def _capture_live(runtime: Any, settings: Any, pages: list[Checked]) -> None:

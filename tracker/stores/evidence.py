@@ -47,6 +47,17 @@ class CaptureStore:
         found = self.captures.find({"url": url}, sort=[("at", DESCENDING)], limit=1)
         return next(iter(found), None)
 
+    def latest_of(self, urls: Iterable[str], fields: dict[str, int]) -> dict[str, dict]:
+        """The newest capture of each of ``urls`` that has one (index ``url``), with
+        ``fields``."""
+        newest: dict[str, dict[str, Any]] = {}
+        for chunk in batches(sorted(set(urls)), ID_BATCH):
+            for doc in self.captures.find({"url": {"$in": chunk}}, {**fields, "url": 1, "at": 1}):
+                kept = newest.get(doc["url"])
+                if kept is None or doc["at"] > kept["at"]:
+                    newest[doc["url"]] = doc
+        return newest
+
     def of_url(self, url: str, fields: dict[str, int] | None = None) -> list[dict[str, Any]]:
         """Every capture of ``url``, newest first."""
         return list(self.captures.find({"url": url}, fields, sort=[("at", DESCENDING)]))

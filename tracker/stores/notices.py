@@ -1,7 +1,8 @@
 """Takedown notices in MongoDB (``notices``): every notice composed to be sent, and its fate.
 
 One document per notice, ``_id`` a random hex id: ``site``, ``to``, ``sender``, ``subject``,
-``message_id``, ``urls``, ``text`` (the mail's body, so a retry sends the same notice),
+``message_id``, ``urls`` (and ``pages``: each URL with the doc ids it was noticed for),
+``text`` (the mail's body, so a retry sends the same notice),
 ``created_at``, ``state`` (``pending`` until the SMTP server accepts it, then ``sent``),
 ``sent_at``, and for a notice not sent yet its last ``error`` and ``tries``. A notice is
 recorded before it is sent: one the SMTP server did not take is kept pending and sent again
