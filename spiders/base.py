@@ -62,6 +62,7 @@ from tracker.crawling.middlewares.traps import strip_session_ids
 from tracker.crawling.profiles import check_choice, check_impersonate
 from tracker.crawling.rendering import MODES, RenderPolicy, RenderUnavailable
 from tracker.crawling.unread import UnreadLedger
+from tracker.enforcement.capture import exchange_of
 from tracker.reading.extract import MAX_LINK_TEXT_SHARE, MIN_PROSE_CHARS
 from tracker.text.encoding import DecodeError, decode_page  # decode_page: re-exported
 
@@ -424,6 +425,7 @@ class TrackerSpider(scrapy.Spider):
             referer=(referer or b"").decode("latin-1"),
             truncated=truncated,
             rules=self.extraction_rules,
+            exchanges=[exchange_of(response)],
         )
 
     def parse_page(self, response: Response) -> Iterator[Any]:

@@ -40,6 +40,7 @@ _KEYS: dict[str, Any] = {
     "user_agent": None,
     "headers": None,
     "impersonate": None,
+    "abuse_contact": None,
 }
 
 
@@ -75,6 +76,7 @@ class SiteConfig:
     user_agent: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
     impersonate: str | None = None
+    abuse_contact: str = ""  # where `tracker notices send` mails the site's notices
 
     @property
     def extraction_rules(self) -> dict[str, Any] | None:
@@ -196,6 +198,9 @@ def parse_site_config(data: Any, source: str = "<site config>") -> SiteConfig:
         for k, v in headers.items()
     ):
         raise fail("headers", f"expected a mapping of header names to values, got {headers!r}")
+    contact = _optional_str(data, "abuse_contact", "abuse_contact", fail) or ""
+    if contact and not re.fullmatch(r"[^@\s<>,]+@[^@\s<>,]+\.[^@\s<>,]+", contact):
+        raise fail("abuse_contact", f"not an e-mail address: {contact!r}")
 
     return SiteConfig(
         name=name,
@@ -222,6 +227,7 @@ def parse_site_config(data: Any, source: str = "<site config>") -> SiteConfig:
         user_agent=reader["user_agent"],
         headers={str(k): str(v) for k, v in headers.items()},
         impersonate=reader["impersonate"],
+        abuse_contact=contact,
     )
 
 

@@ -181,7 +181,9 @@ timeout_s = 600
     )
     settings = Settings.load(config)
     plan = {spec.name: spec for spec in job_plan(settings)}
-    assert list(plan) == ["pull", "rematch", "report", "crawl:biquge", "crawl:news-mirror"]
+    assert list(plan) == [
+        *("pull", "rematch", "report", "takedown", "crawl:biquge", "crawl:news-mirror")
+    ]
     assert plan["crawl:biquge"].site.arguments == {"site": "biquge", "max_pages": 500}
     assert plan["crawl:news-mirror"].site.settings == {"DOWNLOAD_DELAY": 2}
     assert plan["crawl:news-mirror"].site.timeout_s == 600

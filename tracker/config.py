@@ -157,6 +157,27 @@ class Settings:
     trap_max_url_length: int = _within(1000, 1)
     trap_session_params: tuple[str, ...] = ()
 
+    # Enforcement (see tracker.enforcement): evidence captured by the crawl, time-stamped bundles,
+    # notices sent by mail, takedown tracking, alerts of new copies.
+    evidence_dir: str = ""  # daily WARC files of matched pages; "" = <data_dir>/evidence
+    evidence_screenshots: bool = False  # a PNG of each matched page, rendered offline
+    evidence_screenshot_max: int = _within(200, 0)  # screenshots a crawl process takes at most
+    tsa_url: str = ""  # an RFC 3161 time-stamping authority; "" = bundles without a token
+    tsa_timeout_s: float = _within(30.0, 0.1)
+    tsa_ca_file: str = ""  # the TSA's CA (PEM): tokens verified up to it when stamped
+    smtp_url: str = ""  # smtp://user:pass@host:port (STARTTLS when offered) or smtps://…
+    smtp_from: str = ""  # the notices' From address
+    notice_sender: str = ""  # who the notice is from (name, address); "" = smtp_from
+    notice_repeat_days: int = _within(14, 0)  # a URL is not noticed again within this many days
+    takedown_cron: str = "0 5 * * *"  # the daily takedown check, in schedule_timezone
+    takedown_delay_s: float = _within(1.0, 0.0)  # pause between two re-fetches of one site
+    # A site removing less than this share of its noticed URLs this long after its first
+    # notice is non-compliant.
+    noncompliant_below: float = _within(0.5, 0.0, 1.0)
+    noncompliant_after_days: int = _within(14, 0)
+    alert_webhook: str = ""  # new copies are POSTed here as JSON
+    alert_interval_s: float = _within(30.0, 0.1)  # a crawl sends new copies this often, and at end
+
     @classmethod
     def load(cls, path: str | os.PathLike | None = None, **overrides: Any) -> Settings:
         values: dict[str, Any] = {}
@@ -283,6 +304,13 @@ def _coerce(settings: Settings, values: dict[str, Any]) -> Settings:
                 f"{' or '.join(f'{scheme}://' for scheme in schemes)} URL; "
                 f"fix it, or unset it to use the embedded server"
             )
+    for name, schemes in _SERVICE_SCHEMES.items():
+        url = converted.get(name)
+        if url and not url.lower().startswith(tuple(f"{scheme}://" for scheme in schemes)):
+            raise ConfigError(
+                f"setting {_named(name)} must be a "
+                f"{' or '.join(f'{scheme}://' for scheme in schemes)} URL"
+            )
     result = replace(settings, **converted)
     check_cluster(result)
     return result
@@ -367,6 +395,12 @@ _URL_SCHEMES = {
     "mongo_url": ("mongodb", "mongodb+srv"),
     "redis_url": ("redis", "rediss", "unix"),
     "crawl_redis_url": ("redis", "rediss", "unix"),
+}
+#: The enforcement services' URL schemes (their value is not repeated: it may hold a password).
+_SERVICE_SCHEMES = {
+    "tsa_url": ("http", "https"),
+    "smtp_url": ("smtp", "smtps"),
+    "alert_webhook": ("http", "https"),
 }
 #: MongoDB's read preference modes, by their lower-case names.
 READ_PREFERENCES = ("primary", "primaryPreferred", "secondary", "secondaryPreferred", "nearest")

@@ -73,6 +73,7 @@ def parse_day(value: str) -> date:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
+    from tracker.enforcement.compliance import Compliance
     from tracker.reports import summary_line, to_csv, to_html, to_json
     from tracker.reports.build import build_report
     from tracker.servers.connect import connect
@@ -81,7 +82,9 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     day = args.date or datetime.now(UTC).date()
     runtime = connect(settings, redis=False)
     try:
-        report = build_report(runtime.read_db, day)  # settled data: mongo_read_preference
+        report = build_report(  # settled data: mongo_read_preference
+            runtime.read_db, day, compliance=Compliance.of(settings)
+        )
     finally:
         runtime.close()
     if args.format == "notices":

@@ -10,7 +10,7 @@ from __future__ import annotations
 import io
 import json
 import zipfile
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, HTTPException, Query, Request
@@ -148,6 +148,95 @@ def api_report(
     disposition = "inline" if fmt == "html" else "attachment"
     headers = {"Content-Disposition": f'{disposition}; filename="{name}"'}
     return Response(body, media_type=media, headers=headers)
+
+
+@router.get("/evidence", summary="A page's evidence bundle, as a zip")
+def api_evidence(
+    request: Request,
+    _: Viewer,
+    url: Annotated[str, Query(min_length=1, max_length=MAX_URL)],
+    capture: Annotated[str | None, Query(max_length=64, pattern="^[0-9a-f]+$")] = None,
+) -> Response:
+    """The bundle ``tracker evidence export`` writes (``manifest.json``, the WARC records,
+    the screenshot, ``timestamp.tsr`` once stamped, ``README.txt``) in a folder
+    ``evidence-ID/`` of a zip: of the capture ``capture``, else the page's newest. Reading
+    only: a capture not stamped yet comes without its token (``POST /api/evidence/stamp``).
+    404 when the page was never captured."""
+    from tracker.enforcement.bundle import EvidenceError, bundle_of, find_capture
+    from tracker.stores.evidence import CaptureStore
+
+    console = deps.console(request)
+    store = CaptureStore(console.runtime.db)
+    try:
+        found = find_capture(store, url, capture)
+    except EvidenceError as exc:
+        raise HTTPException(404, str(exc)) from None
+    try:
+        bundle = bundle_of(store, console.settings, found, stamping=False)
+    except EvidenceError as exc:
+        raise HTTPException(422, str(exc)) from None
+    folder = f"evidence-{found['_id']}"
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in bundle.files.items():
+            archive.writestr(f"{folder}/{name}", data)
+    headers = {"Content-Disposition": f'attachment; filename="{folder}.zip"'}
+    return Response(buffer.getvalue(), media_type="application/zip", headers=headers)
+
+
+class StampRequest(BaseModel):
+    """The page whose newest capture is to be time-stamped."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    url: str = Field(min_length=1, max_length=MAX_URL)
+
+
+@router.post("/evidence/stamp", summary="Time-stamp a page's newest capture (operators)")
+def api_stamp(request: Request, body: StampRequest, _: Operator) -> Response:
+    """As ``tracker evidence stamp URL``: ``{"capture", "state": "stamped"|"pending", "error"}``
+    (a TSA that failed leaves the stamp pending); 404 when the page was never captured, 422
+    when no ``tsa_url`` is set."""
+    from tracker.enforcement.bundle import EvidenceError, find_capture, stamp_captures
+    from tracker.stores.evidence import CaptureStore
+
+    _json_body(request)
+    console = deps.console(request)
+    if not console.settings.tsa_url:
+        raise HTTPException(422, "no time-stamping authority: set tsa_url")
+    store = CaptureStore(console.runtime.db)
+    try:
+        found = find_capture(store, body.url)
+    except EvidenceError as exc:
+        raise HTTPException(404, str(exc)) from None
+    summary = stamp_captures(store, console.settings, [found])
+    state = "stamped" if summary.stamped else "pending"
+    error = "" if summary.stamped else summary.lines[-1].split(": ", 1)[-1]
+    return json_response({"capture": found["_id"], "state": state, "error": error})
+
+
+@router.get("/takedown", summary="Takedown tracking: compliance per site, a site's URLs")
+def api_takedown(request: Request, _: Viewer, site: SiteParam = None) -> Response:
+    """``{"takedown": [{"site", "noticed", "removed", "live", "reappeared", "unchecked",
+    "removal_rate", "median_hours_to_removal", "first_noticed", "noncompliant"}]}`` as they
+    stand now (the report's ``takedown``); with ``site``, also its noticed ``urls``: ``{"url",
+    "state", "first_noticed", "last_noticed", "checked_at", "removed_at", "reappeared",
+    "last_status", "doc_ids", "changes": [{"at", "state", "status", "reason"}]}``."""
+    from tracker.enforcement.compliance import Compliance, takedown_figures
+    from tracker.stores.takedowns import TakedownStore
+
+    console = deps.console(request)
+    docs = TakedownStore(console.runtime.read_db).all(site)
+    answer: dict[str, Any] = {
+        "takedown": takedown_figures(docs, datetime.now(UTC), Compliance.of(console.settings))
+    }
+    if site:
+        keys = ("state", "first_noticed", "last_noticed", "checked_at", "removed_at",
+                "reappeared", "last_status", "doc_ids", "changes")  # fmt: skip
+        answer["urls"] = [
+            {"url": doc["_id"], **{key: doc.get(key) for key in keys}}
+            for doc in sorted(docs, key=lambda d: d["_id"])
+        ]
+    return json_response(answer)
 
 
 @router.get("/jobs", summary="The scheduler's jobs, next and last runs")

@@ -30,6 +30,7 @@ from tracker.console.auth import Authenticator, Forbidden, NotAuthenticated
 from tracker.console.figures import DayReports
 from tracker.console.throttle import LoginThrottle, Throttled
 from tracker.console.users import Users
+from tracker.enforcement.compliance import Compliance
 from tracker.html import STATIC as SHARED_STATIC  # the style the console shares with the report
 from tracker.matching.checking import CheckingService, EmptyLibrary
 from tracker.reading.readers import InputError
@@ -69,7 +70,9 @@ class Console:
         self.users = Users(self.runtime.db)
         throttle = LoginThrottle.from_settings(self.runtime.redis, self.settings)
         self.auth = Authenticator(self.settings, self.users, throttle)
-        self.reports = DayReports(self.runtime.db, self.settings.console_cache_s)
+        self.reports = DayReports(
+            self.runtime.db, self.settings.console_cache_s, Compliance.of(self.settings)
+        )
         self.checker = CheckingService(self.settings, self.runtime)
 
 

@@ -36,6 +36,7 @@ from tracker.reading.readers import InputError
 from tracker.reports.build import COPIED_SHARE
 from tracker.reports.charts import daily_bars, report_charts, sparkline
 from tracker.stores.crawl_runs import CrawlRunStore
+from tracker.stores.evidence import CaptureStore
 from tracker.stores.job_runs import RUNNING, JobRunStore
 from tracker.stores.pages import PageStore
 from tracker.stores.reports import ReportStore
@@ -241,6 +242,7 @@ def evidence(
         }
         for match in shown.items
     ]
+    fields = {"at": 1, "status": 1, "payload_sha256": 1, "stamp.state": 1, "screenshot": 1}
     return render(
         request,
         "page.html",
@@ -250,6 +252,7 @@ def evidence(
         found=shown,
         rows=rows,
         query={"url": url},
+        captures=CaptureStore(db).of_url(url, {**fields, "source": 1}),
     )
 
 
@@ -307,6 +310,7 @@ def sites(request: Request, _: Viewer, date: DateParam = None, page: PageParam =
         day=day.isoformat(),
         found=paged(report["sites"], page, PER_PAGE),
         sparkline=lambda trend: sparkline([t["pages"] for t in trend]),
+        takedown=report.get("takedown", []),
         runs=runs[:RUNS_PER_PAGE],
         query={"date": day.isoformat()},
     )
@@ -326,6 +330,7 @@ def site(
         [(t["date"], t["pages"], None) for t in trend],
         title=f"Infringing pages per day on this site, last {len(trend)} days",
     )
+    compliance = next((t for t in view.report.get("takedown", ()) if t["site"] == name), None)
     works = {}
     for w in view.report["works"]:
         for s in w["sites"]:
@@ -345,6 +350,7 @@ def site(
         runs=runs[:RUNS_PER_PAGE],
         more_runs=len(runs) > RUNS_PER_PAGE,
         page=page,
+        compliance=compliance,
     )
 
 

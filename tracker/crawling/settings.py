@@ -90,6 +90,7 @@ DOWNLOADER_MIDDLEWARES = {
     "scrapy.downloadermiddlewares.useragent.UserAgentMiddleware": None,
     "tracker.crawling.middlewares.useragent.BrowserProfileMiddleware": 390,
     "tracker.crawling.middlewares.bans.BanMiddleware": 560,
+    "tracker.crawling.middlewares.exchange.ExchangeMiddleware": 595,  # evidence: body as served
     "tracker.crawling.middlewares.redirect.RedirectLoopMiddleware": 650,
     "tracker.crawling.middlewares.proxy.ProxyListMiddleware": 740,
     "tracker.crawling.middlewares.retry.BackoffMiddleware": 950,
@@ -119,6 +120,7 @@ ITEM_PIPELINES = {
     "pipelines.boilerplate.SiteBoilerplatePipeline": 175,
     "pipelines.fingerprint.FingerprintPipeline": 200,
     "pipelines.match.MatchPipeline": 300,
+    "pipelines.evidence.EvidencePipeline": 350,
     "pipelines.store.StorePipeline": 400,
 }
 # A short line on at least this many pages of a site is that site's boilerplate.
@@ -137,6 +139,7 @@ TRACKER_EXTRACT_BATCH = _model.extract_batch
 
 EXTENSIONS = {
     "tracker.crawling.extensions.CrawlRunRecorder": 500,
+    "tracker.crawling.alerts.AlertExtension": 510,  # only with alert_webhook
 }
 ADDONS = {"tracker.crawling.distributed.DistributedAddon": 0}
 

@@ -21,12 +21,14 @@ from typing import Any
 import numpy as np
 from pymongo.database import Database
 
+from tracker.enforcement.compliance import Compliance, takedown_figures
 from tracker.formats import plural
 from tracker.model import ARTICLE, CHAPTER, site_of
 from tracker.stores.clusters import ClusterStore
 from tracker.stores.masters import MasterStore
 from tracker.stores.pages import MatchStore, PageStore
 from tracker.stores.reports import ReportStore
+from tracker.stores.takedowns import TakedownStore
 from tracker.stores.unread import UnreadStore
 from tracker.text.normalize import boilerplate_mask
 
@@ -48,7 +50,12 @@ def day_window(day: date) -> tuple[datetime, datetime]:
 
 
 def build_report(
-    db: Database, day: date, *, now: datetime | None = None, trend_days: int = TREND_DAYS
+    db: Database,
+    day: date,
+    *,
+    now: datetime | None = None,
+    trend_days: int = TREND_DAYS,
+    compliance: Compliance | None = None,
 ) -> dict[str, Any]:
     """The infringements seen on ``day``.
 
@@ -72,7 +79,10 @@ def build_report(
                     "trend": [{"date", "pages"}]}],
          "groups": [{"group", "pages", "sites", "works", "doc_ids"}],
          "trend": [{"date", "pages", "new_pages", "matches", "sites", "works"}],
-         "unread": [{"url", "site", "reason", "first_seen", "last_seen", "attempts"}]}
+         "unread": [{"url", "site", "reason", "first_seen", "last_seen", "attempts"}],
+         "takedown": [{"site", "noticed", "removed", "live", "reappeared", "unchecked",
+                       "removal_rate", "median_hours_to_removal", "first_noticed",
+                       "noncompliant"}]}
 
     Works are sorted by number of pages (desc) then name; a work's pages by score (desc) then
     URL, and their doc_ids/score/coverage/first_seen/evidence cover that work's matches only.
@@ -100,6 +110,8 @@ def build_report(
     ``unread`` lists the pages the day's crawls could not read and did not read later that day
     (challenges, bans, render failures…; see :mod:`tracker.stores.unread`), by site and URL:
     none of them counts as clean.
+    ``takedown`` is each noticed site's compliance at the end of ``day`` (or now, for today), by
+    ``compliance`` (:func:`tracker.enforcement.compliance.takedown_figures`).
     """
     matches = _carried_matches(db, day)
     previous = ReportStore(db).previous(day)
@@ -179,7 +191,16 @@ def build_report(
         "groups": mirror_groups,
         "trend": [*trend, today],
         "unread": UnreadStore(db).on_day(day),
+        "takedown": _takedown(db, day, now, compliance),
     }
+
+
+def _takedown(
+    db: Database, day: date, now: datetime | None, compliance: Compliance | None
+) -> list[dict[str, Any]]:
+    """Each noticed site's compliance at the end of ``day`` (or now, if sooner)."""
+    moment = min(day_window(day)[1], now or datetime.now(UTC))
+    return takedown_figures(TakedownStore(db).noticed_by(moment), moment, compliance)
 
 
 def summary_line(report: dict[str, Any]) -> str:

@@ -68,16 +68,26 @@ def _site_pages(report: dict[str, Any]) -> dict[str, dict[str, dict[str, Any]]]:
 
 
 def notice(
-    site: str, pages: dict[str, dict[str, Any]], day: str, units: dict[str, str] | None = None
+    site: str,
+    pages: dict[str, dict[str, Any]],
+    day: str,
+    units: dict[str, str] | None = None,
+    *,
+    sender: str | None = None,
+    recipient: str | None = None,
 ) -> str:
-    """The draft notice for one site (``units``: work → ``chapter`` or ``article``)."""
+    """The draft notice for one site (``units``: work → ``chapter`` or ``article``); with
+    ``sender`` (and ``recipient``) the notice as it is sent (:mod:`tracker.enforcement.notices`):
+    no placeholders, each page's evidence capture named (``captured``: its time and payload
+    SHA-256)."""
     works = sorted({work for page in pages.values() for work, _, _ in page["copies"]})
+    to = f" ({plain(recipient)})" if recipient else ""
     lines = [
-        f"DRAFT TAKEDOWN NOTICE: copyright infringement on {plain(site)}",
+        f"{'' if sender else 'DRAFT '}TAKEDOWN NOTICE: copyright infringement on {plain(site)}",
         f"Date: {plain(day)}",
         "",
-        f"To: the operator of {plain(site)}, and its hosting provider's abuse contact",
-        f"From: {PLACEHOLDER_SENDER}",
+        f"To: the operator of {plain(site)}, and its hosting provider's abuse contact{to}",
+        f"From: {plain(sender) if sender else PLACEHOLDER_SENDER}",
         "",
         "The web pages listed below reproduce, without authorisation, works whose rights we "
         "hold. We ask you to remove them, or to disable access to them, without delay.",
@@ -109,19 +119,25 @@ def notice(
                 shown = f"{_work_name(work)} {plain(title, 120)}".strip()
                 lines.append(f"   Copies: {shown} [{plain(doc_id, 120)}]")
         lines.append(f"   Seen: first {plain(page['first_seen'])}, last {plain(page['last_seen'])}")
+        if page.get("captured"):
+            at, digest = page["captured"]
+            lines.append(
+                f"   Captured: {plain(at)}, the page as served kept with SHA-256 {plain(digest)}"
+            )
         for passage in page["evidence"][:3]:
             lines.append(f"   Evidence, as found on the page: > {plain(passage, 300)}")
     if any(INSERTED in passage for page in pages.values() for passage in page["evidence"]):
         lines += ["", f"{INSERTED} in a passage: a line the site inserted (an ad), left out."]
-    lines += [
-        "",
-        STATEMENT,
-        "",
-        "Signature: [name, title]",
-        "",
-        "(Drafted by tracker from its daily report; check it before sending.)",
-        "",
-    ]
+    lines += ["", STATEMENT, ""]
+    if sender:
+        lines += [f"Signed: {plain(sender)}", ""]
+    else:
+        lines += [
+            "Signature: [name, title]",
+            "",
+            "(Drafted by tracker from its daily report; check it before sending.)",
+            "",
+        ]
     return "\n".join(lines)
 
 

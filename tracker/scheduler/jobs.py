@@ -16,6 +16,11 @@ Jobs, by name:
     cron. A distributed crawl (``TRACKER_DISTRIBUTED``) is posted on the
     :class:`~tracker.crawling.crawl_board.CrawlBoard` while it runs, for ``tracker crawl-worker``
     processes to join.
+``takedown``
+    Every noticed URL fetched again and classified removed, live or reappeared
+    (:mod:`tracker.enforcement.takedown`); then what waits is sent again: notices the SMTP
+    server did not take, time-stamps the TSA did not give, alerts the webhook did not take;
+    at ``takedown_cron``.
 ``report``
     The daily report of the last UTC day that has ended (and of any earlier day whose report
     was missed, up to :data:`CATCH_UP_DAYS`), stored in MongoDB and written as HTML, CSV, JSON
@@ -130,7 +135,7 @@ def _site_file_schedule(raw: Mapping[str, Any], where: str) -> str | None:
 @dataclass(frozen=True)
 class JobSpec:
     name: str
-    kind: str  # "pull" | "rematch" | "crawl" | "report"
+    kind: str  # "pull" | "rematch" | "crawl" | "report" | "takedown"
     schedule: str  # as configured, for people
     trigger: CronTrigger | None  # None: run by other jobs (and by hand), never on a clock
     description: str
@@ -182,6 +187,13 @@ def job_plan(settings: Settings) -> list[JobSpec]:
             schedule=f"daily at {settings.report_time} {settings.schedule_timezone}",
             trigger=_daily(settings.report_time, tz),
             description="daily infringement report",
+        ),
+        JobSpec(
+            name="takedown",
+            kind="takedown",
+            schedule=settings.takedown_cron,
+            trigger=_cron(settings.takedown_cron, tz, "takedown_cron"),
+            description="check noticed pages were taken down; send what is pending",
         ),
     ]
     seen: set[str] = set()
@@ -426,11 +438,49 @@ def report_job(context: JobContext, spec: JobSpec, now: datetime) -> dict[str, A
     return {"reports": written}
 
 
+def takedown_job(context: JobContext, spec: JobSpec, now: datetime) -> dict[str, Any]:
+    """The takedown check, then the retries of what is pending; each part is run whatever
+    the others did, and the run fails when one of them did."""
+    from tracker.enforcement.alerts import AlertSender
+    from tracker.enforcement.bundle import stamp_captures
+    from tracker.enforcement.notices import retry_pending
+    from tracker.enforcement.takedown import check_takedowns
+    from tracker.stores.alerts import AlertOutbox
+    from tracker.stores.evidence import CaptureStore
+
+    settings, runtime = context.settings, context.runtime
+    result: dict[str, Any] = {}
+    failures = []
+    try:
+        summary = check_takedowns(runtime, settings, stop=context.stop)
+        result["check"] = summary.to_dict()
+    except Exception as exc:
+        log.exception("takedown check failed")
+        failures.append(f"takedown check: {exc}")
+    outcome = retry_pending(runtime.db, settings)
+    result["notices"] = {"sent": len(outcome.sent), "pending": len(outcome.pending)}
+    failures += [f"notice: {error}" for error in dict.fromkeys(outcome.errors)]
+    if settings.tsa_url:
+        stamps = stamp_captures(CaptureStore(runtime.db), settings)
+        result["stamps"] = {"stamped": stamps.stamped, "pending": stamps.pending}
+        if stamps.pending:
+            failures.append(f"{stamps.pending} time-stamp(s) still pending")
+    if settings.alert_webhook:
+        sender = AlertSender(lambda: AlertOutbox(runtime.db), settings.alert_webhook)
+        result["alerts"] = sender.flush()
+        if result["alerts"]["failed"]:
+            failures.append("the alert webhook did not take the alerts")
+    if failures:
+        raise JobFailed("; ".join(failures), result)
+    return result
+
+
 JOBS: dict[str, Callable[[JobContext, JobSpec, datetime], dict[str, Any]]] = {
     "pull": pull_job,
     "rematch": rematch_job,
     "crawl": crawl_job,
     "report": report_job,
+    "takedown": takedown_job,
 }
 
 

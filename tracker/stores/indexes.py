@@ -71,6 +71,21 @@ INDEXES: Mapping[str, tuple[IndexModel, ...]] = {
         _index(("job", ASCENDING), ("started_at", DESCENDING)),  # a job's last runs
         _index(("status", ASCENDING)),  # runs cut short by a crash (running)
     ),
+    "captures": (
+        _index(("url", ASCENDING), ("at", DESCENDING)),  # export: a page's newest capture
+        _index(("stamp.state", ASCENDING)),  # evidence stamp --pending: stamps to retry
+    ),
+    "notices": (
+        _index(("site", ASCENDING), ("created_at", DESCENDING)),  # a site's notices
+        _index(("state", ASCENDING)),  # notices send: notices pending (SMTP was away)
+    ),
+    "takedowns": (
+        _index(("site", ASCENDING)),  # a site's noticed URLs (notices, delisting)
+        _index(("first_noticed", ASCENDING)),  # the report: URLs noticed by a day
+    ),
+    "alerts": (
+        _index(("state", ASCENDING), ("next_at", ASCENDING)),  # the outbox: alerts due
+    ),
     "crawl_runs": (
         _index(("finished_at", DESCENDING)),  # the latest crawls
         _index(("sites", ASCENDING), ("finished_at", DESCENDING)),  # console: a site's crawls

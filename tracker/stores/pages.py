@@ -21,12 +21,12 @@ next crawl.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any
 
-from pymongo import UpdateOne
+from pymongo import UpdateMany, UpdateOne
 from pymongo.database import Database
 
 from tracker.batching import ID_BATCH, batches
@@ -280,6 +280,13 @@ class PageStore:
     def count(self) -> int:
         return self.pages.estimated_document_count()
 
+    def matched_on(self, site: str) -> list[str]:
+        """The URLs of ``site``'s pages that carried a match at their latest check (index
+        ``site, last_seen``)."""
+        # The site alone in the filter: SecantusDB plans a filter of two fields as a scan.
+        found = self.pages.find({"site": site}, {"matched_doc_ids": 1})
+        return [doc["_id"] for doc in found if doc.get("matched_doc_ids")]
+
 
 _DETAILS = dict.fromkeys(
     (
@@ -335,10 +342,15 @@ class MatchStore:
         return self.record_many({url: matches}, now)
 
     def record_many(
-        self, found: dict[str, list[dict[str, Any]]], now: datetime | None = None
+        self,
+        found: dict[str, list[dict[str, Any]]],
+        now: datetime | None = None,
+        on_new: Callable[[list[tuple[str, dict[str, Any]]]], None] | None = None,
     ) -> tuple[int, int]:
         """:meth:`record` for several pages: one read of their stored matches, then bulk writes
-        of the matches found, of those closed and of the days' records; returns the totals."""
+        of the matches found, of those closed and of the days' records; returns the totals.
+        ``on_new`` is given the ``(url, match)`` pairs never stored before, ahead of the
+        writes (the alert outbox is written first: a crash in between finds them new again)."""
         now = now or datetime.now(UTC)
         carried = {url: [str(m["doc_id"]) for m in matches] for url, matches in found.items()}
         stored = self._stored_matches(found)
@@ -371,6 +383,15 @@ class MatchStore:
                 if doc.get("active") is not False and str(doc["doc_id"]) not in carried[url]
             ]
         existing = {doc["_id"] for docs in stored.values() for doc in docs}
+        if on_new is not None:
+            fresh = [
+                (url, match)
+                for url, matches in found.items()
+                for match in matches
+                if f"{url}\x00{match['doc_id']}" not in existing
+            ]
+            if fresh:
+                on_new(fresh)
         new = write(self.matches, upserts, {upsert._id for upsert in upserts} - existing)
         closed = self.matches.bulk_write(closes, ordered=False).modified_count if closes else 0
         # The day's record of every page that carries a match now, and (when matches were
@@ -416,6 +437,26 @@ class MatchStore:
             {"$set": {"active": False, "closed_at": now or datetime.now(UTC)}},
         )
         return result.modified_count
+
+    def set_capture(self, captures: dict[str, tuple[str, str]]) -> None:
+        """Name each page's evidence (``url → (capture id, payload SHA-256)``) on its open
+        matches (index ``url``)."""
+        ops = [
+            UpdateMany(
+                {"url": url, "active": {"$ne": False}},
+                {"$set": {"capture_id": capture_id, "payload_sha256": digest}},
+            )
+            for url, (capture_id, digest) in captures.items()
+        ]
+        if ops:
+            self.matches.bulk_write(ops, ordered=False)
+
+    def open_of(self, urls: Iterable[str]) -> list[dict]:
+        """The open matches of these pages (index ``url``)."""
+        found = []
+        for chunk in batches(sorted(set(urls)), ID_BATCH):
+            found += self.matches.find({"url": {"$in": chunk}, "active": {"$ne": False}})
+        return found
 
     def open_urls(self, doc_ids: Iterable[str]) -> set[str]:
         """Pages with an open match of one of these masters."""
