@@ -104,7 +104,7 @@ def build_report(
     with two or more pages seen that day; ``group`` is a page's group (None when no other page
     of the day is near-identical to it). ``copies`` sums up what a page copies per work (see
     :func:`copies`); ``evidence`` is its longest copied passage, without the lines the pirate
-    site inserted (:func:`copied_text`). ``trend`` and each site's ``trend`` cover the
+    site inserted (:func:`evidence_passage`). ``trend`` and each site's ``trend`` cover the
     ``trend_days`` days up to ``day``, read from the stored reports (null for a day without
     one).
     ``unread`` lists the pages the day's crawls could not read and did not read later that day
@@ -146,7 +146,7 @@ def build_report(
             {
                 **_page_entry(url, page_matches, units),
                 "title": titles.get(url, ""),
-                "evidence": _best_evidence(page_matches),
+                "evidence": evidence_passage(page_matches),
                 **seen(url, page_matches),
             }
             for url, page_matches in pages.items()
@@ -524,8 +524,11 @@ def _ordered_page(entry: dict[str, Any]) -> dict[str, Any]:
     return {key: entry[key] for key in keys}
 
 
-def _best_evidence(matches: list[dict]) -> str:
-    """The longest copied passage (:func:`copied_text`), truncated to ``EVIDENCE_CHARS``."""
+def evidence_passage(matches: Iterable[dict]) -> str:
+    """A page's evidence passage for its ``matches`` (of one work): the longest copied passage
+    as it stands on the page, without the lines the pirate site inserted (:func:`copied_text`),
+    truncated to ``EVIDENCE_CHARS``. The report's pages, the notice drafts and the notices sent
+    (:func:`tracker.enforcement.notices.infringing_pages`) all quote this one passage."""
     best = ""
     for match in sorted(matches, key=lambda m: -as_number(m.get("score"))):
         for span in match.get("spans") or ():
