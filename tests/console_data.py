@@ -1,6 +1,7 @@
 """A small record for the web console's tests: two chapters of the bundled 红楼梦 in the library,
 crawled pages copying them (found by the real detector, so their evidence offsets are real) under
-hostile titles, URLs and texts, and yesterday's stored report for the trend."""
+hostile titles, URLs and texts, pages today's crawls could not read (one under a hostile URL, one
+with a hostile reason), and yesterday's stored report for the trend."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from tracker.reports.build import build_report
 from tracker.servers.runtime import Runtime
 from tracker.stores.pages import MatchStore, PageRecord, PageStore
 from tracker.stores.reports import ReportStore
+from tracker.stores.unread import UnreadStore
 
 BOOK = Path(__file__).parents[1] / "tracker" / "demo" / "data" / "红楼梦.txt"
 HOSTILE_TITLE = "<img src=x onerror=alert(1)>"
@@ -23,6 +25,13 @@ HOSTILE_INLINE = "\"'></>"  # inside a copied passage: matching drops punctuatio
 HOSTILE_URL = 'https://pirate.example/book/1.html?x="><script>alert(3)</script>'
 SCRIPT_URL = "javascript:alert(4)//pirate"
 PLAIN_URL = "https://mirror.example/hlm/2.html"
+UNREAD_URL = 'https://walled.example/ch/1.html?x="><img src=x onerror=alert(5)>'
+UNREAD_REASON = '<script>alert("reason")</script>'  # a reason code is the crawl's; shown as text
+UNREAD = [  # the pages today's crawls could not read
+    (UNREAD_URL, "captcha"),
+    ("https://walled.example/ch/2.html", "http_502"),
+    ("https://pirate.example/book/9.html", UNREAD_REASON),
+]
 OPERATOR = ("olga", "operator-pass")
 VIEWER = ("victor", "viewer-pass")
 
@@ -71,6 +80,7 @@ def seed(settings: Settings) -> Seeded:
         matches.record(url, found, now=when)
         record = PageRecord(url=url, text=text, title=title, matched=[m["doc_id"] for m in found])
         pages.save(record, now=when)
+    UnreadStore(runtime.db).record_many(UNREAD, now=now)
     yesterday = (now - timedelta(days=1)).date()
     ReportStore(runtime.db).save(build_report(runtime.db, yesterday))
     users = Users(runtime.db)

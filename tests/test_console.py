@@ -26,6 +26,9 @@ from tests.console_data import (
     OPERATOR,
     PLAIN_URL,
     SCRIPT_URL,
+    UNREAD,
+    UNREAD_REASON,
+    UNREAD_URL,
     VIEWER,
     drop,
     module_settings,
@@ -40,7 +43,7 @@ from tracker.stores.job_runs import JobRunStore
 pytestmark = pytest.mark.integration
 
 WORK = "红楼梦"
-PAGES = ["/", "/pages", "/works", "/sites", "/jobs", "/check", "/reports", "/docs"]
+PAGES = ["/", "/pages", "/works", "/sites", "/unread", "/jobs", "/check", "/reports", "/docs"]
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +92,8 @@ def login(client: TestClient, name: str, password: str):
 
 def test_no_credentials_is_401_everywhere(client):
     client.cookies.clear()
-    for path in ["/api/pages", "/api/page?url=x", "/api/jobs", "/api/reports/2026-01-01.csv"]:
+    for path in ["/api/pages", "/api/page?url=x", "/api/unread", "/api/jobs",
+                 "/api/reports/2026-01-01.csv"]:  # fmt: skip
         answer = client.get(path)
         assert answer.status_code == 401, path
         assert answer.headers["www-authenticate"].startswith("Basic ")
@@ -184,6 +188,49 @@ def test_api_pages_are_the_report_pages_filtered_and_paged(client, seeded):
     assert [p["url"] for p in yesterday["pages"]] == [PLAIN_URL]
     for bad in ["date=2026-13-01", "date=yesterday", "min_score=2", "page=0", "per_page=10000"]:
         assert client.get(f"/api/pages?{bad}", auth=VIEWER).status_code == 422, bad
+
+
+def test_the_unread_pages_of_a_day_api_and_pages(client, seeded):
+    """The pages today's crawls could not read: the report's ``unread``, summed up per site, in
+    the API, on their page, the dashboard, the sites page and a site's page; hostile URLs and
+    reasons shown as text."""
+    report = build_report(seeded.runtime.db, date.fromisoformat(seeded.today))
+    answer = client.get("/api/unread", auth=VIEWER).json()
+    assert answer["unread"] == report["unread"] and answer["total"] == len(UNREAD) == 3
+    assert sorted(u["url"] for u in answer["unread"]) == sorted(url for url, _ in UNREAD)
+    walled, pirate = answer["sites"]
+    assert (walled["site"], walled["pages"]) == ("walled.example", 2)
+    assert walled["reasons"] == [{"reason": "captcha", "pages": 1},
+                                 {"reason": "http_502", "pages": 1}]  # fmt: skip
+    assert pirate["reasons"] == [{"reason": UNREAD_REASON, "pages": 1}]
+    one = client.get("/api/unread?site=pirate.example&per_page=1", auth=VIEWER).json()
+    assert [u["url"] for u in one["unread"]] == ["https://pirate.example/book/9.html"]
+    assert [s["site"] for s in one["sites"]] == ["pirate.example"]
+    second = client.get("/api/unread?per_page=2&page=2", auth=VIEWER).json()
+    assert second["unread"] == report["unread"][2:] and second["total"] == 3
+    yesterday = client.get(f"/api/unread?date={seeded.yesterday}", auth=VIEWER).json()
+    assert (yesterday["unread"], yesterday["sites"], yesterday["total"]) == ([], [], 0)
+    assert client.get("/api/unread?site[$ne]=x", auth=VIEWER).json()["total"] == 3
+    assert client.get("/api/unread?date=x", auth=VIEWER).status_code == 422
+
+    page = client.get("/unread", auth=VIEWER).text
+    parsed = assert_inert(page, scripts=CONSOLE_SCRIPTS)
+    text = " ".join(" ".join(parsed.text).split())
+    assert "3 pages on 2 sites could not be read" in text and "unread, not clean" in text
+    assert "blocked by a captcha" in text and "the site's server failed (HTTP 502)" in text
+    assert UNREAD_REASON in text and "<script>alert(" not in page
+    assert UNREAD_URL in [a["href"] for tag, a in parsed.found if tag == "a"]
+    assert "<img src=x" not in page
+    filtered = client.get("/unread?site=walled.example", auth=VIEWER).text
+    assert "walled.example/ch/2.html" in filtered and "pirate.example/book/9" not in filtered
+    quiet = client.get(f"/unread?date={seeded.yesterday}", auth=VIEWER).text
+    assert "on this day was read" in quiet
+    dashboard = client.get("/", auth=VIEWER).text
+    assert "<strong>3</strong>pages could not be read</a>" in dashboard
+    sites = client.get("/sites", auth=VIEWER).text
+    assert "Pages we could not read" in sites and "/unread?site=walled.example" in sites
+    site = client.get("/site?name=walled.example", auth=VIEWER).text
+    assert "2 pages of this site could not be read" in site and "blocked by a captcha" in site
 
 
 def test_query_parameters_never_become_operators(client, seeded):
@@ -387,6 +434,8 @@ def test_hostile_strings_make_no_element_on_any_page(client, seeded):
         f"/page?url={quote(SCRIPT_URL, safe='')}",
         f"/work?name={quote(WORK)}&date={day}",
         f"/site?name=pirate.example&date={day}",
+        f"/site?name=walled.example&date={day}",
+        f"/unread?site=walled.example&date={day}",
         f"/pages?site=pirate.example&date={day}",
     ]
     for path in paths:
@@ -521,8 +570,9 @@ def test_reading_changes_nothing_stored(client, seeded):
         return found
 
     before = snapshot()
-    for path in [*PAGES, "/api/pages", "/api/jobs", f"/api/page?url={quote(PLAIN_URL)}",
-                 f"/page?url={quote(HOSTILE_URL)}", "/site?name=pirate.example",
+    for path in [*PAGES, "/api/pages", "/api/unread", "/api/jobs",
+                 f"/api/page?url={quote(PLAIN_URL)}", f"/page?url={quote(HOSTILE_URL)}",
+                 "/site?name=pirate.example", "/site?name=walled.example",
                  f"/work?name={quote('红楼梦')}", f"/api/reports/{seeded.today}.zip"]:  # fmt: skip
         assert client.get(path, auth=OPERATOR).status_code == 200, path
     assert snapshot() == before

@@ -18,7 +18,15 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.console_data import HOSTILE_TITLE, HOSTILE_URL, OPERATOR, drop, module_settings, seed
+from tests.console_data import (
+    HOSTILE_TITLE,
+    HOSTILE_URL,
+    OPERATOR,
+    UNREAD_REASON,
+    drop,
+    module_settings,
+    seed,
+)
 from tracker.crawling.rendering import LAUNCH_ARGS
 
 pytestmark = pytest.mark.integration
@@ -99,9 +107,14 @@ def test_console_in_chromium_runs_no_hostile_script(served, tmp_path):
             page.goto(f"{served}/pages")
             assert page.locator("table tbody tr").count() == 3
 
+            page.goto(f"{served}/unread")  # a hostile URL and reason among the unread pages
+            assert page.locator("table.unread-pages tbody tr").count() == 3
+            assert page.locator("img").count() == 0
+            assert UNREAD_REASON in page.locator("table.unread-pages").inner_text()
+
             page.goto(f"{served}/docs")  # the OpenAPI page, drawn by the bundled Swagger UI
             page.wait_for_selector(".opblock", timeout=30_000)
-            assert page.locator(".opblock").count() == 9  # the API's 9 routes
+            assert page.locator(".opblock").count() == 10  # the API's 10 routes
         finally:
             browser.close()
     assert dialogs == [], f"a hostile script ran: {dialogs}"

@@ -1,13 +1,18 @@
 """``tracker notices send``: a site's takedown notice mailed to its abuse contact through a local
 SMTP server (aiosmtpd: STARTTLS, login), recorded, never repeated within notice_repeat_days;
-an SMTP server down, refusing or answering garbage leaves the notice pending, sent later."""
+an SMTP server down, refusing or answering garbage leaves the notice pending, sent later; its
+evidence passages are the daily drafts' (the pirate's inserted ad lines left out)."""
 
 from __future__ import annotations
+
+from datetime import UTC, datetime
 
 import pytest
 
 from tests.smtp import LocalSmtp
 from tracker.cli import main
+from tracker.reports import build_report, to_notices
+from tracker.reports.build import INSERTED
 from tracker.stores.notices import NoticeStore
 from tracker.stores.pages import MatchStore, PageRecord, PageStore
 from tracker.stores.takedowns import TakedownStore
@@ -117,3 +122,33 @@ def test_a_failing_smtp_server_leaves_the_notice_pending(mail_env, infringing, r
 def test_no_recipient_is_an_error(mail_env, infringing, capsys):
     assert main(["notices", "send", "--site", "other.test"]) == 2
     assert "no recipient for other.test" in capsys.readouterr().err
+
+
+AD_LINE = "笔趣阁最快更新，请记住本站域名 www.biquge.com"
+
+
+def test_a_sent_notice_quotes_the_drafts_passage_without_the_inserted_ad(
+    mail_env, infringing, runtime
+):
+    """The passage a notice sends is the one the day's draft quotes: the copied text, the ad
+    line the site inserted in it left out and marked, whatever else the page carries."""
+    url = f"http://{SITE}:8/book/ad.html"
+    before, after = "宝玉听了，心中暗喜，忙起身相迎。" * 2, "黛玉只低头不语，半日方道。" * 2
+    passage = f"{before}\n{AD_LINE}\n{after}"
+    hostile = '"><script>alert(1)</script>'  # a shorter passage: the longest one is quoted
+    spans = [{"page_start": 0, "page_end": len(passage), "text": passage},
+             {"page_start": 0, "page_end": 30, "text": hostile}]  # fmt: skip
+    found = {"doc_id": "书/0009", "work": "书", "title": "第9章", "score": 0.95, "coverage": 0.9}
+    MatchStore(runtime.db).record(url, [{**found, "spans": spans}])
+    PageStore(runtime.db).save(PageRecord(url=url, text=passage, matched=["书/0009"]))
+    assert main(["notices", "send", "--site", SITE]) == 0
+    (message,) = mail_env.messages
+    body = message.get_payload(decode=True).decode("utf-8")
+    quoted = f"Evidence, as found on the page: > {before} {INSERTED} {after}"
+    assert quoted in body and "biquge" not in body and "笔趣阁" not in body
+    assert f"{INSERTED} in a passage: a line the site inserted (an ad), left out." in body
+    draft = to_notices(build_report(runtime.db, datetime.now(UTC).date()))[SITE]
+    assert quoted in draft and "biquge" not in draft
+    # The other pages' passages are quoted as the drafts quote them too.
+    for line in (ln for ln in draft.splitlines() if ln.lstrip().startswith("Evidence")):
+        assert line in body

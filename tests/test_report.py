@@ -103,6 +103,7 @@ def test_build_report_groups_the_days_matches_by_work_and_page(seeded):
         "new_pages": 2,  # no earlier report: everything is new
         "new_matches": 4,
         "groups": 0,
+        "unread": 0,  # every page read
     }
     assert report["pages"] == [
         {
@@ -206,6 +207,7 @@ def test_build_report_only_includes_matches_seen_that_day(seeded):
         "new_pages": 0,
         "new_matches": 0,
         "groups": 0,
+        "unread": 0,  # every page read
     }
     assert (empty["works"], empty["pages"]) == ([], [])
     assert "No infringement was seen" in to_html(empty)
@@ -333,6 +335,108 @@ def test_html_escapes_hostile_pages(runtime):
     # Jinja2's autoescape (markupsafe) writes a quote as &#34;
     assert '<a href="https://evil.example/&#34;&gt;&lt;script&gt;alert(2)&lt;/script&gt;"' in html
     assert html.count("<a href=") == 1
+
+
+UNREAD_QUOTES = "https://walled.example/ch/9.html?a=\"b\"&c='d'><script>alert(6)</script>"
+UNREAD_SCRIPT = "javascript:alert(7)//walled.example/"
+HOSTILE_REASON = '<script>alert("reason")</script>\''
+
+
+def unread_day(runtime) -> None:
+    """On DAY: three pages of walled.example left unread (a captcha twice, one tried twice; a
+    server error), one of pirate.example (a hostile reason), one read later that day."""
+    from tracker.stores.unread import UnreadStore
+
+    store = UnreadStore(runtime.db)
+    walled = ["https://walled.example/ch/1.html", UNREAD_QUOTES]
+    store.record_many([(url, "captcha") for url in walled], now=at(DAY, 8))
+    store.record_many([(walled[0], "captcha"), ("https://walled.example/ch/2.html", "http_502")],
+                      now=at(DAY, 11))  # fmt: skip
+    store.record_many([(UNREAD_SCRIPT, HOSTILE_REASON), (PAGE_B, "banned")], now=at(DAY, 9))
+    store.clear([PAGE_B], now=at(DAY, 13))  # read at last: not unread that day
+
+
+def test_the_report_lists_unread_pages_per_site_in_words(seeded):
+    from tests.html_check import assert_inert, links
+    from tracker.reports.build import unread_sites
+
+    unread_day(seeded)
+    report = build_report(seeded.db, DAY, now=at(DAY, 23))
+    assert report["summary"]["unread"] == 4
+    assert sorted(u["url"] for u in report["unread"]) == sorted(
+        ["https://walled.example/ch/1.html", "https://walled.example/ch/2.html", UNREAD_QUOTES,
+         UNREAD_SCRIPT]
+    )  # fmt: skip
+    (walled, other) = unread_sites(report["unread"])
+    assert (walled["site"], walled["pages"]) == ("walled.example", 3)
+    assert walled["reasons"] == [{"reason": "captcha", "pages": 2},
+                                 {"reason": "http_502", "pages": 1}]  # fmt: skip
+    assert walled["first_seen"] == at(DAY, 8).isoformat()
+    assert walled["last_seen"] == at(DAY, 11).isoformat()
+    assert (other["site"], other["pages"]) == ("", 1)  # a javascript: URL has no host
+    assert summary_line(report).endswith("(4 matches); 4 pages could not be read")
+
+    html = to_html(report)
+    parsed = assert_inert(html)
+    text = " ".join(" ".join(parsed.text).split())
+    assert "4 pages could not be read" in text
+    assert "4 pages on 2 sites could not be read on this day" in text
+    assert "blocked by a captcha: 2" in text and "the site's server failed (HTTP 502): 1" in text
+    assert "walled.example: 3 pages not read" in text
+    assert HOSTILE_REASON in text and "<script>alert(" not in html  # the reason is text
+    assert UNREAD_QUOTES in links(html) and UNREAD_SCRIPT not in links(html)
+    assert UNREAD_SCRIPT in text  # shown, not linked
+    assert 'href="#unread-1"' in html and 'id="unread-1"' in html
+    row = html.split(">https://walled.example/ch/1.html</a>", 1)[1].split("</tr>", 1)[0]
+    assert "blocked by a captcha" in row and ">2</td>" in row  # attempts
+
+
+def test_a_day_of_unread_pages_only_is_not_called_clean(runtime):
+    from tracker.stores.unread import UnreadStore
+
+    UnreadStore(runtime.db).record_many([("https://walled.example/", "challenge")], at(DAY, 8))
+    html = to_html(build_report(runtime.db, DAY, now=at(DAY, 23)))
+    assert "No infringement was seen" not in html
+    assert "No infringement was found on the pages read on this day; 1 page could not" in html
+    assert "blocked by a browser check (a challenge page)" in html
+    empty = to_html(build_report(runtime.db, date(2026, 11, 30)))
+    assert "No infringement was seen on this day." in empty and 'id="unread"' not in empty
+    assert '<div class="unread-count"><strong>0</strong>pages could not be read</div>' in empty
+
+
+def test_the_html_report_shows_takedown_compliance_with_flags(seeded):
+    from datetime import timedelta
+
+    from tests.html_check import assert_inert
+    from tracker.stores.takedowns import LIVE, REMOVED, TakedownStore
+
+    store = TakedownStore(seeded.db)
+    start = at(DAY, 9) - timedelta(days=20)
+    slow = {f"https://slow.example/{k}.html": ["dpcq-1"] for k in range(4)}
+    quick = {'https://quick.example/a.html?"><script>alert(8)</script>': ["dpcq-1"]}
+    store.noticed(slow, "n1", start)
+    store.noticed(quick, "n2", start)
+    store.record_checks(
+        [(url, REMOVED if k == 0 else LIVE, 404 if k == 0 else 200, "", start + timedelta(hours=6))
+         for k, url in enumerate(sorted(slow))]
+        + [(next(iter(quick)), REMOVED, 410, "", start + timedelta(hours=2))]
+    )  # fmt: skip
+    report = build_report(seeded.db, DAY, now=at(DAY, 23))
+    flagged = {t["site"]: t["noncompliant"] for t in report["takedown"]}
+    assert flagged == {"slow.example": True, "quick.example": False}
+    html = to_html(report)
+    assert_inert(html)
+    section = html.split('<section class="takedown" id="takedown">', 1)[1].split("</section>")[0]
+    slow_row = section.split("<td>slow.example</td>", 1)[1].split("</tr>", 1)[0]
+    cells = [c.split("<", 1)[0] for c in slow_row.split('<td class="num">')[1:]]
+    assert cells[:7] == ["4", "1", "3", "0", "0", "25.0%", "6.0"]
+    assert '<tr class="noncompliant"><td>slow.example</td>' in section
+    assert '<strong class="flag">non-compliant</strong>' in slow_row
+    assert "<tr><td>quick.example</td>" in section and "100.0%" in section
+    assert "<script>alert(8)" not in html  # the noticed URLs are not in the table
+    # A day before any notice has no compliance section.
+    before = start.date() - timedelta(days=1)
+    assert 'class="takedown"' not in to_html(build_report(seeded.db, before))
 
 
 def main(argv: list[str]) -> int:

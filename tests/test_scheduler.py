@@ -274,6 +274,7 @@ def test_several_days_of_pulls_crawls_and_reports(sched_settings, runtime, clock
         "new_pages": 3,
         "new_matches": 3,
         "groups": 1,
+        "unread": 0,  # every page read
     }
     assert first["groups"][0]["pages"] == [MIRROR + "1", PIRATE + "1"]
 

@@ -72,6 +72,31 @@ def api_pages(
     return json_response({"date": day.isoformat(), "pages": found.items, **found.to_dict()})
 
 
+@router.get("/unread", summary="The pages a day's crawls could not read")
+def api_unread(
+    request: Request,
+    _: Viewer,
+    date: DateParam = None,
+    site: SiteParam = None,
+    page: PageParam = 1,
+    per_page: PerPageParam = 100,
+) -> Response:
+    """``{"date", "sites": [{"site", "pages", "reasons": [{"reason", "pages"}], "first_seen",
+    "last_seen"}], "unread": [...], "page", "per_page", "total"}``: the JSON report's
+    ``unread`` pages (``url, site, reason, first_seen, last_seen, attempts``; challenged,
+    banned, failed to render…: not clean, their content unknown), by site and URL, filtered
+    by site; ``sites`` sums up the pages listed (all of them, not one page of the list)."""
+    from tracker.reports.build import unread_sites
+
+    day = deps.day_of(date)
+    unread = deps.console(request).reports.get(day).unread(site)
+    found = paged(unread, page, per_page)
+    sites = [{k: v for k, v in s.items() if k != "entries"} for s in unread_sites(unread)]
+    return json_response(
+        {"date": day.isoformat(), "sites": sites, "unread": found.items, **found.to_dict()}
+    )
+
+
 @router.get("/page", summary="A stored page with its matches and evidence")
 def api_page(
     request: Request, _: Viewer, url: Annotated[str, Query(min_length=1, max_length=MAX_URL)]

@@ -65,6 +65,11 @@ class DayView:
             found = [p for p in found if p["score"] >= min_score]
         return found
 
+    def unread(self, site: str | None = None) -> list[dict[str, Any]]:
+        """The report's ``unread`` pages (the same objects), by site and URL; on ``site``."""
+        found = self.report.get("unread") or []
+        return [u for u in found if u["site"] == site] if site else found
+
 
 class DayReports:
     """Day reports of one database, kept ``max_age`` seconds and refreshed in the background."""

@@ -33,7 +33,7 @@ from tracker.console.throttle import Throttled
 from tracker.html import environment
 from tracker.matching.checking import EmptyLibrary
 from tracker.reading.readers import InputError
-from tracker.reports.build import COPIED_SHARE
+from tracker.reports.build import COPIED_SHARE, unread_sites
 from tracker.reports.charts import daily_bars, report_charts, sparkline
 from tracker.stores.crawl_runs import CrawlRunStore
 from tracker.stores.evidence import CaptureStore
@@ -217,6 +217,27 @@ def pages(
     )
 
 
+@router.get("/unread")
+def unread(
+    request: Request, _: Viewer, date: DateParam = None, site: SiteParam = None, page: PageParam = 1
+) -> HTMLResponse:
+    day = deps.day_of(date)
+    view = deps.console(request).reports.get(day)
+    found = view.unread(site)
+    filters = {"date": day.isoformat(), "site": site}
+    return render(
+        request,
+        "unread.html",
+        nav="unread",
+        day=day.isoformat(),
+        sites=unread_sites(found),
+        all_sites=sorted({u["site"] for u in view.unread() if u["site"]}),
+        found=paged(found, page, PER_PAGE),
+        filters=filters,
+        query={k: v for k, v in filters.items() if v not in (None, "")},
+    )
+
+
 @router.get("/page")
 def evidence(
     request: Request,
@@ -311,6 +332,8 @@ def sites(request: Request, _: Viewer, date: DateParam = None, page: PageParam =
         found=paged(report["sites"], page, PER_PAGE),
         sparkline=lambda trend: sparkline([t["pages"] for t in trend]),
         takedown=report.get("takedown", []),
+        unread=unread_sites(report.get("unread") or ()),
+        unread_total=len(report.get("unread") or ()),
         runs=runs[:RUNS_PER_PAGE],
         query={"date": day.isoformat()},
     )
@@ -351,6 +374,8 @@ def site(
         more_runs=len(runs) > RUNS_PER_PAGE,
         page=page,
         compliance=compliance,
+        unread=view.unread(name),
+        per_page=PER_PAGE,
     )
 
 

@@ -30,7 +30,7 @@ from email.utils import format_datetime, make_msgid
 from typing import Any
 
 from tracker.enforcement.mail import MailError, send
-from tracker.reports.build import UNKNOWN_WORK
+from tracker.reports.build import UNKNOWN_WORK, as_number, evidence_passage
 from tracker.reports.notices import notice
 from tracker.stores.evidence import CaptureStore
 from tracker.stores.masters import MasterStore
@@ -73,11 +73,6 @@ def infringing_pages(db: Any, site: str) -> dict[str, dict[str, Any]]:
     )}  # fmt: skip
     pages = {}
     for url, matches in sorted(by_url.items()):
-        evidence = []
-        for match in sorted(matches, key=lambda m: -float(m.get("score") or 0)):
-            spans = sorted(match.get("spans") or (), key=lambda s: -len(s.get("text") or ""))
-            if spans and spans[0].get("text"):
-                evidence.append(" ".join(str(spans[0]["text"]).split()))
         capture = next(
             (captures[m["capture_id"]] for m in matches if m.get("capture_id") in captures), None
         )
@@ -90,13 +85,24 @@ def infringing_pages(db: Any, site: str) -> dict[str, dict[str, Any]]:
                 )
                 for m in matches
             ],
-            "evidence": evidence,
+            "evidence": _evidence(matches),
             "first_seen": _when(min(m["first_seen"] for m in matches)),
             "last_seen": _when(max(m["last_seen"] for m in matches)),
             "captured": ((_when(capture["at"]), capture["payload_sha256"]) if capture else None),
             "doc_ids": sorted({str(m["doc_id"]) for m in matches}),
         }
     return pages
+
+
+def _evidence(matches: list[dict]) -> list[str]:
+    """A page's evidence passages, as the daily drafts quote them: one per work it copies
+    (:func:`tracker.reports.build.evidence_passage`: the inserted ad lines left out), the work
+    with the best score first."""
+    by_work: dict[str, list[dict]] = defaultdict(list)
+    for match in matches:
+        by_work[str(match.get("work") or "")].append(match)
+    ordered = sorted(by_work.values(), key=lambda ms: -max(as_number(m.get("score")) for m in ms))
+    return [passage for ms in ordered if (passage := evidence_passage(ms))]
 
 
 def message_of(record: dict[str, Any], smtp_from: str) -> EmailMessage:

@@ -62,7 +62,8 @@ def build_report(
     Shape::
 
         {"date", "generated_at", "previous_report", "new_since",
-         "summary": {"pages", "works", "sites", "matches", "new_pages", "new_matches", "groups"},
+         "summary": {"pages", "works", "sites", "matches", "new_pages", "new_matches", "groups",
+                     "unread"},
          "works": [{"work", "unit", "chapters", "pages": [{"url", "site", "title", "doc_ids",
                                                    "copies", "score", "coverage", "first_seen",
                                                    "evidence", "last_seen", "new", "group"}],
@@ -104,12 +105,13 @@ def build_report(
     with two or more pages seen that day; ``group`` is a page's group (None when no other page
     of the day is near-identical to it). ``copies`` sums up what a page copies per work (see
     :func:`copies`); ``evidence`` is its longest copied passage, without the lines the pirate
-    site inserted (:func:`copied_text`). ``trend`` and each site's ``trend`` cover the
+    site inserted (:func:`evidence_passage`). ``trend`` and each site's ``trend`` cover the
     ``trend_days`` days up to ``day``, read from the stored reports (null for a day without
     one).
     ``unread`` lists the pages the day's crawls could not read and did not read later that day
     (challenges, bans, render failures…; see :mod:`tracker.stores.unread`), by site and URL:
-    none of them counts as clean.
+    none of them counts as clean; ``summary["unread"]`` counts them, :func:`unread_sites` sums
+    them up per site.
     ``takedown`` is each noticed site's compliance at the end of ``day`` (or now, for today), by
     ``compliance`` (:func:`tracker.enforcement.compliance.takedown_figures`).
     """
@@ -146,7 +148,7 @@ def build_report(
             {
                 **_page_entry(url, page_matches, units),
                 "title": titles.get(url, ""),
-                "evidence": _best_evidence(page_matches),
+                "evidence": evidence_passage(page_matches),
                 **seen(url, page_matches),
             }
             for url, page_matches in pages.items()
@@ -169,6 +171,7 @@ def build_report(
     trend, site_trends = _trends(db, day, trend_days)
     sites = _site_entries(day, flat_pages, by_url, site_trends, trend)
     mirror_groups = _mirror_groups(flat_pages, by_url)
+    unread = UnreadStore(db).on_day(day)
     summary = {
         "pages": len(by_url),
         "works": len(by_work),
@@ -177,6 +180,7 @@ def build_report(
         "new_pages": sum(1 for p in flat_pages if p["new"]),
         "new_matches": sum(1 for m in matches if is_new([m])),
         "groups": len(mirror_groups),
+        "unread": len(unread),
     }
     today = {"date": day.isoformat(), **{k: summary[k] for k in TREND_FIGURES}}
     return {
@@ -190,7 +194,7 @@ def build_report(
         "sites": sites,
         "groups": mirror_groups,
         "trend": [*trend, today],
-        "unread": UnreadStore(db).on_day(day),
+        "unread": unread,
         "takedown": _takedown(db, day, now, compliance),
     }
 
@@ -205,14 +209,46 @@ def _takedown(
 
 def summary_line(report: dict[str, Any]) -> str:
     """One line such as ``2026-11-22: 3 infringing pages on 1 site(s), copying 2 work(s) (5
-    matches)``."""
+    matches)``, then ``; 4 pages could not be read`` when some could not."""
     s = report["summary"]
     pages = f"{s['pages']} infringing page{'' if s['pages'] == 1 else 's'}"
     matches = f"{s['matches']} match{'' if s['matches'] == 1 else 'es'}"
+    unread = len(report.get("unread") or ())
     return (
         f"{report['date']}: {pages} on {s['sites']} site(s), copying {s['works']} work(s) "
-        f"({matches})"
+        f"({matches})" + (f"; {plural(unread, 'page')} could not be read" if unread else "")
     )
+
+
+def unread_sites(unread: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The report's ``unread`` pages per site, the site with most first: ``{"site", "pages",
+    "reasons": [{"reason", "pages"}], "first_seen", "last_seen", "entries"}``, ``entries``
+    the site's unread pages as the report lists them, ``first_seen`` the earliest of theirs,
+    ``last_seen`` the latest attempt. What the HTML report and the console show, so that a
+    site none of whose pages could be read never looks clean."""
+    by_site: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for entry in unread:
+        by_site[entry["site"]].append(entry)
+    sites = []
+    for site, entries in by_site.items():
+        reasons = Counter(entry["reason"] for entry in entries)
+        firsts = [e["first_seen"] for e in entries if e.get("first_seen")]
+        lasts = [e["last_seen"] for e in entries if e.get("last_seen")]
+        sites.append(
+            {
+                "site": site,
+                "pages": len(entries),
+                "reasons": [
+                    {"reason": reason, "pages": n}
+                    for reason, n in sorted(reasons.items(), key=lambda item: (-item[1], item[0]))
+                ],
+                "first_seen": min(firsts, default=None),
+                "last_seen": max(lasts, default=None),
+                "entries": entries,
+            }
+        )
+    sites.sort(key=lambda s: (-s["pages"], s["site"]))
+    return sites
 
 
 def _carried_matches(db: Database, day: date) -> list[dict]:
@@ -524,8 +560,11 @@ def _ordered_page(entry: dict[str, Any]) -> dict[str, Any]:
     return {key: entry[key] for key in keys}
 
 
-def _best_evidence(matches: list[dict]) -> str:
-    """The longest copied passage (:func:`copied_text`), truncated to ``EVIDENCE_CHARS``."""
+def evidence_passage(matches: Iterable[dict]) -> str:
+    """A page's evidence passage for its ``matches`` (of one work): the longest copied passage
+    as it stands on the page, without the lines the pirate site inserted (:func:`copied_text`),
+    truncated to ``EVIDENCE_CHARS``. The report's pages, the notice drafts and the notices sent
+    (:func:`tracker.enforcement.notices.infringing_pages`) all quote this one passage."""
     best = ""
     for match in sorted(matches, key=lambda m: -as_number(m.get("score"))):
         for span in match.get("spans") or ():

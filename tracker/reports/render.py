@@ -14,7 +14,7 @@ import io
 import json
 from typing import Any
 
-from tracker.reports.build import COPIED_SHARE
+from tracker.reports.build import COPIED_SHARE, unread_sites
 from tracker.reports.charts import report_charts, sparkline
 
 CSV_COLUMNS = (
@@ -69,12 +69,14 @@ def to_csv(report: dict[str, Any]) -> str:
 
 
 FOLDED_CHAPTERS = 3  # a page copying more chapters shows their count, the list folded
+OPEN_UNREAD = 20  # a site's unread pages are listed open up to this many, folded beyond
 
 
 def to_html(report: dict[str, Any]) -> str:
     """A self-contained HTML page (the template ``report/report.html`` of :mod:`tracker.html`):
     the summary, charts (trend over days, top sites, top works), one section per work, the
-    sites with their 30-day trend, and the mirror groups."""
+    sites with their 30-day trend, the mirror groups, the pages that could not be read (per
+    site, with the reason in words) and each noticed site's takedown compliance."""
     from tracker.html import render
 
     return render(
@@ -84,4 +86,6 @@ def to_html(report: dict[str, Any]) -> str:
         sparkline=sparkline,
         folded=FOLDED_CHAPTERS,
         copied_share=COPIED_SHARE,
+        unread_sites=unread_sites(report.get("unread") or ()),
+        open_unread=OPEN_UNREAD,
     )
