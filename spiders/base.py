@@ -16,13 +16,18 @@
 * **Lists**: only obvious link lists (:meth:`TrackerSpider.is_list_page`) are dropped here,
   before extraction; whether any other page is an article is decided on its extracted main
   text (:attr:`tracker.reading.extract.Extracted.is_list`).
+* **Chapters over several pages** (:meth:`TrackerSpider.read_parts`): a kept page that
+  continues on a next page of the same chapter or thread (:mod:`tracker.reading.pagination`)
+  has its further pages fetched in its own callback and becomes one item, the first URL with
+  the others in ``parts``; see the method for the duplicate filter, depth, limits and faults.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
@@ -50,7 +55,16 @@ from tracker.config import parse_bool
 from tracker.crawling.items import PageItem
 from tracker.crawling.middlewares.redirect import RedirectLoop
 from tracker.crawling.middlewares.traps import strip_session_ids
+from tracker.crawling.resources import linked_resources, merge_resources
 from tracker.reading.extract import MAX_LINK_TEXT_SHARE, MIN_PROSE_CHARS
+from tracker.reading.pagination import (
+    CONTINUED_TEXT,
+    NextLink,
+    next_part_link,
+    part_address,
+    part_of,
+    same_chapter_title,
+)
 from tracker.text.encoding import DecodeError, decode_page  # decode_page: re-exported
 
 #: Links a spider remembers having given (:meth:`TrackerSpider.links`): ~150 bytes each.
@@ -179,6 +193,19 @@ def error_kind(failure: Failure) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", type(exc).__name__).lower()
 
 
+# ---------------------------------------------------------------------------------- parts
+
+
+@dataclass
+class Parts:
+    """The further pages of a chapter, as :meth:`TrackerSpider.read_parts` read them."""
+
+    pages: list[TextResponse] = field(default_factory=list)
+    unread: list[str] = field(default_factory=list)  # a part that could not be read
+    stray: str | None = None  # a "next page" that was another chapter: to crawl as such
+    truncated: bool = False
+
+
 # --------------------------------------------------------------------------------- spider
 
 
@@ -218,6 +245,7 @@ class TrackerSpider(scrapy.Spider):
         self.obey_robots = argument("obey_robots", obey_robots, parse_bool)
         self.robots_reason = robots_reason or ""
         self.followed: dict[str, int] = {}  # link URL -> the shallowest depth it was given at
+        self.max_parts = 50  # pages of one chapter (TRACKER_MAX_PARTS, set from the crawler)
         if self.obey_robots is False and not self.robots_reason.strip():
             raise ValueError(
                 "ignoring robots.txt needs a reason on record: "
@@ -245,6 +273,7 @@ class TrackerSpider(scrapy.Spider):
         }
 
     def apply_settings(self, crawler: Crawler) -> None:
+        self.max_parts = crawler.settings.getint("TRACKER_MAX_PARTS", 50)
         for key, value in self.spider_settings().items():
             if value is not None:
                 crawler.settings.set(key, value, priority="spider")
@@ -329,9 +358,11 @@ class TrackerSpider(scrapy.Spider):
         self.crawler.stats.inc_value("tracker/traps/canonical")  # followed, page kept
         return self.request(canonical, response.request.callback if response.request else None)
 
-    def page_item(self, response: TextResponse, truncated: bool = False) -> PageItem:
+    def page_item(
+        self, response: TextResponse, truncated: bool = False, parts: Parts | None = None
+    ) -> PageItem:
         referer = response.request.headers.get("Referer") if response.request else None
-        return PageItem(
+        item = PageItem(
             url=response.url,
             html=response.text,
             status=response.status,
@@ -341,20 +372,180 @@ class TrackerSpider(scrapy.Spider):
             truncated=truncated,
             rules=self.extraction_rules,
         )
+        pages = [response, *(parts.pages if parts else ())]
+        resources = merge_resources([linked_resources(page, self.on_site) for page in pages])
+        if resources:
+            item["resources"] = resources
+        if parts and (parts.pages or parts.unread):
+            item["parts"] = [page.url for page in parts.pages]
+            item["parts_html"] = [page.text for page in parts.pages]
+            item["parts_unread"] = parts.unread
+        return item
 
-    def parse_page(self, response: Response) -> Iterator[Any]:
+    def parse_page(self, response: Response) -> Iterable[Any] | AsyncIterator[Any]:
         """What every spider does with a page: decode it, follow its canonical URL when it
-        names another page of the site, emit it when :meth:`keeps` it, then follow
-        :meth:`follow`."""
+        names another page of the site, emit it when :meth:`keeps` it, with its further
+        pages when it continues on others (:meth:`read_parts`), then follow :meth:`follow`
+        (the links of every part). A later part reached by a link of its own is left to its
+        first part (``tracker/parts/via_first``)."""
         read = self.read_page(response)
         if read is None:
-            return
+            return ()
         page, truncated = read
+        if (first := self.first_part(page)) is not None:
+            return self._via_first_part(page, first)
+        kept = self.keeps(page)
+        onward = self.next_part(page) if kept else None
+        if onward is None:
+            return self._page_output(page, truncated, kept)
+        return self._chapter_output(page, truncated, onward)
+
+    def _page_output(self, page: TextResponse, truncated: bool, kept: bool) -> Iterator[Any]:
         if canonical := self.canonical_request(page):
             yield canonical
-        if self.keeps(page):
+        if kept:
             yield self.page_item(page, truncated)
         yield from self.follow(page)
+
+    def first_part(self, page: TextResponse) -> str | None:
+        """The first page of the chapter of which ``page`` is a later part, when its URL says
+        so (``…_3.html``, ``?page=3``) and the page links to that first page (a chapter named
+        ``chapter_12.html`` is no part 12)."""
+        address = part_address(page.url)
+        if address.evidence != "strong" or address.number <= 1 or not self.on_site(address.chapter):
+            return None
+        for href in page.xpath("//a/@href").getall():
+            if strip_session_ids(page.urljoin(href.strip())) == address.chapter:
+                return address.chapter
+        return None
+
+    def _via_first_part(self, page: TextResponse, first: str) -> Iterator[Any]:
+        self.crawler.stats.inc_value("tracker/parts/via_first")
+        yield self.request(first, page.request.callback if page.request else self.parse)
+        yield from self.follow(page)
+
+    async def _chapter_output(
+        self, page: TextResponse, truncated: bool, onward: NextLink
+    ) -> AsyncIterator[Any]:
+        if canonical := self.canonical_request(page):
+            yield canonical
+        parts = await self.read_parts(page, onward)
+        yield self.page_item(page, truncated or parts.truncated, parts)
+        callback = page.request.callback if page.request else None
+        if parts.stray is not None:
+            yield self.request(parts.stray, callback or self.parse)
+        for part in (page, *parts.pages):
+            for request in self.follow(part):
+                yield request
+
+    def next_part(self, page: TextResponse, first: TextResponse | None = None) -> NextLink | None:
+        """The link to the page after ``page`` of the same chapter, when there may be one:
+        a "next page" link whose URL is the next part's (``_2.html``, ``?page=2``…) or may be
+        (``4-b.html``, ``?p=2``: then the titles must agree), or any "next page" link of a
+        page that says it continues ("本章未完…")."""
+        if self.max_parts <= 1:
+            return None
+        link = next_part_link(page)
+        if link is None:
+            return None
+        url = strip_session_ids(link.url)
+        if not self.on_site(url):
+            return None
+        verdict = part_of(url, page.url, first.url if first is not None else None)
+        if verdict == "no" and not (link.how == "text" and CONTINUED_TEXT.search(page.text)):
+            return None
+        return link._replace(url=url)
+
+    async def read_parts(self, first: TextResponse, onward: NextLink) -> Parts:
+        """Fetch the further pages of the chapter that starts on ``first``, one after another,
+        in this callback (``engine.download_async``: the downloader's middlewares, politeness
+        and retries apply, the scheduler does not, so no request of the chain can be dropped
+        by the duplicate filter or left in a shared queue with half a chapter in it).
+
+        * A part whose URL does not say it is one must repeat the chapter's title; a "next
+          page" that is another chapter ends the chain and is crawled as a page of its own
+          (``tracker/parts/not_a_part``).
+        * At most ``TRACKER_MAX_PARTS`` pages a chapter (``tracker/parts/capped``); a next
+          page met before ends the chain (``tracker/parts/loop``).
+        * A part that fails (an HTTP error, a timeout after the retries, not HTML) ends the
+          chain: the chapter is kept with what was read, the part's URL in ``parts_unread``
+          (``tracker/parts/unread``, and the error counted as any page's).
+        * The parts read count as fetched pages (``max_pages``), take the first page's depth,
+          and are marked seen: in the duplicate filter (shared in a distributed crawl) and in
+          the links this spider gives, so no later link fetches them as pages of their own.
+        """
+        parts = Parts()
+        stats = self.crawler.stats
+        seen = {canonicalize_url(first.url)}
+        page, depth = first, first.meta.get("depth", 0)
+        link: NextLink | None = onward
+        while link is not None:
+            url = link.url
+            if 1 + len(parts.pages) >= self.max_parts:
+                stats.inc_value("tracker/parts/capped")
+                self.logger.warning("chapter capped at %d pages: %s", self.max_parts, first.url)
+                break
+            if canonicalize_url(url) in seen:
+                stats.inc_value("tracker/parts/loop")
+                break
+            seen.add(canonicalize_url(url))
+            verdict = part_of(url, page.url, first.url)
+            response = await self._fetch_part(url, page.url, depth, parts)
+            if response is None:
+                break
+            read = self.read_page(response)
+            if read is None:
+                parts.unread.append(url)
+                stats.inc_value("tracker/parts/unread")
+                break
+            part, truncated = read
+            if canonicalize_url(part.url) in seen - {canonicalize_url(url)}:
+                stats.inc_value("tracker/parts/loop")  # redirected back into the chapter
+                break
+            if verdict != "yes" and not same_chapter_title(first, part):
+                stats.inc_value("tracker/parts/not_a_part")
+                parts.stray = url
+                break
+            parts.pages.append(part)
+            parts.truncated = parts.truncated or truncated
+            self._claim(part.url, depth)
+            page = part
+            link = self.next_part(part, first)
+        if parts.pages:
+            stats.inc_value("tracker/parts/chapters")
+            stats.inc_value("tracker/parts/pages", len(parts.pages))
+        return parts
+
+    async def _fetch_part(
+        self, url: str, referer: str, depth: int, parts: Parts
+    ) -> Response | None:
+        request = Request(
+            url, headers={"Referer": referer}, meta={"depth": depth}, dont_filter=True
+        )
+        try:
+            response = await self.crawler.engine.download_async(request)
+        except Exception as exc:  # after the retries: the chapter keeps what was read
+            failure = Failure(exc)
+            failure.request = request  # type: ignore[attr-defined]
+            self.on_error(failure)
+            parts.unread.append(url)
+            self.crawler.stats.inc_value("tracker/parts/unread")
+            return None
+        if response.status >= 400:
+            self.count_error(f"http_{response.status}", url, "a part of a chapter")
+            parts.unread.append(url)
+            self.crawler.stats.inc_value("tracker/parts/unread")
+            return None
+        return response
+
+    def _claim(self, url: str, depth: int) -> None:
+        """Mark a part read: no link of this spider gives it again, and the duplicate filter
+        (the crawl's, shared in a distributed crawl) knows it."""
+        self.followed[url] = 0
+        scheduler = getattr(self.crawler.engine, "scheduler", None)
+        dupefilter = getattr(scheduler, "df", None)
+        if dupefilter is not None:
+            dupefilter.request_seen(Request(url, meta={"depth": depth}))
 
     def keeps(self, page: TextResponse) -> bool:
         """Whether the page goes on to the pipelines: by default, any page but an obvious list

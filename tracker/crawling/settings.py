@@ -132,6 +132,12 @@ HTTPCACHE_IGNORE_HTTP_CODES = [500, 502, 503, 504, 408, 429]
 # Pages with fewer normalised characters than this are catalogues or navigation, not text.
 TRACKER_MIN_TEXT_CHARS = 80
 
+# Reading pages as a reader sees them (spiders.base.TrackerSpider.read_parts,
+# tracker.crawling.resources): at most this many pages of one chapter or thread are joined, and
+# this many stylesheets and web fonts are kept for the crawl.
+TRACKER_MAX_PARTS = 50
+TRACKER_RESOURCES_CACHED = 512
+
 TELNETCONSOLE_ENABLED = False
 REQUEST_FINGERPRINTER_IMPLEMENTATION = "2.7"
 TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"

@@ -13,6 +13,14 @@ Order of extractors, the first that yields text wins and is recorded on the page
    the ``<br>``-separated chapter pages trafilatura sometimes returns nothing for;
 5. ``none``: no text.
 
+What a reader would not see is dropped first: elements hidden by CSS, with the text of
+``::before``/``::after`` put in (:mod:`tracker.reading.visibility`). A forum thread gives the
+text of all its posts (:mod:`tracker.reading.posts`): a platform's posts (Discuz!, Tieba…)
+right after the platform bodies above, repeated post containers when trafilatura kept one of
+them. A chapter or thread read over several pages (:class:`PageContext`) is extracted page by
+page and joined, and characters a web font draws at Private-Use code points are decoded when
+the font was (:mod:`tracker.reading.webfont`).
+
 Site boilerplate is removed on the way: navigation, headers, footers, sidebars and ad blocks
 before extraction, then whole lines that are pirate ads or watermarks (the patterns of
 :func:`tracker.text.normalize.boilerplate_mask`: "最快更新…", "本站域名…", bare site URLs).
@@ -29,7 +37,8 @@ lines is a list (catalogue, chapter list, tag page); see :attr:`Extracted.is_lis
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from collections import Counter
+from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
 import lxml.etree
@@ -40,6 +49,8 @@ from parsel import Selector
 
 from tracker.fingerprints.simhash import Votes, votes_normalized
 from tracker.model import content_hash
+from tracker.reading.posts import one_of_them, platform_posts, posts_text, repeated_posts
+from tracker.reading.visibility import show_visible
 from tracker.text.chapters import CHAPTER_NUMBER
 from tracker.text.normalize import NormalizedText, boilerplate_mask, normalize
 
@@ -66,6 +77,8 @@ _BOILERPLATE_XPATH = (
     r"|comments?|ads?|advert|banner|copyright)([\s_-]|$)', 'i')]"
 )
 _NS = {"re": "http://exslt.org/regular-expressions"}
+#: Private-Use code points: the BMP's area and planes 15-16, where web fonts put glyphs.
+PRIVATE_USE = re.compile("[\ue000-\uf8ff\U000f0000-\U000ffffd\U00100000-\U0010fffd]")
 
 
 @dataclass(frozen=True)
@@ -98,6 +111,9 @@ class Extracted:
     metadata: dict[str, str] = field(default_factory=dict)
     prose_chars: int = 0  # characters of prose in ``text``, counted up to MIN_PROSE_CHARS
     link_chars: int = 0  # characters of ``text`` in lines that are mostly link text
+    #: What reading took (counts: hidden elements, pseudo-element texts, posts, parts,
+    #: Private-Use characters and those decoded); see :func:`read_document`.
+    reading: dict[str, int] = field(default_factory=dict)
 
     @property
     def is_list(self) -> bool:
@@ -107,13 +123,35 @@ class Extracted:
         return self.link_chars > MAX_LINK_TEXT_SHARE * len("".join(self.text.split()))
 
 
-def extract(html: str, url: str | None = None, rules: ExtractionRules | None = None) -> Extracted:
-    """Extract the body text, title, chapter title and page metadata of ``html``."""
+@dataclass(frozen=True)
+class PageContext:
+    """What reading a page takes besides its own HTML, gathered by the crawl: the further
+    pages of a chapter or thread split over several (``(url, html)`` in order), the text of
+    the same-site stylesheets the pages link (by absolute URL), and the characters a web
+    font draws at Private-Use code points."""
+
+    parts: tuple[tuple[str, str], ...] = ()
+    stylesheets: dict[str, str] = field(default_factory=dict)
+    glyphs: dict[int, str] = field(default_factory=dict)
+
+
+def extract(
+    html: str,
+    url: str | None = None,
+    rules: ExtractionRules | None = None,
+    stylesheets: dict[str, str] | None = None,
+) -> Extracted:
+    """Extract the body text, title, chapter title and page metadata of ``html`` (as a
+    reader sees it: ``stylesheets`` are the same-site sheets it links, by URL)."""
     html = _CLOSING_TAGS.sub("", html[:MAX_HTML_CHARS])
     try:
         selector = Selector(text=html or "<html></html>", type="html")
     except (ValueError, lxml.etree.ParserError):
         return Extracted("", "", "none")
+    visibility = show_visible(selector.root, stylesheets, url)
+    if visibility.changed:
+        html = selector.get()
+    reading = visibility.counts()
     metadata = page_metadata(selector)
     grams = link_grams(selector)  # before the selector's tree is pruned below
     title = metadata.get("h1") or _first_part(metadata.get("title", ""))
@@ -128,7 +166,9 @@ def extract(html: str, url: str | None = None, rules: ExtractionRules | None = N
 
     def done(text: str, extractor: str) -> Extracted:
         prose, links = prose_and_link_chars(text, grams)
-        return Extracted(text, title[:200], extractor, chapter[:200], metadata, prose, links)
+        return Extracted(
+            text, title[:200], extractor, chapter[:200], metadata, prose, links, reading
+        )
 
     if rules:
         for expr in rules.remove:
@@ -150,6 +190,12 @@ def extract(html: str, url: str | None = None, rules: ExtractionRules | None = N
             text = strip_boilerplate_lines("\n".join(element_text(s.root) for s in found))
             if len(text) >= MIN_TEXT_CHARS:
                 return done(text, platform)
+    forum = platform_posts(selector.root)
+    if forum is not None:
+        text = strip_boilerplate_lines(posts_text(forum[1], element_text))
+        if len(text) >= MIN_TEXT_CHARS:
+            reading["posts"] = len(forum[1])
+            return done(text, forum[0])
     try:
         text = (
             trafilatura.extract(
@@ -166,6 +212,12 @@ def extract(html: str, url: str | None = None, rules: ExtractionRules | None = N
     except Exception:  # trafilatura raises assorted errors on hostile markup
         text = ""
     text = strip_boilerplate_lines(text)
+    posts = repeated_posts(selector.root) if text else []
+    if posts:
+        joined = strip_boilerplate_lines(posts_text(posts, element_text))
+        if one_of_them(text, joined):  # trafilatura kept one post of a thread
+            reading["posts"] = len(posts)
+            return done(joined, "posts")
     if len(text) >= MIN_TEXT_CHARS:
         return done(text, "trafilatura")
     fallback = strip_boilerplate_lines(_fallback_text(selector))
@@ -187,15 +239,54 @@ class ExtractedPage(NamedTuple):
         return self.votes.fingerprint
 
 
+def read_document(
+    html: str,
+    url: str | None = None,
+    rules: ExtractionRules | None = None,
+    context: PageContext | None = None,
+) -> Extracted:
+    """:func:`extract` of a page and of its further parts (``context.parts``), their texts
+    joined in order (title, chapter title and metadata are the first page's), then the
+    Private-Use characters that ``context.glyphs`` decodes replaced by their characters.
+    ``reading`` counts what it took: ``parts`` read, ``pua`` (Private-Use characters in the
+    text) and ``pua_decoded``, besides what each page's extraction counted."""
+    context = context or PageContext()
+    first = extract(html, url, rules, context.stylesheets)
+    if not context.parts and not context.glyphs and not PRIVATE_USE.search(first.text):
+        return first
+    counts: Counter[str] = Counter(first.reading)
+    texts, prose, links = [first.text], first.prose_chars, first.link_chars
+    for part_url, part_html in context.parts:
+        part = extract(part_html, part_url, rules, context.stylesheets)
+        counts.update(part.reading)
+        texts.append(part.text)
+        prose, links = prose + part.prose_chars, links + part.link_chars
+    if context.parts:
+        counts["parts"] = 1 + len(context.parts)
+    text = "\n".join(t for t in texts if t)
+    private = len(PRIVATE_USE.findall(text))
+    if private:
+        counts["pua"] = private
+        if context.glyphs:
+            text = text.translate(context.glyphs)
+            decoded = private - len(PRIVATE_USE.findall(text))
+            if decoded:
+                counts["pua_decoded"] = decoded
+    return replace(first, text=text, prose_chars=prose, link_chars=links, reading=dict(counts))
+
+
 def extract_normalized(
-    html: str, url: str | None = None, rules: ExtractionRules | None = None
+    html: str,
+    url: str | None = None,
+    rules: ExtractionRules | None = None,
+    context: PageContext | None = None,
 ) -> ExtractedPage:
-    """:func:`extract`, its text normalised, the SimHash votes of that and the text's
+    """:func:`read_document`, its text normalised, the SimHash votes of that and the text's
     digest: a crawl's extraction worker does it all, on another core than the crawl process
     (the arrays cost less to send back than to compute there, and the crawl process's threads
     share one GIL). When the site's boilerplate lines are dropped from the text later
     (:mod:`pipelines.boilerplate`), their votes are taken from these."""
-    extracted = extract(html, url, rules)
+    extracted = read_document(html, url, rules, context)
     normalized = normalize(extracted.text)
     return ExtractedPage(
         extracted, normalized, votes_normalized(normalized), content_hash(extracted.text)
@@ -206,8 +297,9 @@ class ExtractionFailed(Exception):
     """A page's extraction raised (its error's type and message: any error pickles as this)."""
 
 
-#: A page to extract: its HTML, URL and the site's extraction rules.
-PageSource = tuple[str, str | None, ExtractionRules | None]
+#: A page to extract: its HTML, URL, the site's extraction rules and what else reading it
+#: takes (its further parts, stylesheets, a web font's glyphs), when anything.
+PageSource = tuple[str, str | None, ExtractionRules | None, PageContext | None]
 
 
 def extract_pages(pages: list[PageSource]) -> list[ExtractedPage | ExtractionFailed]:
@@ -215,9 +307,9 @@ def extract_pages(pages: list[PageSource]) -> list[ExtractedPage | ExtractionFai
     extraction worker; a page whose extraction raises gets its own :class:`ExtractionFailed`
     (hostile markup must not fail the rest of the batch)."""
     results: list[ExtractedPage | ExtractionFailed] = []
-    for html, url, rules in pages:
+    for html, url, rules, context in pages:
         try:
-            results.append(extract_normalized(html, url, rules))
+            results.append(extract_normalized(html, url, rules, context))
         except Exception as exc:
             results.append(ExtractionFailed(f"{type(exc).__name__}: {exc}"))
     return results
