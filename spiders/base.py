@@ -484,6 +484,7 @@ class TrackerSpider(scrapy.Spider):
             if 1 + len(parts.pages) >= self.max_parts:
                 stats.inc_value("tracker/parts/capped")
                 self.logger.warning("chapter capped at %d pages: %s", self.max_parts, first.url)
+                self.followed[url] = 0  # nor followed as a page: the chain would go on
                 break
             if canonicalize_url(url) in seen:
                 stats.inc_value("tracker/parts/loop")

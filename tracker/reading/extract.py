@@ -49,7 +49,7 @@ from parsel import Selector
 
 from tracker.fingerprints.simhash import Votes, votes_normalized
 from tracker.model import content_hash
-from tracker.reading.posts import one_of_them, platform_posts, posts_text, repeated_posts
+from tracker.reading.posts import platform_posts, posts_text, repeated_posts, with_posts
 from tracker.reading.visibility import show_visible
 from tracker.text.chapters import CHAPTER_NUMBER
 from tracker.text.normalize import NormalizedText, boilerplate_mask, normalize
@@ -79,6 +79,8 @@ _BOILERPLATE_XPATH = (
 _NS = {"re": "http://exslt.org/regular-expressions"}
 #: Private-Use code points: the BMP's area and planes 15-16, where web fonts put glyphs.
 PRIVATE_USE = re.compile("[\ue000-\uf8ff\U000f0000-\U000ffffd\U00100000-\U0010fffd]")
+#: The same written as character references (``&#xe3a1;``, ``&#58273;``).
+_PRIVATE_USE_ENTITY = re.compile(r"&#(?:[xX][eEfF][0-9a-fA-F]{3}|5[7-9]\d{3}|6[0-3]\d{3});")
 
 
 @dataclass(frozen=True)
@@ -139,19 +141,27 @@ def extract(
     html: str,
     url: str | None = None,
     rules: ExtractionRules | None = None,
-    stylesheets: dict[str, str] | None = None,
+    context: PageContext | None = None,
 ) -> Extracted:
-    """Extract the body text, title, chapter title and page metadata of ``html`` (as a
-    reader sees it: ``stylesheets`` are the same-site sheets it links, by URL)."""
+    """Extract the body text, title, chapter title and page metadata of ``html`` as a reader
+    sees it: without what the page's CSS and the same-site sheets of ``context`` hide, and
+    with the Private-Use characters its web font draws (``context.glyphs``) decoded.
+    ``reading`` counts what that took (``hidden``, ``pseudo``, ``pua``, ``pua_decoded``…)."""
     html = _CLOSING_TAGS.sub("", html[:MAX_HTML_CHARS])
     try:
         selector = Selector(text=html or "<html></html>", type="html")
     except (ValueError, lxml.etree.ParserError):
         return Extracted("", "", "none")
-    visibility = show_visible(selector.root, stylesheets, url)
-    if visibility.changed:
-        html = selector.get()
+    context = context or PageContext()
+    visibility = show_visible(selector.root, context.stylesheets, url)
     reading = visibility.counts()
+    changed = visibility.changed
+    if PRIVATE_USE.search(html) or _PRIVATE_USE_ENTITY.search(html):
+        private, decoded = decode_private_use(selector.root, context.glyphs)
+        reading.update({k: v for k, v in (("pua", private), ("pua_decoded", decoded)) if v})
+        changed = changed or decoded > 0
+    if changed:
+        html = selector.get()
     metadata = page_metadata(selector)
     grams = link_grams(selector)  # before the selector's tree is pruned below
     title = metadata.get("h1") or _first_part(metadata.get("title", ""))
@@ -213,9 +223,9 @@ def extract(
         text = ""
     text = strip_boilerplate_lines(text)
     posts = repeated_posts(selector.root) if text else []
-    if posts:
-        joined = strip_boilerplate_lines(posts_text(posts, element_text))
-        if one_of_them(text, joined):  # trafilatura kept one post of a thread
+    if posts:  # trafilatura may have kept one post of a thread
+        joined = with_posts(text, strip_boilerplate_lines(posts_text(posts, element_text)))
+        if joined is not None:
             reading["posts"] = len(posts)
             return done(joined, "posts")
     if len(text) >= MIN_TEXT_CHARS:
@@ -246,32 +256,20 @@ def read_document(
     context: PageContext | None = None,
 ) -> Extracted:
     """:func:`extract` of a page and of its further parts (``context.parts``), their texts
-    joined in order (title, chapter title and metadata are the first page's), then the
-    Private-Use characters that ``context.glyphs`` decodes replaced by their characters.
-    ``reading`` counts what it took: ``parts`` read, ``pua`` (Private-Use characters in the
-    text) and ``pua_decoded``, besides what each page's extraction counted."""
-    context = context or PageContext()
-    first = extract(html, url, rules, context.stylesheets)
-    if not context.parts and not context.glyphs and not PRIVATE_USE.search(first.text):
+    joined in order (title, chapter title and metadata are the first page's); ``reading``
+    adds up what each page's extraction counted, and ``parts``: the pages read."""
+    first = extract(html, url, rules, context)
+    if context is None or not context.parts:
         return first
     counts: Counter[str] = Counter(first.reading)
     texts, prose, links = [first.text], first.prose_chars, first.link_chars
     for part_url, part_html in context.parts:
-        part = extract(part_html, part_url, rules, context.stylesheets)
+        part = extract(part_html, part_url, rules, context)
         counts.update(part.reading)
         texts.append(part.text)
         prose, links = prose + part.prose_chars, links + part.link_chars
-    if context.parts:
-        counts["parts"] = 1 + len(context.parts)
+    counts["parts"] = 1 + len(context.parts)
     text = "\n".join(t for t in texts if t)
-    private = len(PRIVATE_USE.findall(text))
-    if private:
-        counts["pua"] = private
-        if context.glyphs:
-            text = text.translate(context.glyphs)
-            decoded = private - len(PRIVATE_USE.findall(text))
-            if decoded:
-                counts["pua_decoded"] = decoded
     return replace(first, text=text, prose_chars=prose, link_chars=links, reading=dict(counts))
 
 
@@ -333,6 +331,34 @@ def warm_up() -> int:
     (trafilatura's tables, the segmenter's dictionary: ~0.2 s); its SimHash. A crawl's
     extraction workers run it when they start, before its first page arrives."""
     return extract_normalized(WARM_UP_PAGE).simhash
+
+
+def decode_private_use(root: Any, glyphs: dict[int, str]) -> tuple[int, int]:
+    """Put the characters ``glyphs`` decodes in place of the Private-Use characters in the
+    text of ``root`` (changed in place; scripts and styles left alone); how many there were
+    and how many were decoded. The undecoded ones stay: they are no text a reader can read
+    either, and extraction and normalisation leave them out (trafilatura drops characters
+    that are not printable), so the copy around them still matches."""
+    private = decoded = 0
+
+    def fix(text: str) -> str:
+        nonlocal private, decoded
+        found = len(PRIVATE_USE.findall(text))
+        if not found:
+            return text
+        private += found
+        if glyphs:
+            text = text.translate(glyphs)
+            decoded += found - len(PRIVATE_USE.findall(text))
+        return text
+
+    for element in root.iter():
+        tag = element.tag if isinstance(element.tag, str) else ""
+        if element.text and tag not in ("script", "style"):
+            element.text = fix(element.text)
+        if element.tail:
+            element.tail = fix(element.tail)
+    return private, decoded
 
 
 def page_metadata(selector: Selector) -> dict[str, str]:

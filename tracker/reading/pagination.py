@@ -95,7 +95,8 @@ def part_of(url: str, current: str, first: str | None = None) -> str:
     here, there = part_address(current), part_address(url)
     start = part_address(first or current)
     if there.evidence == "none":
-        return "maybe" if _continues_name(current, url) else "no"
+        named_on = _continues_name(current, url) or _continues_name(first or current, url)
+        return "maybe" if named_on else "no"
     if there.number != here.number + 1 or there.chapter != here.chapter:
         return "no"
     if there.evidence == "strong" and start.number <= 1 and start.chapter == there.chapter:

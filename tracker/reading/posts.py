@@ -9,10 +9,10 @@ thread of twenty posts loses nineteen. Here the posts are found and joined:
 * **any other board** by its repeated post containers: block elements of one *signature*
   (tag, classes, id with its digits folded, and the tags of two ancestors: ``td.tablebody1``
   in ``tr`` in ``table``, ``div#textstyle_#``…), three or more of them, none inside another,
-  each with text of its own. They replace the extracted text only when that text is one of
-  them: the extractor kept one post of the thread (the text comes mostly from the posts, and
-  the posts hold at least twice as much). An article with a comment section stays the
-  article.
+  each with text of its own. They are added to the extracted text when they hold at least
+  twice as much: the extractor kept one post of the thread, or the opening post and not the
+  replies (where an author posts the next chapters). Text is only ever added, so an article
+  with a long comment section keeps its article; the comments ride along.
 
 Inside a post, quotes of earlier posts (``blockquote``, ``.quote``), signatures (``.sign``,
 ``.signature``), edit stamps and attachment boxes are left out: they repeat text from elsewhere
@@ -49,6 +49,7 @@ POST_CLUTTER = lxml.etree.XPath(
     namespaces={"re": "http://exslt.org/regular-expressions"},
 )
 MIN_POSTS = 3  # repeated blocks that make a thread, without a platform's markup
+MAX_LINK_SHARE = 0.3  # of the posts' text in links: more is a list of links with summaries
 MIN_POST_CHARS = 20  # a post's own text
 POSTS_OVER_EXTRACTED = 2.0  # the posts hold at least this many times the extracted text
 _CONTAINER_TAGS = ("div", "td", "li", "article", "section", "dd", "blockquote", "span")
@@ -84,11 +85,11 @@ def _signature(element: Any) -> tuple[str, ...]:
 
 def _own_chars(element: Any) -> int:
     """Characters of text directly in ``element`` or its inline children (not in nested
-    blocks): a post's own words, not its container's."""
+    blocks, nor in links): a post's own words, not its container's."""
     count = len((element.text or "").strip())
     for child in element:
         tag = child.tag if isinstance(child.tag, str) else ""
-        if tag in ("p", "br", "font", "span", "b", "strong", "i", "em", "u", "a", "img"):
+        if tag in ("p", "br", "font", "span", "b", "strong", "i", "em", "u", "img"):
             count += len((child.text_content() or "").strip()) if tag not in ("br", "img") else 0
         count += len((child.tail or "").strip())
     return count
@@ -100,18 +101,27 @@ _MARKED_CONTAINERS = lxml.etree.XPath(
 )
 
 
+def _link_share(elements: list[Any]) -> float:
+    total = links = 0
+    for element in elements:
+        total += len("".join(element.text_content().split()))
+        links += sum(len("".join(a.text_content().split())) for a in element.iter("a"))
+    return links / total if total else 1.0
+
+
 def repeated_posts(root: Any) -> list[Any]:
     """The page's repeated post containers (see the module doc), or [] when it has none."""
     groups: dict[tuple[str, ...], list[Any]] = defaultdict(list)
     for element in _MARKED_CONTAINERS(root):
-        if _own_chars(element) >= MIN_POST_CHARS:
-            groups[_signature(element)].append(element)
+        groups[_signature(element)].append(element)
     best: list[Any] = []
     best_chars = 0
     for members in groups.values():
-        members = outermost(members)
-        if len(members) < MIN_POSTS:
+        if len(members) < MIN_POSTS:  # most signatures: no text needs counting
             continue
+        members = outermost([m for m in members if _own_chars(m) >= MIN_POST_CHARS])
+        if len(members) < MIN_POSTS or _link_share(members) > MAX_LINK_SHARE:
+            continue  # a list of links with summaries (related news), not posts
         chars = sum(_own_chars(m) for m in members)
         if chars > best_chars:
             best, best_chars = members, chars
@@ -133,14 +143,14 @@ def posts_text(posts: list[Any], element_text: Callable[[Any], str]) -> str:
     return "\n".join(texts)
 
 
-def one_of_them(extracted: str, posts: str) -> bool:
-    """Whether ``extracted`` is a part of the posts that hold much more (the extractor kept
-    one post of a thread), judged on its lines."""
+def with_posts(extracted: str, posts: str) -> str | None:
+    """The extracted text and the posts together, when the posts hold much more than the
+    extractor kept (it kept one post of a thread, or the opening post and not the replies):
+    the extracted lines the posts do not hold first, then the posts. None otherwise."""
     flat = "".join(posts.split())
-    lines = ["".join(line.split()) for line in extracted.splitlines()]
-    lines = [line for line in lines if line]
-    total = sum(len(line) for line in lines)
+    lines = [line for line in extracted.splitlines() if line.strip()]
+    total = sum(len("".join(line.split())) for line in lines)
     if not total or len(flat) < POSTS_OVER_EXTRACTED * total:
-        return False
-    inside = sum(len(line) for line in lines if line in flat)
-    return inside >= 0.5 * total
+        return None
+    own = [line for line in lines if "".join(line.split()) not in flat]
+    return "\n".join([*own, posts])
