@@ -273,10 +273,10 @@ class TrackerSpider(scrapy.Spider):
         }
 
     def apply_settings(self, crawler: Crawler) -> None:
-        self.max_parts = crawler.settings.getint("TRACKER_MAX_PARTS", 50)
         for key, value in self.spider_settings().items():
             if value is not None:
                 crawler.settings.set(key, value, priority="spider")
+        self.max_parts = crawler.settings.getint("TRACKER_MAX_PARTS", 50)
         if self.obey_robots is False:
             self.logger.warning(
                 "robots.txt is NOT obeyed on %s: %s",

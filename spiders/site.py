@@ -55,6 +55,7 @@ class SiteSpider(TrackerSpider):
             "DOWNLOAD_DELAY": site.delay,
             "AUTOTHROTTLE_START_DELAY": site.delay,
             "DOWNLOAD_TIMEOUT": site.timeout,
+            "TRACKER_MAX_PARTS": site.max_parts,
         }
 
     def crawl_id(self) -> str:
