@@ -94,14 +94,6 @@ def crawl_site(name: str, plan: SitePlan, settings: Settings, log_dir: Path) -> 
     unplanned = [doc for doc in stored if doc["_id"][len(base) :] not in plan.stored]
     private = sum((doc.get("reading") or {}).get("pua", 0) for doc in stored)
     decoded = sum((doc.get("reading") or {}).get("pua_decoded", 0) for doc in stored)
-    planned = [doc for doc in stored if doc["_id"][len(base) :] in plan.stored]
-    wrong = sum(
-        len(
-            set(doc.get("matched_doc_ids") or ())
-            - set(plan.matched.get(doc["_id"][len(base) :], ()))
-        )
-        for doc in planned
-    )
     return {
         "pages_fetched": run["pages"]["fetched"],
         "pages_stored": len(stored),
@@ -109,9 +101,10 @@ def crawl_site(name: str, plan: SitePlan, settings: Settings, log_dir: Path) -> 
         "recall": round(result.recall, 3),
         "masters_anywhere": len(anywhere & {m.doc_id for m in plan.masters}),
         "min_coverage": round(min(result.coverages), 3) if result.coverages else None,
-        "wrong_ids": wrong,
+        "wrong_ids": result.wrong,
         "innocent_flagged": result.innocent_flagged,
         "unplanned_pages": len(unplanned),
+        "unplanned_flagged": sum(bool(doc.get("matched_doc_ids")) for doc in unplanned),
         "pua_decoded": round(decoded / private, 3) if private else None,
         "pages_per_second": round(run["pages"]["fetched"] / seconds, 1),
         "stats": {
@@ -196,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
 
     print(
         "| site (technique) | pages fetched | stored | recall | masters anywhere | min coverage "
-        "| wrong ids | innocent flagged | unplanned pages | PUA decoded | pages/s |"
+        "| wrong ids | innocent flagged | unplanned pages (flagged) | PUA decoded | pages/s |"
     )
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name, r in results.items():
@@ -205,7 +198,8 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"| {name} | {r['pages_fetched']} | {r['pages_stored']} | {r['recall']:.2f} | "
             f"{r['masters_anywhere']}/{r['masters']} | {coverage} | {r['wrong_ids']} | "
-            f"{r['innocent_flagged']} | {r['unplanned_pages']} | {decoded} | "
+            f"{r['innocent_flagged']} | {r['unplanned_pages']} ({r.get('unplanned_flagged', 0)}) | "
+            f"{decoded} | "
             f"{r['pages_per_second']} |"
         )
     summary: dict = {"sites": results, "load": os.getloadavg()[0]}

@@ -601,6 +601,8 @@ def score(plan: SitePlan, db: object, base: str) -> Score:
         if doc["_id"].startswith(base + "/")
     }
     for path, doc in stored.items():
+        if path not in plan.stored:
+            continue  # not a page of the plan (a part stored as a page): the caller's to judge
         expected = set(plan.matched.get(path, ()))
         found = set(doc.get("matched_doc_ids") or ())
         result.expected += len(expected)

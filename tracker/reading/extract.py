@@ -200,7 +200,7 @@ def extract(
             text = strip_boilerplate_lines("\n".join(element_text(s.root) for s in found))
             if len(text) >= MIN_TEXT_CHARS:
                 return done(text, platform)
-    forum = platform_posts(selector.root)
+    forum = platform_posts(selector.root, html)
     if forum is not None:
         text = strip_boilerplate_lines(posts_text(forum[1], element_text))
         if len(text) >= MIN_TEXT_CHARS:

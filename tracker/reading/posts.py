@@ -29,17 +29,27 @@ from typing import Any
 
 import lxml.etree
 
-#: Posts of known platforms (nested matches count once, the outermost).
-PLATFORM_POSTS: tuple[tuple[str, str], ...] = (
+#: Posts of known platforms (nested matches count once, the outermost), each with the words
+#: its markup cannot do without: a page without them is not searched (most pages).
+PLATFORM_POSTS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     (
         "discuz",
+        ("postmessage_", "t_f", "t_msgfont"),
         "//*[starts-with(@id, 'postmessage_')]"
         " | //td[contains(concat(' ', normalize-space(@class), ' '), ' t_f ')]"
         " | //*[contains(concat(' ', normalize-space(@class), ' '), ' t_msgfont ')]",
     ),
-    ("tieba", "//div[contains(concat(' ', normalize-space(@class), ' '), ' d_post_content ')]"),
-    ("phpwind", "//div[contains(concat(' ', normalize-space(@class), ' '), ' tpc_content ')]"),
-    ("vbulletin", "//*[starts-with(@id, 'post_message_')]"),
+    (
+        "tieba",
+        ("d_post_content",),
+        "//div[contains(concat(' ', normalize-space(@class), ' '), ' d_post_content ')]",
+    ),
+    (
+        "phpwind",
+        ("tpc_content",),
+        "//div[contains(concat(' ', normalize-space(@class), ' '), ' tpc_content ')]",
+    ),
+    ("vbulletin", ("post_message_",), "//*[starts-with(@id, 'post_message_')]"),
 )
 #: Parts of a post that repeat text from elsewhere: quotes, signatures, edit stamps.
 POST_CLUTTER = lxml.etree.XPath(
@@ -56,9 +66,12 @@ _CONTAINER_TAGS = ("div", "td", "li", "article", "section", "dd", "blockquote", 
 _DIGITS = re.compile(r"\d+")
 
 
-def platform_posts(root: Any) -> tuple[str, list[Any]] | None:
-    """The posts of a known forum platform on the page: (platform, post elements)."""
-    for platform, xpath in PLATFORM_POSTS:
+def platform_posts(root: Any, html: str | None = None) -> tuple[str, list[Any]] | None:
+    """The posts of a known forum platform on the page (``html``: its source, when at hand):
+    (platform, post elements)."""
+    for platform, markers, xpath in PLATFORM_POSTS:
+        if html is not None and not any(marker in html for marker in markers):
+            continue
         found = root.xpath(xpath)
         if found:
             return platform, outermost(found)
