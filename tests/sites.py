@@ -202,9 +202,11 @@ class SitePlan:
     extra: dict[str, object] = field(default_factory=dict)
 
 
-def book_masters(n: int = 6, work: str = "测试书", chars: int = 1600) -> list[MasterDocument]:
+def book_masters(
+    n: int = 6, work: str = "测试书", chars: int = 1600, seed: int = 1000
+) -> list[MasterDocument]:
     return [
-        MasterDocument(f"{work}/{i:04d}", work, f"第{i}章 测试章节{i}", prose(1000 + i, chars))
+        MasterDocument(f"{work}/{i:04d}", work, f"第{i}章 测试章节{i}", prose(seed + i, chars))
         for i in range(1, n + 1)
     ]
 

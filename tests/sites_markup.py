@@ -332,13 +332,16 @@ def obfuscation_chars(texts: list[str], share: float, seed: int = 12) -> str:
     return "".join(sorted(chosen))
 
 
-def webfont_site(served: str = "font", share: float = 0.12, work: str = "字体书") -> SitePlan:
+def webfont_site(
+    served: str = "font", share: float = 0.12, work: str = "字体书", seed: int = 1000
+) -> SitePlan:
     """Chapters with ``share`` of their characters at Private-Use code points and the font
     declared in the pages' ``<style>`` (chapter 1) and in a same-site stylesheet (the rest).
     ``served``: ``font`` (a WOFF2 that decodes them), ``missing`` (404), ``garbage`` (an HTML
-    error page answered as the font), ``truncated`` (the WOFF2 cut short)."""
-    masters = book_masters(3, work=work, chars=1600)
-    innocent = prose(8181, 1400)
+    error page answered as the font), ``truncated`` (the WOFF2 cut short). Sites crawled
+    together (all on 127.0.0.1: one site to the boilerplate counts) need their own ``seed``."""
+    masters = book_masters(3, work=work, chars=1600, seed=seed)
+    innocent = prose(seed + 7181, 1400)
     chars = obfuscation_chars([m.text for m in masters] + [innocent], share)
     font = obfuscated_font(chars)
     site = TestSite()
