@@ -2,7 +2,8 @@
 
 Each site of :mod:`tests.sites_markup` (chapters split over three pages, CSS-hidden junk and
 pseudo-element characters, 12-15 % of the characters drawn by a web font that is served, not
-served or not a font, forum threads) is served on 127.0.0.1 and crawled by one ``scrapy crawl
+served or not a font, forum threads, chapters over pages written by scripts with hidden junk:
+read through Chromium) is served on 127.0.0.1 and crawled by one ``scrapy crawl
 novel -a start_url=…`` process into a fresh database with its masters, AutoThrottle off. Per
 site:
 
@@ -44,6 +45,7 @@ from tests.sites_markup import (
     font_available,
     forum_site,
     hidden_site,
+    rendered_split_site,
     score,
     split_site,
     webfont_site,
@@ -78,6 +80,10 @@ SITES: dict[str, tuple[Callable[[], SitePlan], bool]] = {  # name: (builder, nee
     "web font 20 %, not served (404)": (lambda: webfont_site("missing", 0.20, "字体书丙"), True),
     "web font 25 %, not served (404)": (lambda: webfont_site("missing", 0.25, "字体书丁"), True),
     "forum threads (Discuz! GBK, 2005 BBS GB2312)": (forum_site, False),
+    "script-written chapters over 2 pages, 20 % CSS-hidden junk (rendered)": (
+        rendered_split_site,
+        False,
+    ),
 }
 
 

@@ -8,6 +8,9 @@ crawls and ``bench/anticrawl.py`` measures.
 * :func:`hidden_site`: 20 % junk characters in elements hidden by ``<style>`` classes, id rules,
   inline styles, a same-site stylesheet, ``hidden``/``aria-hidden``; real characters drawn by
   ``::before``/``::after``; a page with broken CSS;
+* :func:`walled_part_site`: chapters whose second page is a challenge or a captcha form;
+* :func:`rendered_split_site`: chapters over two pages written by scripts, with hidden junk:
+  what the browser renders is read as any page is (parts, visible text);
 * :func:`webfont_site`: 12-15 % of the characters at Private-Use code points drawn by a web
   font built here (Noto CJK subset, remapped), served as WOFF2, missing, or not a font;
 * :func:`forum_site`: a Discuz! thread over three pages (GBK, posts with quotes,
@@ -20,6 +23,7 @@ other stored page innocent), ``stored``, and in ``extra`` the pages' parts and m
 
 from __future__ import annotations
 
+import base64
 import html
 import io
 import os
@@ -41,6 +45,7 @@ from tests.sites import (
     paragraphs,
     split_text,
 )
+from tests.sites_defended import CAPTCHA_FORM, CF_CHALLENGE
 from tests.texts import prose
 from tracker.model import MasterDocument
 from tracker.reading.webfont import REFERENCE_FONTS, reference_font
@@ -268,6 +273,72 @@ def hidden_site() -> SitePlan:
     plan.stored = {*plan.matched, "/read/8.html"}
     plan.extra["clean"] = {f"/read/{k + 1}.html": m.text for k, m in enumerate(masters)}
     plan.extra["clean"]["/read/8.html"] = innocent
+    return plan
+
+
+def rendered_split_site() -> SitePlan:
+    """Two chapters over two pages each whose text only a browser sees: every page's body is
+    written by ``document.write(atob(…))`` with 20 % junk characters in spans a ``<style>``
+    class hides, the 下一页 link in the page's own HTML. Read plainly, each page is empty; read
+    in the browser, each holds its part and the junk, which a reader does not see."""
+    masters = book_masters(2, work="渲染分页书", chars=1600)
+    site = TestSite()
+    pages = site.pages
+    plan = SitePlan(site, masters)
+    rng = random.Random(26)
+    head = "<style>.q3{display:none}</style>"
+    book = "/r/"
+    for i, master in enumerate(masters, start=1):
+        urls = [f"{i}.html", f"{i}_2.html"]
+        for k, (url, text) in enumerate(zip(urls, _pages(master, 2), strict=True)):
+            written = "".join(
+                f"<p>{_junk_html(p, rng, lambda j: f'<span class=q3>{j}</span>')}</p>"
+                for p in paragraphs(text)
+            )
+            payload = base64.b64encode(written.encode()).decode()
+            script = (
+                "<script>document.write(new TextDecoder().decode("
+                f"Uint8Array.from(atob('{payload}'), c => c.charCodeAt(0))));</script>"
+            )
+            onward = f'<a href="{urls[1]}">下一页</a>' if k == 0 else '<a href="./">目录</a>'
+            main = (
+                f'<div class="bookname"><h1>{html.escape(master.title)}</h1></div>'
+                f'<div id="content">{script}</div><div class="bottem">{onward}</div>'
+            )
+            pages[book + url] = Page(encoded(html_page(master.title, main, head=head), "utf-8"))
+        plan.extra.setdefault("parts", {})[book + urls[0]] = [book + urls[1]]
+    catalogue = [(f"{book}{i}.html", m.title) for i, m in enumerate(masters, start=1)]
+    pages["/"] = Page(encoded(html_page("渲染书城", link_list(catalogue)), "utf-8"))
+    plan.matched = {f"{book}{i}.html": [m.doc_id] for i, m in enumerate(masters, start=1)}
+    plan.stored = set(plan.matched)
+    plan.extra["clean"] = {f"{book}{i}.html": m.text for i, m in enumerate(masters, start=1)}
+    plan.extra["min_coverage"] = 0.95
+    return plan
+
+
+def walled_part_site() -> SitePlan:
+    """Two chapters over two pages whose second page sits behind a wall: a challenge (503,
+    ``cf-mitigated: challenge``) and a captcha form (200). Each chapter is kept with its first
+    page; each walled part is a page that could not be read."""
+    masters = book_masters(2, work="验证分页书", chars=1600)
+    site = TestSite()
+    plan = SitePlan(site, masters)
+    walls = {
+        "/k/1_2.html": Page(CF_CHALLENGE, status=503, headers={"cf-mitigated": "challenge"}),
+        "/k/2_2.html": Page(CAPTCHA_FORM),
+    }
+    for i, master in enumerate(masters, start=1):
+        first, _ = _pages(master, 2)
+        links = f'<a href="{i}_2.html">下一页</a>'
+        site.pages[f"/k/{i}.html"] = Page(
+            _novel_page(master.title, first, links, extra=f"<p>{CONTINUED}</p>")
+        )
+    site.pages.update(walls)
+    catalogue = [(f"/k/{i}.html", m.title) for i, m in enumerate(masters, start=1)]
+    site.pages["/"] = Page(encoded(html_page("验证分页书城", link_list(catalogue)), "utf-8"))
+    plan.matched = {f"/k/{i}.html": [m.doc_id] for i, m in enumerate(masters, start=1)}
+    plan.stored = set(plan.matched)
+    plan.extra["unread"] = sorted(walls)
     return plan
 
 

@@ -1,11 +1,14 @@
 """Pages read as their readers see them: ``scrapy crawl novel`` of sites that split chapters
 over pages, hide junk characters with CSS, draw characters with a web font, or post chapters
 in forum threads (:mod:`tests.sites_markup`). Every copy is found (recall >= 0.95 per site, a
-split chapter as one page with coverage >= 0.8), no wrong master and no innocent page."""
+split chapter as one page with coverage >= 0.8), no wrong master and no innocent page. A
+joined chapter's evidence holds every part; a part behind a challenge is unread; a chapter
+written by scripts is read whole through the browser, as a reader sees it."""
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 
 import pytest
 
@@ -13,12 +16,17 @@ from tests.sites_markup import (
     font_available,
     forum_site,
     hidden_site,
+    rendered_split_site,
     score,
     split_site,
+    walled_part_site,
     webfont_site,
 )
+from tests.test_crawl_defended import needs_chromium
 from tests.test_crawl_novel import crawl
+from tracker.enforcement.warc import RecordRef, parse_records, read_member
 from tracker.matching.library import MasterLibrary
+from tracker.stores.evidence import CaptureStore
 from tracker.text.normalize import normalize
 
 pytestmark = pytest.mark.integration
@@ -87,6 +95,22 @@ def test_a_chapter_over_three_pages_is_one_page(runtime, settings, tmp_path):
     for key, count in plan.extra["stats"].items():
         assert stats.get(key) == count, key
     assert "/book/9/7-b.html" in pages and not pages["/book/9/7.html"].get("parts")
+    # The evidence of a joined chapter holds every part as served: one WARC response a part.
+    captures = CaptureStore(runtime.db)
+    matched = {m["url"] for m in runtime.db["matches"].find()}
+    joined = {p: parts for p, parts in plan.extra["parts"].items() if parts and base + p in matched}
+    assert len(joined) >= 4, joined
+    for path, parts in joined.items():
+        urls = [base + path, *(base + part for part in parts)]
+        capture = captures.latest(base + path)
+        assert capture is not None, path
+        assert [part["url"] for part in capture["parts"]] == urls, path
+        for part, url in zip(capture["parts"], urls, strict=True):
+            response = RecordRef.from_dict(part["records"][0])
+            (record,) = parse_records(read_member(settings.data_dir / "evidence", response))
+            assert record.target_uri == url and part["status"] == 200
+            assert hashlib.sha256(record.payload).hexdigest() == part["sha256"]
+        assert len({part["sha256"] for part in capture["parts"]}) == len(urls), path
 
 
 def test_hidden_characters_are_not_read_and_pseudo_elements_are(runtime, settings, tmp_path):
@@ -103,6 +127,41 @@ def test_hidden_characters_are_not_read_and_pseudo_elements_are(runtime, setting
     assert pages["/read/6.html"]["reading"]["pseudo"] > 50
     assert pages["/read/1.html"]["reading"]["hidden"] > 100
     assert not run["stats"].get("tracker__reading__css_errors")
+
+
+def test_a_part_behind_a_challenge_is_unread_and_its_chapter_kept(runtime, settings, tmp_path):
+    plan = walled_part_site()
+    pages, fetched, run = crawled(plan, runtime, settings, tmp_path)
+    assert set(pages) == plan.stored
+    base = plan.site.url.rstrip("/")
+    for path in plan.stored:
+        assert not pages[path].get("parts") and pages[path]["matched_doc_ids"], path
+        assert pages[path]["parts_unread"] == [base + path.replace(".html", "_2.html")]
+    unread = {d["_id"][len(base) :]: d["reason"] for d in runtime.db["unread_pages"].find()}
+    assert sorted(unread) == plan.extra["unread"], unread
+    assert all(fetched[path] == 1 for path in plan.extra["unread"])  # as a part, not again
+    assert run["stats"]["tracker__parts__unread"] == 2
+
+
+@needs_chromium
+def test_a_script_written_chapter_over_pages_is_read_whole_and_as_a_reader_sees_it(
+    runtime, settings, tmp_path
+):
+    """Rendering feeds the same reading: the rendered chapter's part is fetched through the
+    browser too and joined, and the junk the page's CSS hides is dropped from the rendered
+    DOM."""
+    plan = rendered_split_site()
+    pages, _, run = crawled(plan, runtime, settings, tmp_path)
+    assert set(pages) == plan.stored
+    assert_found(plan, runtime)
+    base = plan.site.url.rstrip("/")
+    for path, parts in plan.extra["parts"].items():
+        assert [url[len(base) :] for url in pages[path].get("parts", [])] == parts, path
+        assert pages[path]["reading"]["hidden"] > 100, path
+        assert normalize(plan.extra["clean"][path]).chars == normalize(pages[path]["text"]).chars
+        capture = CaptureStore(runtime.db).latest(base + path)
+        assert [part["url"] for part in capture["parts"]] == [base + path, base + parts[0]]
+    assert run["stats"]["tracker__render__pages"] >= 4  # both pages of both chapters
 
 
 @needs_font

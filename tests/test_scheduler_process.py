@@ -222,5 +222,6 @@ def test_run_job_names_the_jobs_when_asked_for_an_unknown_one(
     monkeypatch.chdir(tmp_path)
     assert main(["run-job", "crawl:nowhere"]) == 2
     assert capsys.readouterr().err.strip() == (
-        "tracker: error: no job named 'crawl:nowhere'; the jobs are: pull, rematch, report"
+        "tracker: error: no job named 'crawl:nowhere'; "
+        "the jobs are: pull, rematch, report, takedown"
     )

@@ -11,6 +11,9 @@ class PageItem(scrapy.Item):
     depth = scrapy.Field()
     referer = scrapy.Field()
     truncated = scrapy.Field()  # the body was cut short in transfer (a partial copy)
+    # The HTTP exchanges the page was read from (tracker.enforcement.capture.Exchange; one per
+    # part of a page fetched in parts): written as evidence if the page matches, else let go.
+    exchanges = scrapy.Field()
     rules = (
         scrapy.Field()
     )  # per-site extraction rules (dict, see tracker.reading.extract.ExtractionRules)
@@ -20,6 +23,8 @@ class PageItem(scrapy.Item):
     parts_html = scrapy.Field()
     parts_unread = scrapy.Field()
     resources = scrapy.Field()  # stylesheets and web fonts (tracker.crawling.resources)
+    render_reason = scrapy.Field()  # may need the browser (tracker.crawling.rendering), why
+    rendered = scrapy.Field()  # read from the browser's rendered DOM
     # Set by the pipelines:
     title = scrapy.Field()
     chapter_title = scrapy.Field()

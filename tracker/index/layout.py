@@ -24,12 +24,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from tracker.config import BUCKET_BITS_RANGE
 from tracker.index.postings import MAX_DOC, RECORD, WIDE_RECORD
 
 if TYPE_CHECKING:
     from tracker.config import Settings
 
-MIN_BUCKET_BITS, MAX_BUCKET_BITS = 16, 24
+MIN_BUCKET_BITS, MAX_BUCKET_BITS = BUCKET_BITS_RANGE  # the index_bucket_bits setting's range
 SIMHASH_BUCKET_BITS = 12  # per permuted table, at 16 postings bits
 REFERENCE_CHAPTERS = 300_000  # the library 2^16 buckets were measured at
 
