@@ -27,7 +27,9 @@
 * **Chapters over several pages** (:meth:`TrackerSpider.read_parts`): a kept page that
   continues on a next page of the same chapter or thread (:mod:`tracker.reading.pagination`)
   has its further pages fetched in its own callback and becomes one item, the first URL with
-  the others in ``parts``; see the method for the duplicate filter, depth, limits and faults.
+  the others in ``parts`` and every part's HTTP exchange in ``exchanges`` (its evidence); a
+  rendered page's parts go through the browser too. See the method for the duplicate filter,
+  depth, limits and faults.
 """
 
 from __future__ import annotations
