@@ -278,21 +278,42 @@ class CPUSampler:
         return {role: cpu - first.get(role, 0.0) for role, cpu in last.items()}
 
 
-def run_variant(
-    name: str, settings: Settings, site_url: str, extra: dict, log_dir: Path
-) -> dict[str, float]:
-    runtime = Runtime(settings)
+def clean_up(base: Settings, tag: str, stop_servers: bool = True) -> None:
+    """Drop the bench's databases and keys (named from ``tag``); stop the embedded servers it
+    started (``stop_servers``, when no server URLs are configured)."""
+    cleanup = Runtime(replace(base, redis_prefix=f"{tag}:"))
+    for name in cleanup.mongo.list_database_names():
+        if name.startswith(tag):
+            cleanup.mongo.drop_database(name)
+    for key in cleanup.redis.scan_iter(match=f"{tag}:*"):
+        cleanup.redis.delete(key)
+    if stop_servers and not (Settings.load().mongo_url and Settings.load().redis_url):
+        services.stop(replace(base, mongo_url=None, redis_url=None))
+
+
+def crawl_once(
+    name: str, settings: Settings, site_url: str, scrapy_settings: dict, log_dir: Path
+) -> dict:
+    """``scrapy crawl novel -a start_url=site_url`` in a subprocess; its run record
+    (``crawl_runs``). A crawl that fails ends the bench, naming its log."""
     code = run_crawl(
         "novel",
         settings,
         arguments={"start_url": site_url},
-        scrapy_settings={**COMMON, **extra},
-        log_file=log_dir / f"{name.replace(' ', '_').replace('+', 'plus')}.log",
+        scrapy_settings=scrapy_settings,
+        log_file=log_dir / f"{re.sub(r'[^A-Za-z0-9]+', '_', name)}.log",
         timeout=3600,
     )
     if code != 0:
         raise SystemExit(f"{name}: crawl failed (exit {code}), see {log_dir}")
-    run = runtime.db["crawl_runs"].find_one(sort=[("finished_at", -1)])
+    return Runtime(settings).db["crawl_runs"].find_one(sort=[("finished_at", -1)])
+
+
+def run_variant(
+    name: str, settings: Settings, site_url: str, extra: dict, log_dir: Path
+) -> dict[str, float]:
+    runtime = Runtime(settings)
+    run = crawl_once(name, settings, site_url, {**COMMON, **extra}, log_dir)
     seconds = (run["finished_at"] - run["started_at"]).total_seconds()
     stats = run["stats"]
     # Odd pages are innocent: one matched is a false alarm.
@@ -398,14 +419,7 @@ def main(argv: list[str] | None = None) -> int:
                     runs[name].append(result)
                     print(f"{name:>28}: {result}", file=sys.stderr)
                 load.append(os.getloadavg()[0])
-        cleanup = Runtime(replace(base, redis_prefix=f"{tag}:"))
-        for name in cleanup.mongo.list_database_names():
-            if name.startswith(tag):
-                cleanup.mongo.drop_database(name)
-        for key in cleanup.redis.scan_iter(match=f"{tag}:*"):
-            cleanup.redis.delete(key)
-        if not (Settings.load().mongo_url and Settings.load().redis_url) and not args.data_dir:
-            services.stop(replace(base, mongo_url=None, redis_url=None))
+        clean_up(base, tag, stop_servers=not args.data_dir)
 
     baselines = [r["pages_per_second"] for r in runs["fetch only"]]
     title = f"variant ({args.pages} chapter pages, {copies} copies, {args.site} site)"

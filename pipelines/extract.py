@@ -21,6 +21,11 @@ process), beside the downloads and the other stages, ``TRACKER_EXTRACT_BATCH`` p
 (:class:`tracker.crawling.process_pool.PoolBatcher`: the batches grow while the worker is busy); a
 page whose extraction fails, or kills its worker twice, is counted as ``tracker/errors/extract`` and
 dropped. Stored canonicals are looked up a batch at a time in a worker thread.
+
+What else reading a page takes (the further parts of a chapter split over several pages, the
+same-site stylesheets, the web font that draws its Private-Use characters) is gathered first
+(:class:`tracker.crawling.resources.PageResources`) and sent with the page; what reading took
+is counted as ``tracker/reading/<what>`` and kept on the page (``reading``).
 """
 
 from __future__ import annotations
@@ -40,7 +45,8 @@ from tracker.crawling.context import tracker_context
 from tracker.crawling.items import PageItem
 from tracker.crawling.process_pool import PoolBatcher, ProcessPool
 from tracker.crawling.rendering import placeholder_only
-from tracker.reading.extract import ExtractionRules, extract_pages, warm_up
+from tracker.crawling.resources import PageResources
+from tracker.reading.extract import ExtractionRules, PageContext, extract_pages, warm_up
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +76,7 @@ class ExtractPipeline:
             name="pipeline-extract",
         )
         self.lookups = stage_batcher(crawler, self._stored_digests, "canonical")
+        self.resources = PageResources(crawler, self.pool)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ExtractPipeline:
@@ -85,13 +92,16 @@ class ExtractPipeline:
 
     async def process_item(self, item: PageItem) -> PageItem:
         rules = ExtractionRules.from_dict(item.get("rules"))
+        context = await self._context(item)
         try:
-            page = await self.extractions.submit((item["html"], item["url"], rules))
+            page = await self.extractions.submit((item["html"], item["url"], rules, context))
         except Exception as exc:  # hostile markup must not stop the crawl
             log.warning("extraction failed for %s: %r", item["url"], exc)
             self.stats.inc_value("tracker/errors/extract")
             raise DropItem(f"extraction failed: {item['url']}") from exc
         extracted, normalized = page.extracted, page.normalized
+        for what, count in extracted.reading.items():
+            self.stats.inc_value(f"tracker/reading/{what}", count)
         if rules and (rules.css or rules.xpath) and extracted.extractor not in ("css", "xpath"):
             self.stats.inc_value("tracker/reading/extract/selector_missed")
         if item.get("render_reason"):  # a page that may need the browser (spiders.base)
@@ -114,11 +124,24 @@ class ExtractPipeline:
         item["chapter_title"] = extracted.chapter_title
         item["metadata"] = extracted.metadata
         item["extractor"] = extracted.extractor
+        item["reading"] = extracted.reading
         item["content_hash"] = page.content_hash
         item["normalized"] = normalized
         item["simhash_votes"] = page.votes
         item["simhash"] = page.simhash
         return item
+
+    async def _context(self, item: PageItem) -> PageContext | None:
+        """The page's parts, stylesheets and web-font glyphs; the parts alone when gathering
+        the rest failed (counted): a page is read without its sheets rather than lost."""
+        parts_html = item.pop("parts_html", None) or ()  # sent once, not carried further
+        parts = tuple(zip(item.get("parts") or (), parts_html, strict=False))
+        try:
+            return await self.resources.context(item, parts)
+        except Exception as exc:
+            log.warning("resources of %s not read: %r", item["url"], exc)
+            self.stats.inc_value("tracker/reading/resource_errors")
+            return PageContext(parts) if parts else None
 
     async def _drop_canonical_copy(self, url: str, digest: str, href: str | None) -> None:
         """Raise DropItem when the page (its text's ``digest``) is a copy of its canonical, or

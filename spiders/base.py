@@ -24,13 +24,20 @@
 * **Lists**: only obvious link lists (:meth:`TrackerSpider.is_list_page`) are dropped here,
   before extraction; whether any other page is an article is decided on its extracted main
   text (:attr:`tracker.reading.extract.Extracted.is_list`).
+* **Chapters over several pages** (:meth:`TrackerSpider.read_parts`): a kept page that
+  continues on a next page of the same chapter or thread (:mod:`tracker.reading.pagination`)
+  has its further pages fetched in its own callback and becomes one item, the first URL with
+  the others in ``parts`` and every part's HTTP exchange in ``exchanges`` (its evidence); a
+  rendered page's parts go through the browser too. See the method for the duplicate filter,
+  depth, limits and faults.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
@@ -61,9 +68,18 @@ from tracker.crawling.middlewares.redirect import RedirectLoop
 from tracker.crawling.middlewares.traps import strip_session_ids
 from tracker.crawling.profiles import check_choice, check_impersonate
 from tracker.crawling.rendering import MODES, RenderPolicy, RenderUnavailable
+from tracker.crawling.resources import linked_resources, merge_resources
 from tracker.crawling.unread import UnreadLedger
 from tracker.enforcement.capture import exchange_of
 from tracker.reading.extract import MAX_LINK_TEXT_SHARE, MIN_PROSE_CHARS
+from tracker.reading.pagination import (
+    CONTINUED_TEXT,
+    NextLink,
+    next_part_link,
+    part_address,
+    part_of,
+    same_chapter_title,
+)
 from tracker.text.encoding import DecodeError, decode_page  # decode_page: re-exported
 
 #: Links a spider remembers having given (:meth:`TrackerSpider.links`): ~150 bytes each.
@@ -207,21 +223,39 @@ def unread_reason(failure: Failure) -> str | None:
     if isinstance(exc, RenderUnavailable):
         return "render_unavailable"
     if isinstance(exc, HttpError):
-        response = exc.response
-        text = response.text if isinstance(response, TextResponse) else ""
-        headers = {"cf-mitigated": response.headers.get(b"cf-mitigated", b"").decode("latin-1")}
-        challenge = challenge_of(response.status, headers, text, 0)
-        if challenge is not None:
-            return challenge
-        if response.status in (429, 503):
-            return "banned"
-        if response.status == 403:
-            return "forbidden"
-        return f"http_{response.status}" if response.status >= 500 else None
+        return answer_unread_reason(exc.response)
     if request is not None and request.meta.get("playwright"):
         return "render_failed"
     kind = error_kind(failure)
     return kind if kind in _UNREAD_KINDS else None
+
+
+def answer_unread_reason(response: Response) -> str | None:
+    """Why an HTTP error answer leaves its page unread (a challenge, a ban, 403 or a server
+    error), or None when the answer says the page is not there (404, 410…)."""
+    text = response.text if isinstance(response, TextResponse) else ""
+    headers = {"cf-mitigated": response.headers.get(b"cf-mitigated", b"").decode("latin-1")}
+    challenge = challenge_of(response.status, headers, text, 0)
+    if challenge is not None:
+        return challenge
+    if response.status in (429, 503):
+        return "banned"
+    if response.status == 403:
+        return "forbidden"
+    return f"http_{response.status}" if response.status >= 500 else None
+
+
+# ---------------------------------------------------------------------------------- parts
+
+
+@dataclass
+class Parts:
+    """The further pages of a chapter, as :meth:`TrackerSpider.read_parts` read them."""
+
+    pages: list[TextResponse] = field(default_factory=list)
+    unread: list[str] = field(default_factory=list)  # a part that could not be read
+    stray: str | None = None  # a "next page" that was another chapter: to crawl as such
+    truncated: bool = False
 
 
 # --------------------------------------------------------------------------------- spider
@@ -266,6 +300,7 @@ class TrackerSpider(scrapy.Spider):
         self.obey_robots = argument("obey_robots", obey_robots, parse_bool)
         self.robots_reason = robots_reason or ""
         self.followed: dict[str, int] = {}  # link URL -> the shallowest depth it was given at
+        self.max_parts = 50  # pages of one chapter (TRACKER_MAX_PARTS, set from the crawler)
         if render and render not in MODES:
             raise ValueError(f"-a render={render!r}: expected one of {', '.join(MODES)}")
         self.render = render or None
@@ -305,6 +340,7 @@ class TrackerSpider(scrapy.Spider):
         for key, value in self.spider_settings().items():
             if value is not None:
                 crawler.settings.set(key, value, priority="spider")
+        self.max_parts = crawler.settings.getint("TRACKER_MAX_PARTS", 50)
         if self.obey_robots is False:
             self.logger.warning(
                 "robots.txt is NOT obeyed on %s: %s",
@@ -414,9 +450,11 @@ class TrackerSpider(scrapy.Spider):
         self.crawler.stats.inc_value("tracker/traps/canonical")  # followed, page kept
         return self.request(canonical, response.request.callback if response.request else None)
 
-    def page_item(self, response: TextResponse, truncated: bool = False) -> PageItem:
+    def page_item(
+        self, response: TextResponse, truncated: bool = False, parts: Parts | None = None
+    ) -> PageItem:
         referer = response.request.headers.get("Referer") if response.request else None
-        return PageItem(
+        item = PageItem(
             url=response.url,
             html=response.text,
             status=response.status,
@@ -425,36 +463,234 @@ class TrackerSpider(scrapy.Spider):
             referer=(referer or b"").decode("latin-1"),
             truncated=truncated,
             rules=self.extraction_rules,
-            exchanges=[exchange_of(response)],
         )
+        pages = [response, *(parts.pages if parts else ())]
+        item["exchanges"] = [exchange_of(page) for page in pages]  # the evidence: every part
+        resources = merge_resources([linked_resources(page, self.on_site) for page in pages])
+        if resources:
+            item["resources"] = resources
+        if parts and (parts.pages or parts.unread):
+            item["parts"] = [page.url for page in parts.pages]
+            item["parts_html"] = [page.text for page in parts.pages]
+            item["parts_unread"] = parts.unread
+        return item
 
-    def parse_page(self, response: Response) -> Iterator[Any]:
+    def parse_page(self, response: Response) -> Iterable[Any] | AsyncIterator[Any]:
         """What every spider does with a page: decode it; record it as unread when it is a
         challenge, or flag it for the browser when it looks unrendered
         (:meth:`render_candidate`); follow its canonical URL when it names another page of
-        the site, emit it when :meth:`keeps` it, then follow :meth:`follow`."""
+        the site, emit it when :meth:`keeps` it, with its further pages when it continues on
+        others (:meth:`read_parts`), then follow :meth:`follow` (the links of every part). A
+        later part reached by a link of its own is left to its first part
+        (``tracker/parts/via_first``). A rendered page is read the same way: its parts are
+        fetched through the browser too."""
         read = self.read_page(response)
         if read is None:
-            return
+            return ()
         page, truncated = read
-        text, links = self.text_counts(page)
-        headers = {"cf-mitigated": page.headers.get(b"cf-mitigated", b"").decode("latin-1")}
-        if challenge := challenge_of(page.status, headers, page.text, text - links):
+        if challenge := self.challenge(page):
             self.unread.unread(page.url, challenge, f"{challenge} page, status {page.status}")
-            return
+            return ()
+        text, links = self.text_counts(page)
         candidate = self.render_candidate(page, text, links)
         if truncated and "dataloss" in response.flags:
             self.unread.unread(page.url, "truncated", "body cut short in transfer")
         elif candidate is None:
             self.unread.read(page.url)  # a candidate's read is known once it is extracted
+        if (first := self.first_part(page)) is not None:
+            return self._via_first_part(page, first)
+        kept = self.keeps(page)
+        onward = self.next_part(page) if kept else None
+        if onward is None:
+            return self._page_output(page, truncated, kept, candidate)
+        return self._chapter_output(page, truncated, onward, candidate)
+
+    def _page_output(
+        self, page: TextResponse, truncated: bool, kept: bool, candidate: str | None
+    ) -> Iterator[Any]:
         if canonical := self.canonical_request(page):
             yield canonical
-        if self.keeps(page):
-            item = self.page_item(page, truncated)
-            item["render_reason"] = candidate or page.meta.get("render_reason")
-            item["rendered"] = bool(page.meta.get("playwright"))
-            yield item
+        if kept:
+            yield self._rendering_marks(self.page_item(page, truncated), page, candidate)
         yield from self.follow(page)
+
+    def _rendering_marks(
+        self, item: PageItem, page: TextResponse, candidate: str | None
+    ) -> PageItem:
+        """Whether the page may need the browser (the ExtractPipeline asks
+        :meth:`after_reading`), and whether it was read through it."""
+        item["render_reason"] = candidate or page.meta.get("render_reason")
+        item["rendered"] = bool(page.meta.get("playwright"))
+        return item
+
+    def first_part(self, page: TextResponse) -> str | None:
+        """The first page of the chapter of which ``page`` is a later part, when its URL says
+        so (``…_3.html``, ``?page=3``) and the page links to that first page (a chapter named
+        ``chapter_12.html`` is no part 12)."""
+        address = part_address(page.url)
+        if address.evidence != "strong" or address.number <= 1 or not self.on_site(address.chapter):
+            return None
+        for href in page.xpath("//a/@href").getall():
+            if strip_session_ids(page.urljoin(href.strip())) == address.chapter:
+                return address.chapter
+        return None
+
+    def _via_first_part(self, page: TextResponse, first: str) -> Iterator[Any]:
+        self.crawler.stats.inc_value("tracker/parts/via_first")
+        yield self.request(first, page.request.callback if page.request else self.parse)
+        yield from self.follow(page)
+
+    async def _chapter_output(
+        self, page: TextResponse, truncated: bool, onward: NextLink, candidate: str | None
+    ) -> AsyncIterator[Any]:
+        if canonical := self.canonical_request(page):
+            yield canonical
+        parts = await self.read_parts(page, onward)
+        item = self.page_item(page, truncated or parts.truncated, parts)
+        yield self._rendering_marks(item, page, candidate)
+        callback = page.request.callback if page.request else None
+        if parts.stray is not None:
+            yield self.request(parts.stray, callback or self.parse)
+        for part in (page, *parts.pages):
+            for request in self.follow(part):
+                yield request
+
+    def next_part(self, page: TextResponse, first: TextResponse | None = None) -> NextLink | None:
+        """The link to the page after ``page`` of the same chapter, when there may be one:
+        a "next page" link whose URL is the next part's (``_2.html``, ``?page=2``…) or may be
+        (``4-b.html``, ``?p=2``: then the titles must agree), or any "next page" link of a
+        page that says it continues ("本章未完…")."""
+        if self.max_parts <= 1:
+            return None
+        link = next_part_link(page)
+        if link is None:
+            return None
+        url = strip_session_ids(link.url)
+        if not self.on_site(url):
+            return None
+        verdict = part_of(url, page.url, first.url if first is not None else None)
+        if verdict == "no" and not (link.how == "text" and CONTINUED_TEXT.search(page.text)):
+            return None
+        return link._replace(url=url)
+
+    async def read_parts(self, first: TextResponse, onward: NextLink) -> Parts:
+        """Fetch the further pages of the chapter that starts on ``first``, one after another,
+        in this callback (``engine.download_async``: the downloader's middlewares, politeness
+        and retries apply, the scheduler does not, so no request of the chain can be dropped
+        by the duplicate filter or left in a shared queue with half a chapter in it).
+
+        * A part whose URL does not say it is one must repeat the chapter's title; a "next
+          page" that is another chapter ends the chain and is crawled as a page of its own
+          (``tracker/parts/not_a_part``).
+        * At most ``TRACKER_MAX_PARTS`` pages a chapter (``tracker/parts/capped``); a next
+          page met before ends the chain (``tracker/parts/loop``).
+        * A part that fails (an HTTP error, a timeout after the retries, not HTML, a
+          challenge) ends the chain: the chapter is kept with what was read, the part's URL in
+          ``parts_unread`` (``tracker/parts/unread``, and the error counted as any page's);
+          a ban, a challenge or a server error also records the part *unread*, so the next
+          crawl asks for it again (and, through its link to the first page, for the chapter).
+        * A part is fetched as the first page was: through the browser when that was rendered
+          (:mod:`tracker.crawling.rendering`), so a script-loaded chapter is read whole.
+        * The parts read count as fetched pages (``max_pages``), take the first page's depth,
+          and are marked seen: in the duplicate filter (shared in a distributed crawl) and in
+          the links this spider gives, so no later link fetches them as pages of their own.
+        """
+        parts = Parts()
+        stats = self.crawler.stats
+        seen = {canonicalize_url(first.url)}
+        page, depth = first, first.meta.get("depth", 0)
+        link: NextLink | None = onward
+        while link is not None:
+            url = link.url
+            if 1 + len(parts.pages) >= self.max_parts:
+                stats.inc_value("tracker/parts/capped")
+                self.logger.warning("chapter capped at %d pages: %s", self.max_parts, first.url)
+                self.followed[url] = 0  # nor followed as a page: the chain would go on
+                break
+            if canonicalize_url(url) in seen:
+                stats.inc_value("tracker/parts/loop")
+                break
+            seen.add(canonicalize_url(url))
+            verdict = part_of(url, page.url, first.url)
+            response = await self._fetch_part(url, first, page.url, depth, parts)
+            if response is None:
+                break
+            read = self.read_page(response)
+            if read is None:
+                parts.unread.append(url)
+                stats.inc_value("tracker/parts/unread")
+                break
+            part, truncated = read
+            if challenge := self.challenge(part):
+                self.unread.unread(url, challenge, f"{challenge} page, a part of {first.url}")
+                parts.unread.append(url)
+                stats.inc_value("tracker/parts/unread")
+                break
+            if canonicalize_url(part.url) in seen - {canonicalize_url(url)}:
+                stats.inc_value("tracker/parts/loop")  # redirected back into the chapter
+                break
+            if verdict != "yes" and not same_chapter_title(first, part):
+                stats.inc_value("tracker/parts/not_a_part")
+                parts.stray = url
+                break
+            parts.pages.append(part)
+            parts.truncated = parts.truncated or truncated
+            self.unread.read(url)
+            self._claim(part.url, depth)
+            page = part
+            link = self.next_part(part, first)
+        for url in parts.unread:  # recorded (when unread) here: not fetched again as a page
+            self.followed[url] = 0
+        if parts.pages:
+            stats.inc_value("tracker/parts/chapters")
+            stats.inc_value("tracker/parts/pages", len(parts.pages))
+        return parts
+
+    async def _fetch_part(
+        self, url: str, first: TextResponse, referer: str, depth: int, parts: Parts
+    ) -> Response | None:
+        """A further page of ``first``'s chapter, fetched as ``first`` was (through the
+        browser when it was rendered, impersonating when the site is), or None (counted, and
+        recorded unread when the answer says so: a ban, a challenge, a server error)."""
+        meta: dict[str, Any] = {"depth": depth}
+        if first.meta.get("playwright"):
+            meta["playwright"] = True
+        request = self.request(
+            url, self.parse, headers={"Referer": referer}, meta=meta, dont_filter=True
+        )
+        try:
+            response = await self.crawler.engine.download_async(request)
+        except Exception as exc:  # after the retries: the chapter keeps what was read
+            failure = Failure(exc)
+            failure.request = request  # type: ignore[attr-defined]
+            self.on_error(failure)
+            parts.unread.append(url)
+            self.crawler.stats.inc_value("tracker/parts/unread")
+            return None
+        if response.status >= 400:
+            self.count_error(f"http_{response.status}", url, "a part of a chapter")
+            if reason := answer_unread_reason(response):
+                self.unread.unread(url, reason, f"status {response.status}, a part of a chapter")
+            parts.unread.append(url)
+            self.crawler.stats.inc_value("tracker/parts/unread")
+            return None
+        return response
+
+    def _claim(self, url: str, depth: int) -> None:
+        """Mark a part read: no link of this spider gives it again, and the duplicate filter
+        (the crawl's, shared in a distributed crawl) knows it."""
+        self.followed[url] = 0
+        scheduler = getattr(self.crawler.engine, "scheduler", None)
+        dupefilter = getattr(scheduler, "df", None)
+        if dupefilter is not None:
+            dupefilter.request_seen(Request(url, meta={"depth": depth}))
+
+    def challenge(self, page: TextResponse) -> str | None:
+        """The kind of challenge or captcha page ``page`` is (:func:`challenge_of`: its
+        status, ``cf-mitigated`` header, markup and own text), or None."""
+        text, links = self.text_counts(page)
+        headers = {"cf-mitigated": page.headers.get(b"cf-mitigated", b"").decode("latin-1")}
+        return challenge_of(page.status, headers, page.text, text - links)
 
     def text_counts(self, page: TextResponse) -> tuple[int, int]:
         """:func:`link_text` of ``page``, counted once however often it is asked for."""

@@ -58,6 +58,7 @@ class SiteSpider(TrackerSpider):
             "DOWNLOAD_DELAY": site.delay,
             "AUTOTHROTTLE_START_DELAY": site.delay,
             "DOWNLOAD_TIMEOUT": site.timeout,
+            "TRACKER_MAX_PARTS": site.max_parts,
             "TRACKER_BROWSER_HEADERS": site.headers or None,
         }
 

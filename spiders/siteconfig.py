@@ -33,6 +33,7 @@ _KEYS: dict[str, Any] = {
         "concurrency": None,
         "delay": None,
         "timeout": None,
+        "max_parts": None,
     },
     "robots": {"obey": None, "reason": None},
     "schedule": None,
@@ -65,6 +66,7 @@ class SiteConfig:
     concurrency: int | None = None
     delay: float | None = None
     timeout: float | None = None
+    max_parts: int | None = None  # pages of one chapter joined (1: none)
     obey_robots: bool = True
     robots_reason: str = ""
     schedule: str | None = None
@@ -218,6 +220,7 @@ def parse_site_config(data: Any, source: str = "<site config>") -> SiteConfig:
         concurrency=_number(limits, "concurrency", int, fail),
         delay=_number(limits, "delay", float, fail, minimum=0),
         timeout=_number(limits, "timeout", float, fail),
+        max_parts=_number(limits, "max_parts", int, fail),
         obey_robots=obey,
         robots_reason=reason,
         schedule=schedule,

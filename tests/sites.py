@@ -202,9 +202,11 @@ class SitePlan:
     extra: dict[str, object] = field(default_factory=dict)
 
 
-def book_masters(n: int = 6, work: str = "测试书", chars: int = 1600) -> list[MasterDocument]:
+def book_masters(
+    n: int = 6, work: str = "测试书", chars: int = 1600, seed: int = 1000
+) -> list[MasterDocument]:
     return [
-        MasterDocument(f"{work}/{i:04d}", work, f"第{i}章 测试章节{i}", prose(1000 + i, chars))
+        MasterDocument(f"{work}/{i:04d}", work, f"第{i}章 测试章节{i}", prose(seed + i, chars))
         for i in range(1, n + 1)
     ]
 
@@ -471,14 +473,11 @@ def novel_site(calendar_cap: int = 3) -> SitePlan:
         "/bad/gone.html": retried,
     }
     assert calendar_cap == 3, "the plan above lists three calendar pages"
-    plan.stored = {
+    plan.stored = {  # a chapter over two pages is one page, its second URL in its parts
         "/book/1/1.html",
         "/book/1/2.html",
-        "/book/1/2_2.html",
         "/book/2/3.html",
-        "/book/2/3.html?page=2",
         "/book/3/read/4.html",
-        "/book/3/read/4-b.html",
         "/book/3/read/5.html",
         "/book/3/read/6.html",
         "/bad/truncated.html",
@@ -489,11 +488,8 @@ def novel_site(calendar_cap: int = 3) -> SitePlan:
     plan.matched = {
         "/book/1/1.html": [ids[0]],
         "/book/1/2.html": [ids[1]],
-        "/book/1/2_2.html": [ids[1]],
         "/book/2/3.html": [ids[2]],
-        "/book/2/3.html?page=2": [ids[2]],
         "/book/3/read/4.html": [ids[3]],
-        "/book/3/read/4-b.html": [ids[3]],
         "/book/3/read/5.html": [ids[4]],
         "/bad/truncated.html": [ids[0]],
         "/bad/wrongcharset.html": [ids[5]],
@@ -510,6 +506,11 @@ def novel_site(calendar_cap: int = 3) -> SitePlan:
         "connection": 1,
     }
     plan.extra["innocent"] = innocent
+    plan.extra["parts"] = {
+        "/book/1/2.html": ["/book/1/2_2.html"],
+        "/book/2/3.html": ["/book/2/3.html?page=2"],
+        "/book/3/read/4.html": ["/book/3/read/4-b.html"],
+    }
     # Stored under either URL (the one met first): planned under the canonical one.
     plan.extra["canonical_pair"] = ("/book/1/1.html", "/book/1/1.html?from=home")
     return plan

@@ -84,6 +84,13 @@ def test_novel_site_crawl(runtime, settings, tmp_path):
     }
     assert matched == plan.matched
 
+    # A chapter over two pages is one page: its parts recorded, the whole chapter matched.
+    for path, parts in plan.extra["parts"].items():
+        assert [url[len(base) - 1 :] for url in pages[path]["parts"]] == parts, path
+        assert pages[path]["reading"]["parts"] == 2
+    [split] = runtime.db["matches"].find({"url": base + "book/1/2.html"})
+    assert split["coverage"] >= 0.95
+
     # Extraction: extractor, encoding and chapter title recorded; ad lines gone.
     for path in plan.stored:
         assert pages[path]["extractor"] in ("trafilatura", "fallback"), path

@@ -262,7 +262,8 @@ def test_the_warm_up_page_goes_through_extraction_and_hashing_whole():
 
 def test_a_batch_of_pages_is_extracted_page_by_page_and_a_failure_stays_its_own():
     page = extract_normalized(WARM_UP_PAGE, "http://x/1.html")
-    batch = [(WARM_UP_PAGE, "http://x/1.html", None), (None, "http://x/2.html", None)] * 2
+    batch = [(WARM_UP_PAGE, "http://x/1.html", None, None), (None, "http://x/2.html", None, None)]
+    batch *= 2
     first, broken, again, _ = extract_pages(batch)  # type: ignore[arg-type]
     for result in (first, again):
         assert result.extracted == page.extracted and result.simhash == page.simhash != 0

@@ -123,6 +123,11 @@ class Settings:
     extract_batch: int = _within(16, 1)
     boilerplate_min_pages: int = _within(5, 2)  # a short line on this many pages: boilerplate
     min_text_chars: int = _within(80, 0)  # shorter pages are navigation, not text
+    # Reading pages as a reader sees them: at most max_parts pages of one chapter or thread are
+    # joined (1: none; spiders.base.TrackerSpider.read_parts), and resources_cached stylesheets
+    # and web fonts are kept for the crawl (tracker.crawling.resources).
+    max_parts: int = _within(50, 1)
+    resources_cached: int = _within(512, 1)
     distributed: bool = False  # one request queue in Redis (tracker.crawling.distributed)
     httpcache: bool = False  # Scrapy's HTTPCACHE_ENABLED, for development
     # Proxies (tracker.crawling.middlewares.proxy): URLs, and/or a file of them.
@@ -209,6 +214,8 @@ CRAWL_SETTINGS = (
     "extract_batch",
     "boilerplate_min_pages",
     "min_text_chars",
+    "max_parts",
+    "resources_cached",
     "distributed",
     "httpcache",
     "proxies",

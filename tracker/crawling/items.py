@@ -17,6 +17,12 @@ class PageItem(scrapy.Item):
     rules = (
         scrapy.Field()
     )  # per-site extraction rules (dict, see tracker.reading.extract.ExtractionRules)
+    # A chapter or thread read over several pages: the further pages' URLs and HTML, and those
+    # that could not be read (spiders.base.TrackerSpider.read_parts).
+    parts = scrapy.Field()
+    parts_html = scrapy.Field()
+    parts_unread = scrapy.Field()
+    resources = scrapy.Field()  # stylesheets and web fonts (tracker.crawling.resources)
     render_reason = scrapy.Field()  # may need the browser (tracker.crawling.rendering), why
     rendered = scrapy.Field()  # read from the browser's rendered DOM
     # Set by the pipelines:
@@ -25,6 +31,7 @@ class PageItem(scrapy.Item):
     metadata = scrapy.Field()  # page metadata: description, keywords, author, published, …
     text = scrapy.Field()
     extractor = scrapy.Field()
+    reading = scrapy.Field()  # what reading took: hidden elements, posts, parts, PUA decoded…
     content_hash = scrapy.Field()
     stored = scrapy.Field()  # the stored page's content hash and match state, None if new
     normalized = scrapy.Field()  # tracker.text.normalize.NormalizedText (not stored)

@@ -159,6 +159,12 @@ HTTPCACHE_IGNORE_HTTP_CODES = [500, 502, 503, 504, 408, 429]
 # Pages with fewer normalised characters than this are catalogues or navigation, not text.
 TRACKER_MIN_TEXT_CHARS = _model.min_text_chars
 
+# Reading pages as a reader sees them (spiders.base.TrackerSpider.read_parts,
+# tracker.crawling.resources): at most this many pages of one chapter or thread are joined, and
+# this many stylesheets and web fonts are kept for the crawl.
+TRACKER_MAX_PARTS = _model.max_parts
+TRACKER_RESOURCES_CACHED = _model.resources_cached
+
 TELNETCONSOLE_ENABLED = False
 REQUEST_FINGERPRINTER_IMPLEMENTATION = "2.7"
 TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"

@@ -16,6 +16,14 @@ Order of extractors; the one that wins is recorded on the page:
    recorded as ``trafilatura``;
 5. ``none``: neither found any text.
 
+What a reader would not see is dropped first: elements hidden by CSS, with the text of
+``::before``/``::after`` put in (:mod:`tracker.reading.visibility`). A forum thread gives the
+text of all its posts (:mod:`tracker.reading.posts`): a platform's posts (Discuz!, Tieba…)
+right after the platform bodies above, repeated post containers when trafilatura kept one of
+them. A chapter or thread read over several pages (:class:`PageContext`) is extracted page by
+page and joined, and characters a web font draws at Private-Use code points are decoded when
+the font was (:mod:`tracker.reading.webfont`).
+
 Site boilerplate is removed on the way: navigation, headers, footers, sidebars and ad blocks
 before extraction, then whole lines that are pirate ads or watermarks (the patterns of
 :func:`tracker.text.normalize.boilerplate_mask`: "最快更新…", "本站域名…", bare site URLs).
@@ -32,7 +40,8 @@ lines is a list (catalogue, chapter list, tag page); see :attr:`Extracted.is_lis
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from collections import Counter
+from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
 import lxml.etree
@@ -44,6 +53,8 @@ from parsel import Selector
 
 from tracker.fingerprints.simhash import Votes, votes_normalized
 from tracker.model import content_hash
+from tracker.reading.posts import platform_posts, posts_text, repeated_posts, with_posts
+from tracker.reading.visibility import show_visible
 from tracker.text.chapters import CHAPTER_NUMBER
 from tracker.text.normalize import NormalizedText, boilerplate_mask, normalize
 
@@ -70,6 +81,10 @@ _BOILERPLATE_XPATH = (
     r"|comments?|ads?|advert|banner|copyright)([\s_-]|$)', 'i')]"
 )
 _NS = {"re": "http://exslt.org/regular-expressions"}
+#: Private-Use code points: the BMP's area and planes 15-16, where web fonts put glyphs.
+PRIVATE_USE = re.compile("[\ue000-\uf8ff\U000f0000-\U000ffffd\U00100000-\U0010fffd]")
+#: The same written as character references (``&#xe3a1;``, ``&#58273;``).
+_PRIVATE_USE_ENTITY = re.compile(r"&#(?:[xX][eEfF][0-9a-fA-F]{3}|5[7-9]\d{3}|6[0-3]\d{3});")
 
 
 @dataclass(frozen=True)
@@ -102,6 +117,9 @@ class Extracted:
     metadata: dict[str, str] = field(default_factory=dict)
     prose_chars: int = 0  # characters of prose in ``text``, counted up to MIN_PROSE_CHARS
     link_chars: int = 0  # characters of ``text`` in lines that are mostly link text
+    #: What reading took (counts: hidden elements, pseudo-element texts, posts, parts,
+    #: Private-Use characters and those decoded); see :func:`read_document`.
+    reading: dict[str, int] = field(default_factory=dict)
 
     @property
     def is_list(self) -> bool:
@@ -111,13 +129,43 @@ class Extracted:
         return self.link_chars > MAX_LINK_TEXT_SHARE * len("".join(self.text.split()))
 
 
-def extract(html: str, url: str | None = None, rules: ExtractionRules | None = None) -> Extracted:
-    """Extract the body text, title, chapter title and page metadata of ``html``."""
+@dataclass(frozen=True)
+class PageContext:
+    """What reading a page takes besides its own HTML, gathered by the crawl: the further
+    pages of a chapter or thread split over several (``(url, html)`` in order), the text of
+    the same-site stylesheets the pages link (by absolute URL), and the characters a web
+    font draws at Private-Use code points."""
+
+    parts: tuple[tuple[str, str], ...] = ()
+    stylesheets: dict[str, str] = field(default_factory=dict)
+    glyphs: dict[int, str] = field(default_factory=dict)
+
+
+def extract(
+    html: str,
+    url: str | None = None,
+    rules: ExtractionRules | None = None,
+    context: PageContext | None = None,
+) -> Extracted:
+    """Extract the body text, title, chapter title and page metadata of ``html`` as a reader
+    sees it: without what the page's CSS and the same-site sheets of ``context`` hide, and
+    with the Private-Use characters its web font draws (``context.glyphs``) decoded.
+    ``reading`` counts what that took (``hidden``, ``pseudo``, ``pua``, ``pua_decoded``…)."""
     html = _CLOSING_TAGS.sub("", html[:MAX_HTML_CHARS])
     try:
         selector = Selector(text=html, type="html")  # an empty page is an empty document
     except (ValueError, lxml.etree.ParserError):
         return Extracted("", "", "none")
+    context = context or PageContext()
+    visibility = show_visible(selector.root, context.stylesheets, url)
+    reading = visibility.counts()
+    changed = visibility.changed
+    if PRIVATE_USE.search(html) or _PRIVATE_USE_ENTITY.search(html):
+        private, decoded = decode_private_use(selector.root, context.glyphs)
+        reading.update({k: v for k, v in (("pua", private), ("pua_decoded", decoded)) if v})
+        changed = changed or decoded > 0
+    if changed:
+        html = selector.get()
     metadata = page_metadata(selector)
     grams = link_grams(selector)  # before the selector's tree is pruned below
     title = metadata.get("h1") or _first_part(metadata.get("title", ""))
@@ -132,7 +180,9 @@ def extract(html: str, url: str | None = None, rules: ExtractionRules | None = N
 
     def done(text: str, extractor: str) -> Extracted:
         prose, links = prose_and_link_chars(text, grams)
-        return Extracted(text, title[:200], extractor, chapter[:200], metadata, prose, links)
+        return Extracted(
+            text, title[:200], extractor, chapter[:200], metadata, prose, links, reading
+        )
 
     if rules:
         for expr in rules.remove:
@@ -154,6 +204,12 @@ def extract(html: str, url: str | None = None, rules: ExtractionRules | None = N
             text = strip_boilerplate_lines("\n".join(element_text(s.root) for s in found))
             if len(text) >= MIN_TEXT_CHARS:
                 return done(text, platform)
+    forum = platform_posts(selector.root, html)
+    if forum is not None:
+        text = strip_boilerplate_lines(posts_text(forum[1], element_text))
+        if len(text) >= MIN_TEXT_CHARS:
+            reading["posts"] = len(forum[1])
+            return done(text, forum[0])
     try:
         text = (
             trafilatura.extract(
@@ -170,6 +226,12 @@ def extract(html: str, url: str | None = None, rules: ExtractionRules | None = N
     except Exception:  # trafilatura raises assorted errors on hostile markup
         text = ""
     text = strip_boilerplate_lines(text)
+    posts = repeated_posts(selector.root) if text else []
+    if posts:  # trafilatura may have kept one post of a thread
+        joined = with_posts(text, strip_boilerplate_lines(posts_text(posts, element_text)))
+        if joined is not None:
+            reading["posts"] = len(posts)
+            return done(joined, "posts")
     if len(text) >= MIN_TEXT_CHARS:
         return done(text, "trafilatura")
     fallback = strip_boilerplate_lines(_fallback_text(selector))
@@ -191,15 +253,42 @@ class ExtractedPage(NamedTuple):
         return self.votes.fingerprint
 
 
+def read_document(
+    html: str,
+    url: str | None = None,
+    rules: ExtractionRules | None = None,
+    context: PageContext | None = None,
+) -> Extracted:
+    """:func:`extract` of a page and of its further parts (``context.parts``), their texts
+    joined in order (title, chapter title and metadata are the first page's); ``reading``
+    adds up what each page's extraction counted, and ``parts``: the pages read."""
+    first = extract(html, url, rules, context)
+    if context is None or not context.parts:
+        return first
+    counts: Counter[str] = Counter(first.reading)
+    texts, prose, links = [first.text], first.prose_chars, first.link_chars
+    for part_url, part_html in context.parts:
+        part = extract(part_html, part_url, rules, context)
+        counts.update(part.reading)
+        texts.append(part.text)
+        prose, links = prose + part.prose_chars, links + part.link_chars
+    counts["parts"] = 1 + len(context.parts)
+    text = "\n".join(t for t in texts if t)
+    return replace(first, text=text, prose_chars=prose, link_chars=links, reading=dict(counts))
+
+
 def extract_normalized(
-    html: str, url: str | None = None, rules: ExtractionRules | None = None
+    html: str,
+    url: str | None = None,
+    rules: ExtractionRules | None = None,
+    context: PageContext | None = None,
 ) -> ExtractedPage:
-    """:func:`extract`, its text normalised, the SimHash votes of that and the text's
+    """:func:`read_document`, its text normalised, the SimHash votes of that and the text's
     digest: a crawl's extraction worker does it all, on another core than the crawl process
     (the arrays cost less to send back than to compute there, and the crawl process's threads
     share one GIL). When the site's boilerplate lines are dropped from the text later
     (:mod:`pipelines.boilerplate`), their votes are taken from these."""
-    extracted = extract(html, url, rules)
+    extracted = read_document(html, url, rules, context)
     normalized = normalize(extracted.text)
     return ExtractedPage(
         extracted, normalized, votes_normalized(normalized), content_hash(extracted.text)
@@ -210,8 +299,9 @@ class ExtractionFailed(Exception):
     """A page's extraction raised (its error's type and message: any error pickles as this)."""
 
 
-#: A page to extract: its HTML, URL and the site's extraction rules.
-PageSource = tuple[str, str | None, ExtractionRules | None]
+#: A page to extract: its HTML, URL, the site's extraction rules and what else reading it
+#: takes (its further parts, stylesheets, a web font's glyphs), when anything.
+PageSource = tuple[str, str | None, ExtractionRules | None, PageContext | None]
 
 
 def extract_pages(pages: list[PageSource]) -> list[ExtractedPage | ExtractionFailed]:
@@ -219,9 +309,9 @@ def extract_pages(pages: list[PageSource]) -> list[ExtractedPage | ExtractionFai
     extraction worker; a page whose extraction raises gets its own :class:`ExtractionFailed`
     (hostile markup must not fail the rest of the batch)."""
     results: list[ExtractedPage | ExtractionFailed] = []
-    for html, url, rules in pages:
+    for html, url, rules, context in pages:
         try:
-            results.append(extract_normalized(html, url, rules))
+            results.append(extract_normalized(html, url, rules, context))
         except Exception as exc:
             results.append(ExtractionFailed(f"{type(exc).__name__}: {exc}"))
     return results
@@ -256,6 +346,34 @@ def warm_up() -> int:
     (trafilatura's tables, the segmenter's dictionary: ~0.2 s); its SimHash. A crawl's
     extraction workers run it when they start, before its first page arrives."""
     return extract_normalized(WARM_UP_PAGE).simhash
+
+
+def decode_private_use(root: Any, glyphs: dict[int, str]) -> tuple[int, int]:
+    """Put the characters ``glyphs`` decodes in place of the Private-Use characters in the
+    text of ``root`` (changed in place; scripts and styles left alone); how many there were
+    and how many were decoded. The undecoded ones stay: they are no text a reader can read
+    either, and extraction and normalisation leave them out (trafilatura drops characters
+    that are not printable), so the copy around them still matches."""
+    private = decoded = 0
+
+    def fix(text: str) -> str:
+        nonlocal private, decoded
+        found = len(PRIVATE_USE.findall(text))
+        if not found:
+            return text
+        private += found
+        if glyphs:
+            text = text.translate(glyphs)
+            decoded += found - len(PRIVATE_USE.findall(text))
+        return text
+
+    for element in root.iter():
+        tag = element.tag if isinstance(element.tag, str) else ""
+        if element.text and tag not in ("script", "style"):
+            element.text = fix(element.text)
+        if element.tail:
+            element.tail = fix(element.tail)
+    return private, decoded
 
 
 def page_metadata(selector: Selector) -> dict[str, str]:

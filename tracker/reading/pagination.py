@@ -1,0 +1,190 @@
+"""Chapters and threads split over several pages: which link leads to the next *part* of the
+same chapter (or forum thread), as opposed to the next chapter.
+
+Pirate sites cut a chapter into pages ("本章未完，点击下一页继续阅读") chained by a 下一页 link,
+``rel="next"``, or a Discuz-style ``class="nxt"``; the URLs of the parts carry a part number
+(``123_2.html``, ``?page=2``, ``thread-7-2-1.html``, ``?pn=2``). The same links on the last part
+often lead on to the next chapter (a "下一页" to ``124.html``), and 下一章 always does: those are
+chapters of their own, never parts.
+
+:func:`next_part_link` finds the candidate link on a page; :func:`part_of` says whether a URL
+continues a chapter by its shape alone (the part number of the same chapter address, one
+more than the current one); for a candidate whose URL does not say (``4.html`` →
+``4-b.html``), :func:`same_chapter_title` decides once the page is fetched: a part repeats its
+chapter's title (``第四章 …（2/3）``), the next chapter does not.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, NamedTuple
+from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
+
+#: "next page" link texts (a 下一章, 下一节… is the next chapter, never a part).
+NEXT_PART_TEXT = re.compile(
+    r"下一页|下页|下一頁|下頁|下一分页|下一部分|继续阅读|繼續閱讀|next\s*page|^\s*(?:next|[>›»]+)\s*$",
+    re.I,
+)
+NEXT_CHAPTER_TEXT = re.compile(r"下一?[章节節回篇卷]|next\s*chapter", re.I)
+#: Markers that a chapter page continues on the next one.
+CONTINUED_TEXT = re.compile(r"本章未完|未完待续|点击下一页继续|點擊下一頁繼續|下一页继续阅读")
+#: Query parameters that number the pages of one document (``p`` is weak: it is also a
+#: post id on many sites, see :func:`part_of`).
+PAGE_PARAMS = frozenset(("page", "pn", "pg", "part", "pageno", "page_no", "pagenum", "pno"))
+WEAK_PAGE_PARAMS = frozenset(("p",))
+MAX_PART_NUMBER = 999
+_PART_SUFFIX = re.compile(r"^(?P<stem>.+?)_(?P<n>\d{1,3})(?P<ext>\.[a-z]{2,5})?$", re.I)
+_DASH_SUFFIX = re.compile(r"^(?P<stem>.+?)-(?P<n>\d{1,2})(?P<ext>\.[a-z]{2,5})?$", re.I)
+_DISCUZ_THREAD = re.compile(r"^thread-(?P<tid>\d+)-(?P<n>\d+)-(?P<rest>\d+)\.html?$", re.I)
+_TITLE_PART = re.compile(
+    r"[（(\[【]\s*(?:第\s*)?\d+\s*(?:/\s*\d+|页|頁)?\s*[)）\]】]"
+    r"|第\s*[0-9一二三四五六七八九十]+\s*[页頁]|\d+\s*/\s*\d+\s*$|[-_—]\s*\d+\s*$"
+)
+_TITLE_NOISE = re.compile(r"[\s\W_]+")
+
+
+class PartAddress(NamedTuple):
+    """A URL read as (chapter address, part number, how sure): ``strong`` for the shapes
+    only parts take, ``weak`` for shapes that other pages take too, ``none`` for a URL
+    without a part number (part 1 of its own address)."""
+
+    chapter: str
+    number: int
+    evidence: str  # "strong", "weak" or "none"
+
+
+def part_address(url: str) -> PartAddress:
+    """The chapter address and part number of ``url`` (see :class:`PartAddress`)."""
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    for names, evidence in ((PAGE_PARAMS, "strong"), (WEAK_PAGE_PARAMS, "weak")):
+        numbered = [(k, v) for k, v in query if k.lower() in names and v.isdigit() and len(v) <= 3]
+        if numbered:
+            key, value = numbered[0]
+            rest = urlencode([(k, v) for k, v in query if k != key])
+            chapter = urlunsplit((parts.scheme, parts.netloc, parts.path, rest, ""))
+            return PartAddress(chapter, int(value), evidence)
+    query_text = urlencode(query)
+    head, _, last = parts.path.rpartition("/")
+    for pattern, evidence in ((_DISCUZ_THREAD, "strong"), (_PART_SUFFIX, "strong")):
+        found = pattern.match(last)
+        if found:
+            if pattern is _DISCUZ_THREAD:
+                first = f"thread-{found['tid']}-1-{found['rest']}.html"
+            else:
+                first = found["stem"] + (found["ext"] or "")
+            chapter = urlunsplit((parts.scheme, parts.netloc, f"{head}/{first}", query_text, ""))
+            return PartAddress(chapter, int(found["n"]), evidence)
+    found = _DASH_SUFFIX.match(last)
+    if found:
+        first = found["stem"] + (found["ext"] or "")
+        chapter = urlunsplit((parts.scheme, parts.netloc, f"{head}/{first}", query_text, ""))
+        return PartAddress(chapter, int(found["n"]), "weak")
+    return PartAddress(
+        urlunsplit((parts.scheme, parts.netloc, parts.path, query_text, "")), 1, "none"
+    )
+
+
+def part_of(url: str, current: str, first: str | None = None) -> str:
+    """Whether ``url`` is, by its shape, the part after ``current`` of the chapter that starts
+    on ``first`` (``current`` itself by default): ``yes`` (a strong shape: ``_2``,
+    ``?page=2``, a Discuz thread page, numbered on from a chapter whose first page carries no
+    number or 1), ``maybe`` (a weak one: ``-2``, ``?p=2``, ``4.html`` → ``4-b.html``, or a
+    chain that starts at a numbered page, ``chapter_11.html`` → ``chapter_12.html``: the
+    titles must agree) or ``no`` (another address or number)."""
+    here, there = part_address(current), part_address(url)
+    start = part_address(first or current)
+    if there.evidence == "none":
+        named_on = _continues_name(current, url) or _continues_name(first or current, url)
+        return "maybe" if named_on else "no"
+    if there.number != here.number + 1 or there.chapter != here.chapter:
+        return "no"
+    if there.evidence == "strong" and start.number <= 1 and start.chapter == there.chapter:
+        return "yes"
+    return "maybe"
+
+
+def _continues_name(current: str, url: str) -> bool:
+    """``4.html`` → ``4-b.html``: the next page's name is the current one's, continued after a
+    separator, in the same folder (``4.html`` → ``40.html`` is not)."""
+    here, there = urlsplit(current), urlsplit(url)
+    if (here.netloc, here.query) != (there.netloc, there.query):
+        return False
+    head, _, name = here.path.rpartition("/")
+    other_head, _, other = there.path.rpartition("/")
+    stem, other_stem = name.split(".", 1)[0], other.split(".", 1)[0]
+    return (
+        head == other_head
+        and bool(stem)
+        and len(other_stem) > len(stem) + 1
+        and other_stem.startswith(stem)
+        and other_stem[len(stem)] in "-_."
+    )
+
+
+def _without_fragment(url: str) -> str:
+    return urlunsplit(urlsplit(url)._replace(fragment=""))
+
+
+class NextLink(NamedTuple):
+    url: str
+    text: str
+    how: str  # "text", "rel" or "class": what says it is the next page
+
+
+def next_part_link(page: Any) -> NextLink | None:
+    """The link that leads from ``page`` (a Scrapy ``TextResponse``) to the next page of the
+    same chapter, when the page has one: a "下一页" link, ``rel="next"`` or a ``next``/``nxt``
+    class, never a 下一章 link or one back to the page itself."""
+    here = _without_fragment(page.url)
+    candidates: list[NextLink] = []
+    for anchor in page.xpath("//a[@href] | //link[@rel][@href]"):
+        root = anchor.root
+        href = (root.get("href") or "").strip()
+        if not href or href.startswith(("#", "javascript:", "mailto:")):
+            continue
+        text = " ".join("".join(root.itertext()).split()) if root.tag == "a" else ""
+        if NEXT_CHAPTER_TEXT.search(text):
+            continue
+        rel = (root.get("rel") or "").lower().split()
+        classes = f" {(root.get('class') or '').lower()} {(root.get('id') or '').lower()} "
+        if NEXT_PART_TEXT.search(text):
+            how = "text"
+        elif "next" in rel:
+            how = "rel"
+        elif root.tag == "a" and re.search(r"[\s_-](nxt|next|nextpage|next_page)[\s_-]", classes):
+            how = "class"
+        else:
+            continue
+        url = _without_fragment(urljoin(page.url, href))
+        if url == here or not url.startswith(("http://", "https://")):
+            continue
+        candidates.append(NextLink(url, text, how))
+    if not candidates:
+        return None
+    # A URL shaped as the next part wins; then link text over rel over class.
+    order = {"text": 0, "rel": 1, "class": 2}
+    return min(
+        candidates,
+        key=lambda c: (part_of(c.url, page.url) != "yes", order[c.how]),
+    )
+
+
+def title_key(page: Any) -> str:
+    """The page's chapter title without part markers ("第四章 …（2/3）" → "第四章…"): the
+    ``<h1>``, else the first part of ``<title>``."""
+    for xpath in ("normalize-space((//h1)[1])", "normalize-space((//title)[1])"):
+        title = page.xpath(xpath).get() or ""
+        if xpath.endswith("(//title)[1])"):
+            title = re.split(r"\s*[_|｜]\s*|\s+-\s+", title, maxsplit=1)[0]
+        title = _TITLE_PART.sub("", title)
+        key = _TITLE_NOISE.sub("", title).lower()
+        if key:
+            return key
+    return ""
+
+
+def same_chapter_title(first: Any, page: Any) -> bool:
+    """Whether ``page`` carries the chapter title of ``first`` (part markers aside)."""
+    key = title_key(first)
+    return bool(key) and key == title_key(page)
