@@ -20,13 +20,14 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from tracker.fingerprints.anchors import GRAM, gram_hashes, mix, winnow, winnow_many
-from tracker.index.layout import ORIGINAL, IndexLayout
+from tracker.index.layout import ORIGINAL, IndexLayout, Tables
 from tracker.index.postings import HashPostings, Lookup
 from tracker.index.storage import Storage
 
 DENSE_WINDOW = 31
 SPARSE_WINDOW = 48
-DENSE_BELOW_TOKENS = 2000
+DENSE_BELOW_TOKENS = 1024
+STOP_CAP = 50  # an anchor filed for more masters is a stock phrase: a stop marker
 
 
 def spread(anchors: np.ndarray) -> np.ndarray:
@@ -42,11 +43,15 @@ class AnchorIndex:
         self,
         storage: Storage,
         name: str = "an",
-        stop_after: int = 50,
+        stop_after: int = STOP_CAP,
         layout: IndexLayout = ORIGINAL,
+        tables: Tables | None = None,
     ) -> None:
-        self.dense = HashPostings(storage, f"{name}d", layout.record, layout.bucket_bits)
-        self.sparse = HashPostings(storage, f"{name}s", layout.record, layout.bucket_bits)
+        tables = tables or Tables.initial(layout, legacy=True)
+        self.dense, self.sparse = (
+            HashPostings(storage, table, layout.record, *tables.bits[table])
+            for table in (f"{name}d", f"{name}s")
+        )
         self.stop_after = stop_after
 
     def postings_for(self, length: int) -> HashPostings:

@@ -54,6 +54,22 @@ class Storage(ABC):
         """Drop every record whose ``doc`` field equals ``doc`` from the buckets at ``keys``."""
 
     @abstractmethod
+    def put(self, blobs: Mapping[bytes, bytes]) -> None:
+        """Set each key to its value, exactly (a key whose value is ``b""`` is removed)."""
+
+    @abstractmethod
+    def delete(self, keys: Sequence[bytes]) -> None:
+        """Remove these keys."""
+
+    @abstractmethod
+    def add_counts(self, key: bytes, deltas: Mapping[str, int]) -> None:
+        """Add to the named counts of the hash at ``key``."""
+
+    @abstractmethod
+    def read_counts(self, key: bytes) -> dict[str, int]:
+        """The named counts of the hash at ``key``."""
+
+    @abstractmethod
     def clear(self) -> None:
         """Remove every bucket of this storage."""
 
@@ -100,6 +116,7 @@ def doc_ids(records: np.ndarray) -> np.ndarray:
 class MemoryStorage(Storage):
     def __init__(self) -> None:
         self._buckets: dict[bytes, bytearray] = defaultdict(bytearray)
+        self._counts: dict[bytes, dict[str, int]] = {}
 
     def key(self, name: str) -> bytes:
         return name.encode()
@@ -124,12 +141,33 @@ class MemoryStorage(Storage):
         for key, value in values.items():
             self._buckets[key] = bytearray(b"%d" % value)
 
+    def put(self, blobs: Mapping[bytes, bytes]) -> None:
+        for key, blob in blobs.items():
+            if blob:
+                self._buckets[key] = bytearray(blob)
+            else:
+                self._buckets.pop(key, None)
+
+    def delete(self, keys: Sequence[bytes]) -> None:
+        for key in keys:
+            self._buckets.pop(key, None)
+            self._counts.pop(key, None)
+
+    def add_counts(self, key: bytes, deltas: Mapping[str, int]) -> None:
+        counts = self._counts.setdefault(key, {})
+        for name, delta in deltas.items():
+            counts[name] = counts.get(name, 0) + delta
+
+    def read_counts(self, key: bytes) -> dict[str, int]:
+        return dict(self._counts.get(key, {}))
+
     def maximize(self, key: bytes, value: int) -> None:
         if int(self._buckets.get(key) or 0) < value:
             self._buckets[key] = bytearray(b"%d" % value)
 
     def clear(self) -> None:
         self._buckets.clear()
+        self._counts.clear()
 
 
 _APPEND = """
@@ -303,6 +341,32 @@ class RedisStorage(Storage):
     def compact(self) -> None:
         keys, self._appended = sorted(self._appended), set()
         self._script(_COMPACT, keys)
+
+    def put(self, blobs: Mapping[bytes, bytes]) -> None:
+        keys = list(blobs)
+        commands = []
+        for slot, at in self._batches(keys, self.BATCH):
+            full = [x for i in at for x in (keys[i], blobs[keys[i]]) if blobs[keys[i]]]
+            empty = [keys[i] for i in at if not blobs[keys[i]]]
+            if full:
+                commands.append((slot, ("MSET", *full)))
+            if empty:
+                commands.append((slot, ("UNLINK", *empty)))
+        if commands:
+            self._run(commands)
+        self._appended.difference_update(keys)
+
+    def delete(self, keys: Sequence[bytes]) -> None:
+        self._unlink(list(keys))
+
+    def add_counts(self, key: bytes, deltas: Mapping[str, int]) -> None:
+        pipe = self.client.pipeline(transaction=False)
+        for name, delta in deltas.items():
+            pipe.hincrby(key, name, delta)
+        pipe.execute()
+
+    def read_counts(self, key: bytes) -> dict[str, int]:
+        return {k.decode(): int(v) for k, v in self.client.hgetall(key).items()}
 
     def get(self, keys: Sequence[bytes]) -> list[bytes]:
         if not keys:

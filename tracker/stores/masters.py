@@ -17,6 +17,7 @@ commits, 3.6 ms a master on SecantusDB, more than storing it.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Collection as Container
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from datetime import UTC, datetime
 from pymongo import ReturnDocument
 from pymongo.database import Database
 
+from tracker.batching import ID_BATCH, batches
 from tracker.fingerprints.document import VERSION as FINGERPRINT_VERSION
 from tracker.fingerprints.document import DocumentFingerprint, fingerprint_many
 from tracker.model import MasterDocument
@@ -36,14 +38,29 @@ from tracker.stores.writes import Upsert, write
 class IndexedPrints:
     """What the index may hold for a stored master: ``n``, its current fingerprint (None if
     made by an older version of the fingerprinting code) and, while a change to it is journaled,
-    the fingerprints it replaced."""
+    the fingerprints it replaced; with the library version that stored it, its source and the
+    digest of what it holds (:func:`digest`)."""
 
     n: int
     fingerprint: DocumentFingerprint | None
     replaced: tuple[DocumentFingerprint, ...] = ()
+    changed_in: int = 0
+    source: str = ""
+    digest: str = ""
 
     def all(self) -> list[DocumentFingerprint]:
         return [*self.replaced, *([self.fingerprint] if self.fingerprint is not None else [])]
+
+    def same(self, doc: MasterDocument) -> bool:
+        """Whether ``doc`` is what is stored, fingerprinted by this version of the code."""
+        return self.fingerprint is not None and self.digest == digest(doc)
+
+
+def digest(doc: MasterDocument) -> str:
+    """A digest of a master's work, title and text: an ingest leaves a master with the same
+    digest as it is (its source, a file name and line, may move)."""
+    data = "\x00".join((doc.work, doc.title, doc.text)).encode("utf-8", "surrogatepass")
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
 class MasterStore:
@@ -66,9 +83,14 @@ class MasterStore:
         return int(doc.get("seq", 0)) if doc else 0  # an empty library may have a count only
 
     def existing(self, doc_ids: Iterable[str]) -> dict[str, IndexedPrints]:
-        """What the index may hold for each of these ids already in the library."""
-        cursor = self.masters.find({"_id": {"$in": list(doc_ids)}}, _WITHOUT_TEXT)
-        return {d["_id"]: _indexed_prints(d) for d in cursor}
+        """What the index may hold for each of these ids already in the library (read in
+        lists of ``ID_BATCH``: SecantusDB answers a long ``$in`` that finds its documents in
+        more than linear time)."""
+        found = {}
+        for chunk in batches(list(doc_ids), ID_BATCH):
+            for d in self.masters.find({"_id": {"$in": chunk}}, _WITHOUT_TEXT):
+                found[d["_id"]] = _indexed_prints(d)
+        return found
 
     def save(
         self,
@@ -90,6 +112,7 @@ class MasterStore:
                 "source": doc.source,
                 "updated_at": now,
                 "changed_in": version,
+                "digest": digest(doc),
                 **fp.to_mongo(),
             }
             masters.append(Upsert(doc.doc_id, fields, {"added_at": now}))
@@ -236,4 +259,10 @@ def _fingerprint(doc: dict) -> DocumentFingerprint | None:
 
 
 def _indexed_prints(doc: dict) -> IndexedPrints:
-    return IndexedPrints(int(doc["n"]), _fingerprint(doc))
+    return IndexedPrints(
+        int(doc["n"]),
+        _fingerprint(doc),
+        changed_in=int(doc.get("changed_in") or 0),
+        source=str(doc.get("source") or ""),
+        digest=str(doc.get("digest") or ""),
+    )
