@@ -1,0 +1,504 @@
+"""A large library, as a user builds and checks it: ``tracker ingest`` of files of synthetic
+chapters, then ``tracker check --jsonl`` of the same queries at each checkpoint, against a
+valkey-server and a secantusd-py started as separate servers and given by URL (issue 29).
+
+At each checkpoint (``--points``, then ``--chapters``) this measures:
+
+* **the check**: ``tracker check --jsonl`` of the query file run as a user runs it (a new
+  process, default workers), its wall time over the queries *with* its start-up (the issue's
+  measure), best and median of ``--rounds`` runs; and amortised, (T(n) − T(n/2)) / (n/2), the
+  start-up cancelled; CPU of the command and of both servers per query (``/proc``);
+* **recall and wrong ids**: each query's expected master against what the command printed;
+* **the same queries against datasketch MinHashLSH** in memory (``bench.baselines``, 128
+  permutations, character 5-shingles, Jaccard 0.5), built over the same chapters in this
+  process (up to ``--minhash-max`` of them): its mean wall time per query, one at a time;
+* **ingest**: chapters per second of ``tracker ingest FILE`` over each step (the files are made
+  before, and kept in ``--work`` for the next run), its peak resident memory, and the CPU of
+  the command, its workers and the servers;
+* **bytes**: Redis ``used_memory`` per chapter (and ``used_memory_rss``), MongoDB BSON per
+  chapter (``collStats``).
+
+The queries (``--queries``, 600 by default): a quarter disguised copies of stored chapters
+(ad lines, punctuation noise), a quarter copies in Traditional characters with ad lines, a
+quarter partial copies (40 % of a chapter inside an unrelated text as long), a quarter
+unrelated chapters; all of them copy chapters among the first checkpoint's, so every
+checkpoint checks the same texts.
+
+    python -m bench.library_scale --chapters 100000 --points 10000          # ~15 min
+    flock /work/notes/bench.lock python -m bench.library_scale --chapters 1000000 \\
+        --points 100000 --work /tmp/library-scale                          # ~1.5 h, 12 GB disk
+
+Writes ``bench/results/library-scale.json`` and ``.md`` (``--out``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import orjson
+
+from bench import corpus as bench_corpus
+from bench.capacity import log, machine_with_memory
+from bench.crawl_throughput import process_stat
+from bench.disguises import embed, noise, traditional, with_ads
+from bench.scale import sentence_pool, synthetic_chapters
+
+DB, PREFIX = "scale", "scale:"
+KINDS = ("ads_noise", "traditional_ads", "partial_40", "innocent")
+
+
+# ----------------------------------------------------------------------------- the servers
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Servers:
+    """A valkey-server and a secantusd-py, each started as a separate server with its defaults
+    (as an operator starts them), data under ``home``; or the servers at given URLs."""
+
+    def __init__(self, home: Path, mongo_url: str | None, redis_url: str | None) -> None:
+        self.procs: dict[str, subprocess.Popen] = {}
+        self.mongo_url, self.redis_url = mongo_url, redis_url
+        if mongo_url and redis_url:
+            return
+        from tracker.servers.services import valkey_binary
+
+        home.mkdir(parents=True, exist_ok=True)
+        if not redis_url:
+            port = free_port()
+            (home / "valkey").mkdir(exist_ok=True)
+            self.procs["redis"] = subprocess.Popen(
+                [valkey_binary(), "--port", str(port), "--bind", "127.0.0.1"],
+                cwd=home / "valkey",
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            self.redis_url = f"redis://127.0.0.1:{port}/0"
+        if not mongo_url:
+            port = free_port()
+            exe = Path(sys.executable).parent / "secantusd-py"
+            command = [str(exe), "--host", "127.0.0.1", "--port", str(port)]
+            self.procs["mongo"] = subprocess.Popen(
+                [*command, "--storage-path", str(home / "mongo"), "--log-level", "WARNING"],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            self.mongo_url = f"mongodb://127.0.0.1:{port}/"
+        deadline = time.monotonic() + 60
+        for url in (self.redis_url, self.mongo_url):
+            port = int(url.rsplit(":", 1)[1].split("/")[0])
+            while True:
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                    break
+                except OSError:
+                    if time.monotonic() > deadline:
+                        raise RuntimeError(f"{url} did not start") from None
+                    time.sleep(0.2)
+
+    def pids(self) -> dict[str, int]:
+        return {name: proc.pid for name, proc in self.procs.items()}
+
+    def stop(self) -> None:
+        for proc in self.procs.values():
+            proc.terminate()
+        for proc in self.procs.values():
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+def servers_cpu(servers: Servers) -> dict[str, float]:
+    found = {}
+    for name, pid in servers.pids().items():
+        stat = process_stat(pid)
+        if stat is not None:
+            found[name] = stat[1]
+    return found
+
+
+def servers_rss(servers: Servers) -> dict[str, int]:
+    found = {}
+    for name, pid in servers.pids().items():
+        stat = process_stat(pid)
+        if stat is not None:
+            found[name] = stat[2] >> 20
+    return found
+
+
+# ------------------------------------------------------------------------------- the inputs
+
+
+def chapter_file(work: Path, pool: list, start: int, end: int, chars: int, seed: int) -> Path:
+    """Chapters ``start`` to ``end`` (of bench.scale's synthetic sequence) as a .jsonl file,
+    made once and kept."""
+    path = work / f"chapters-{seed}-{chars}-{start}-{end}.jsonl"
+    if path.exists():
+        return path
+    partial = path.with_suffix(".part")
+    with partial.open("wb") as out:
+        for i, doc in enumerate(synthetic_chapters(end, pool, seed=seed, chars=chars)):
+            if i >= start:
+                record = {"id": doc.doc_id, "work": doc.work, "title": doc.title, "text": doc.text}
+                out.write(orjson.dumps(record) + b"\n")
+            if i and i % 100_000 == 0:
+                log(f"  {i:,} chapters made")
+    partial.rename(path)
+    return path
+
+
+def read_chapters(path: Path, ids: set[str] | None = None) -> dict[str, str]:
+    found = {}
+    with path.open("rb") as fh:
+        for line in fh:
+            record = orjson.loads(line)
+            if ids is None or record["id"] in ids:
+                found[record["id"]] = record["text"]
+    return found
+
+
+def make_queries(
+    work: Path, first: Path, pool: list, count: int, chars: int, seed: int
+) -> tuple[Path, list[dict]]:
+    """The query file and, per query, its kind and expected id (None: unrelated)."""
+    rng = random.Random(f"library-scale:{seed}")
+    per_kind = count // len(KINDS)
+    stored = sum(1 for _ in first.open("rb"))
+    ids = [f"合成/{i + 1:06d}" for i in rng.sample(range(stored), 3 * per_kind)]
+    texts = read_chapters(first, set(ids))
+    others = [d.text for d in synthetic_chapters(2 * per_kind, pool, seed=seed + 7919, chars=chars)]
+    queries: list[dict] = []
+    for k, doc_id in enumerate(ids):
+        text = texts[doc_id]
+        kind = KINDS[k // per_kind]
+        if kind == "ads_noise":
+            case = noise(with_ads(text, rng), rng, 0.03)
+        elif kind == "traditional_ads":
+            case = traditional(with_ads(text, rng), rng)
+        else:
+            start = rng.randrange(0, int(len(text) * 0.6))
+            case = embed(text[start : start + int(len(text) * 0.4)], others.pop(), rng)
+        queries.append({"kind": kind, "expected": doc_id, "text": case})
+    queries += [{"kind": "innocent", "expected": None, "text": t} for t in others[:per_kind]]
+    rng.shuffle(queries)
+    for i, query in enumerate(queries):
+        query["id"] = f"q{i:04d}"
+    path = work / f"queries-{seed}-{count}.jsonl"
+    with path.open("wb") as out:
+        for query in queries:
+            out.write(orjson.dumps({"id": query["id"], "text": query["text"]}) + b"\n")
+    half = path.with_name(path.stem + "-half.jsonl")
+    with half.open("wb") as out:
+        for query in queries[: len(queries) // 2]:
+            out.write(orjson.dumps({"id": query["id"], "text": query["text"]}) + b"\n")
+    return path, queries
+
+
+# ------------------------------------------------------------------------------- the steps
+
+
+def env_for(servers: Servers, home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TRACKER_", "SCRAPY"))}
+    env.update(
+        MONGO_URL=servers.mongo_url or "",
+        REDIS_URL=servers.redis_url or "",
+        TRACKER_MONGO_DB=DB,
+        TRACKER_REDIS_PREFIX=PREFIX,
+        TRACKER_DATA_DIR=str(home / "data"),
+        TRACKER_CHECK_WARM_S="0",
+        HOME=str(home),
+    )
+    return env
+
+
+def timed(command: list[str], env: dict, servers: Servers, out: Path | None = None) -> dict:
+    """Run ``tracker …`` as a user does; its wall time, its CPU and its children's, the
+    servers' CPU, its peak resident memory."""
+    before_servers = servers_cpu(servers)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    with (out or Path(os.devnull)).open("wb") as stdout:
+        done = subprocess.run(
+            [str(Path(sys.executable).parent / "tracker"), *command],
+            env=env,
+            stdout=stdout,
+            stderr=subprocess.PIPE,
+        )
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode not in (0, 1):
+        raise RuntimeError(f"tracker {command[0]} failed: {done.stderr.decode()[-2000:]}")
+    spent = servers_cpu(servers)
+    return {
+        "wall_s": wall,
+        "cpu_s": (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime),
+        "servers_cpu_s": {k: spent[k] - before_servers.get(k, 0.0) for k in spent},
+        "max_rss_mb": after.ru_maxrss >> 10,
+        "stderr_tail": done.stderr.decode()[-400:],
+    }
+
+
+def redis_memory(url: str) -> tuple[int, int]:
+    import redis
+
+    info = redis.Redis.from_url(url).info("memory")
+    return int(info["used_memory"]), int(info["used_memory_rss"])
+
+
+def mongo_masters(url: str) -> dict:
+    from pymongo import MongoClient
+
+    client = MongoClient(url)
+    try:
+        raw = client[DB].command("collStats", "masters")
+        return {k: int(raw.get(k, 0) or 0) for k in ("count", "size", "totalIndexSize")}
+    finally:
+        client.close()
+
+
+def ingest(path: Path, env: dict, servers: Servers, chapters: int) -> dict:
+    log(f"tracker ingest {path.name}")
+    run = timed(["ingest", str(path)], env, servers)
+    run["chapters"] = chapters
+    run["per_second"] = round(chapters / run["wall_s"], 1)
+    return run
+
+
+def check(
+    queries: Path,
+    half: Path,
+    expected: list[dict],
+    env: dict,
+    servers: Servers,
+    rounds: int,
+    work: Path,
+) -> dict:
+    out = work / "answers.jsonl"
+    runs, halves = [], []
+    for _ in range(rounds):
+        runs.append(timed(["check", "--jsonl", str(queries)], env, servers, out))
+        halves.append(timed(["check", "--jsonl", str(half)], env, servers)["wall_s"])
+    n = len(expected)
+    answers = {}
+    with out.open("rb") as fh:
+        for line in fh:
+            record = orjson.loads(line)
+            answers[record["id"]] = [m["doc_id"] for m in record.get("matches", [])]
+    found, wrong, by_kind = 0, 0, {}
+    for query in expected:
+        got = answers.get(query["id"], [])
+        kind = by_kind.setdefault(query["kind"], {"n": 0, "found": 0, "wrong": 0})
+        kind["n"] += 1
+        if query["expected"] is not None and query["expected"] in got:
+            found += 1
+            kind["found"] += 1
+        extra = [d for d in got if d != query["expected"]]
+        wrong += len(extra)
+        kind["wrong"] += len(extra)
+    walls = sorted(r["wall_s"] for r in runs)
+    copies = sum(1 for q in expected if q["expected"] is not None)
+    best = min(runs, key=lambda r: r["wall_s"])
+    return {
+        "queries": n,
+        "ms_per_query_with_startup": round(1000 * walls[0] / n, 2),
+        "ms_per_query_with_startup_median": round(1000 * statistics.median(walls) / n, 2),
+        "runs_s": [round(w, 2) for w in walls],
+        "ms_per_query_amortised": round(1000 * (walls[0] - min(halves)) / (n - n // 2), 2),
+        "startup_s_estimate": round(walls[0] - (walls[0] - min(halves)) * n / (n - n // 2), 2),
+        "cpu_ms_per_query": round(1000 * best["cpu_s"] / n, 2),
+        "servers_cpu_ms_per_query": {
+            k: round(1000 * v / n, 2) for k, v in best["servers_cpu_s"].items()
+        },
+        "recall": round(found / copies, 4),
+        "wrong_ids": wrong,
+        "by_kind": by_kind,
+    }
+
+
+def minhash(files: list[Path], expected: list[dict], most: int) -> dict:
+    """datasketch MinHashLSH over the chapters of ``files`` (at most ``most``), in memory; its
+    mean wall time per query, one at a time."""
+    from bench.baselines import MinHashLSHBaseline
+    from tracker.model import MasterDocument
+
+    lsh = MinHashLSHBaseline()
+    started, built = time.perf_counter(), 0
+    for path in files:
+        with path.open("rb") as fh:
+            docs = []
+            for line in fh:
+                if built >= most:
+                    break
+                record = orjson.loads(line)
+                docs.append(
+                    MasterDocument(record["id"], record["work"], record["title"], record["text"])
+                )
+                built += 1
+                if len(docs) == 10_000:
+                    lsh.add(docs)
+                    docs = []
+            lsh.add(docs)
+    build_s = time.perf_counter() - started
+    lsh.check(expected[0]["text"])
+    times, found, wrong = [], 0, 0
+    for query in expected:
+        start = time.perf_counter()
+        got = lsh.check(query["text"])
+        times.append(time.perf_counter() - start)
+        found += query["expected"] in got
+        wrong += len([d for d in got if d != query["expected"]])
+    copies = sum(1 for q in expected if q["expected"] is not None)
+    return {
+        "chapters": built,
+        "build_s": round(build_s, 1),
+        "ms_per_query": round(1000 * statistics.mean(times), 2),
+        "ms_per_query_p50": round(1000 * statistics.median(times), 2),
+        "recall": round(found / copies, 4),
+        "wrong_ids": wrong,
+    }
+
+
+# -------------------------------------------------------------------------------- the run
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--chapters", type=int, default=100_000)
+    parser.add_argument("--points", default="10000", help="checkpoints below --chapters")
+    parser.add_argument("--chars", type=int, default=1500)
+    parser.add_argument("--queries", type=int, default=600)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--minhash-max", type=int, default=1_000_000)
+    parser.add_argument("--work", type=Path, default=Path("/tmp/tracker-library-scale"))
+    parser.add_argument("--keep", action="store_true", help="keep the servers' data")
+    parser.add_argument("--mongo-url")
+    parser.add_argument("--redis-url")
+    parser.add_argument(
+        "--out", type=Path, default=Path(__file__).parent / "results" / "library-scale.json"
+    )
+    args = parser.parse_args(argv)
+
+    points = sorted({int(p) for p in args.points.split(",") if p} | {args.chapters})
+    work = args.work
+    work.mkdir(parents=True, exist_ok=True)
+    pool = sentence_pool(
+        d.text for d in bench_corpus.load(bench_corpus.default_corpus_dir()).masters
+    )
+    log(f"making the chapter files in {work}")
+    files, start = [], 0
+    for point in points:
+        files.append(chapter_file(work, pool, start, point, args.chars, args.seed))
+        start = point
+    queries, expected = make_queries(work, files[0], pool, args.queries, args.chars, args.seed)
+    half = queries.with_name(queries.stem + "-half.jsonl")
+
+    home = work / "home"
+    shutil.rmtree(home, ignore_errors=True)
+    load_before = os.getloadavg()
+    servers = Servers(home / "servers", args.mongo_url, args.redis_url)
+    results = []
+    try:
+        env = env_for(servers, home)
+        base_used, base_rss = redis_memory(servers.redis_url)
+        stored = 0
+        for point, path in zip(points, files, strict=True):
+            step = ingest(path, env, servers, point - stored)
+            stored = point
+            used, rss = redis_memory(servers.redis_url)
+            masters = mongo_masters(servers.mongo_url)
+            log(f"checking {len(expected)} queries at {stored:,} chapters")
+            checked = check(queries, half, expected, env, servers, args.rounds, work)
+            point_result = {
+                "chapters": stored,
+                "ingest": step,
+                "redis_bytes_per_chapter": round((used - base_used) / stored),
+                "redis_rss_per_chapter": round((rss - base_rss) / stored),
+                "mongo_bson_bytes_per_chapter": round(masters["size"] / max(1, masters["count"])),
+                "servers_rss_mb": servers_rss(servers),
+                "check": checked,
+            }
+            if args.minhash_max:
+                log(f"MinHashLSH over {min(stored, args.minhash_max):,} chapters")
+                point_result["minhash_lsh"] = minhash(
+                    files[: len(results) + 1], expected, args.minhash_max
+                )
+            results.append(point_result)
+            log(json.dumps(point_result))
+    finally:
+        servers.stop()
+        if not args.keep:
+            shutil.rmtree(home, ignore_errors=True)
+    ingest_s = sum(p["ingest"]["wall_s"] for p in results)
+    result = {
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": machine_with_memory(),
+        "load_before": [round(x, 2) for x in load_before],
+        "command": "python -m bench.library_scale " + " ".join(argv or sys.argv[1:]),
+        "servers": "configured" if args.mongo_url else "valkey-server and secantusd-py, defaults",
+        "chars_per_chapter": args.chars,
+        "points": results,
+        "ingest_per_second_overall": round(args.chapters / ingest_s, 1),
+        "check_ratio_last_to_first": round(
+            results[-1]["check"]["ms_per_query_with_startup"]
+            / results[0]["check"]["ms_per_query_with_startup"],
+            3,
+        ),
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    args.out.with_suffix(".md").write_text(render(result), encoding="utf-8")
+    print(render(result))
+    return 0
+
+
+def render(r: dict) -> str:
+    head = (
+        "| chapters | ingest /s (peak RSS) | Redis B/chapter (RSS) | check ms/query with start-up "
+        "(median) | amortised | CPU ms/query: command + servers | recall | wrong ids | "
+        "MinHashLSH ms/query (recall) |\n|---:|---:|---:|---:|---:|---|---:|---:|---:|\n"
+    )
+    rows = []
+    for p in r["points"]:
+        c, i = p["check"], p["ingest"]
+        servers = " + ".join(f"{k} {v}" for k, v in c["servers_cpu_ms_per_query"].items())
+        m = p.get("minhash_lsh")
+        lsh = f"{m['ms_per_query']} ({m['recall']}, {m['chapters']:,} chapters)" if m else "—"
+        rows.append(
+            f"| {p['chapters']:,} | {i['per_second']} ({i['max_rss_mb']} MB) | "
+            f"{p['redis_bytes_per_chapter']} ({p['redis_rss_per_chapter']}) | "
+            f"{c['ms_per_query_with_startup']} ({c['ms_per_query_with_startup_median']}) | "
+            f"{c['ms_per_query_amortised']} | {c['cpu_ms_per_query']} + {servers} | "
+            f"{c['recall']} | {c['wrong_ids']} | {lsh} |"
+        )
+    return (
+        f"### Library scale ({r['date']}, {r['machine']})\n\n`{r['command']}`; servers: "
+        f"{r['servers']}; load average before: {r['load_before']}; chapters of "
+        f"{r['chars_per_chapter']:,} characters.\n\n"
+        + head
+        + "\n".join(rows)
+        + f"\n\nIngest over all {r['points'][-1]['chapters']:,} chapters: "
+        f"{r['ingest_per_second_overall']} chapters/s; check at the last point over the first: "
+        f"×{r['check_ratio_last_to_first']}.\n"
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
