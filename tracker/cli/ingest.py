@@ -54,6 +54,20 @@ def register(commands: argparse._SubParsersAction) -> None:
         help="fingerprint in N worker processes (default: one per CPU, at most 4, for inputs "
         "over 8 MB; 0: in this process)",
     )
+    parser.add_argument(
+        "--batch",
+        type=int,
+        metavar="N",
+        help="documents stored together: one bulk write each (default 1,000 with workers, 200 "
+        "without)",
+    )
+    parser.add_argument(
+        "--progress",
+        type=float,
+        default=PROGRESS_EVERY_S,
+        metavar="S",
+        help="when standard error is not a terminal, a progress line every S seconds (10)",
+    )
     add_size_limit(parser, "a .txt book or a .jsonl line")
     parser.set_defaults(func=run)
 
@@ -169,17 +183,22 @@ def _ingest(
         workers = min(4, os.cpu_count() or 1) if total >= BULK_BYTES else 0
     documents = iter_masters(files, reading, args.work, max_bytes)
     started = time.perf_counter()
-    with _Progress(reading, total) as progress:
-        summary = library.ingest(documents, progress=progress.advance, workers=max(0, workers))
+    with _Progress(reading, total, args.progress) as progress:
+        summary = library.ingest(
+            documents,
+            progress=progress.advance,
+            workers=max(0, workers),
+            batch=max(1, args.batch) if args.batch else None,
+        )
     return summary, time.perf_counter() - started
 
 
 class _Progress:
-    """Progress of an ingest, by bytes read: a bar on a terminal, else a line every
-    ``PROGRESS_EVERY_S`` seconds of a long run. Problems met are printed as they come."""
+    """Progress of an ingest, by bytes read: a bar on a terminal, else a line every ``every``
+    seconds of a long run. Problems met are printed as they come."""
 
-    def __init__(self, reading: Reading, total: int) -> None:
-        self.reading, self.total = reading, max(total, 1)
+    def __init__(self, reading: Reading, total: int, every: float = PROGRESS_EVERY_S) -> None:
+        self.reading, self.total, self.every = reading, max(total, 1), every
         self.documents = 0
         self.started = self.shown = time.perf_counter()
         self.bar = None
@@ -208,7 +227,7 @@ class _Progress:
         now = time.perf_counter()
         if self.bar is not None:
             self.bar.update(self.task, completed=self.reading.bytes_read, documents=self.documents)
-        elif now - self.shown >= PROGRESS_EVERY_S:
+        elif now - self.shown >= self.every:
             self.shown = now
             rate = self.documents / (now - self.started)
             share = min(1.0, self.reading.bytes_read / self.total)

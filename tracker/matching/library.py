@@ -31,7 +31,9 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import os
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
@@ -67,18 +69,33 @@ def _fingerprints(texts: list[str]) -> list[DocumentFingerprint]:
     return [fp for _, fp in fingerprint_many(texts)]
 
 
-def _warm() -> None:
+def _start_worker(parent: int) -> None:
+    """A fingerprinting worker's start: its tables loaded, and a watch on the process that
+    started it, which it outlives by a second at most (one killed with ``kill -9`` cannot stop
+    its pool: the worker would wait for batches for ever)."""
     _fingerprints(["预热词典，加载表格。"])
+
+    def watch() -> None:
+        while True:
+            time.sleep(1.0)
+            try:
+                os.kill(parent, 0)
+            except ProcessLookupError:
+                os._exit(1)
+            except PermissionError:  # the pid was taken by another user's process
+                os._exit(1)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
 def _fingerprint_pool(workers: int) -> ProcessPoolExecutor:
-    """Worker processes for fingerprinting, started by a fork server (this process has server
-    connections and their threads, which a forked child must not inherit), each with its tables
-    and dictionaries loaded before the first batch."""
-    context = multiprocessing.get_context(
-        "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+    """Worker processes for fingerprinting, spawned (this process has server connections and
+    their threads, which a forked child must not inherit), each with its tables and
+    dictionaries loaded before its first batch."""
+    context = multiprocessing.get_context("spawn")
+    return ProcessPoolExecutor(
+        workers, mp_context=context, initializer=_start_worker, initargs=(os.getpid(),)
     )
-    return ProcessPoolExecutor(workers, mp_context=context, initializer=_warm)
 
 
 @dataclass
