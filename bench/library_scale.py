@@ -43,6 +43,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -228,30 +229,80 @@ def env_for(servers: Servers, home: Path) -> dict[str, str]:
     return env
 
 
+class TreeCPU:
+    """CPU seconds of a process and all its descendants (fingerprinting workers, ``tracker
+    check``'s worker processes), sampled from ``/proc`` every ``interval`` seconds: a process
+    that exited keeps its last reading. ``ru_maxrss`` would miss the workers' own peaks and
+    ``RUSAGE_CHILDREN`` the processes never waited for."""
+
+    def __init__(self, root: int, interval: float = 0.2) -> None:
+        self.root, self.interval = root, interval
+        self.last: dict[int, tuple[float, int]] = {}  # pid -> (cpu seconds, resident bytes)
+        self.peak_rss = 0
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._done.is_set():
+            self.sample()
+            self._done.wait(self.interval)
+
+    def sample(self) -> None:
+        stats = {}
+        for entry in os.listdir("/proc"):
+            if entry.isdigit() and (stat := process_stat(int(entry))) is not None:
+                stats[int(entry)] = stat
+        tree, frontier = {self.root}, [self.root]
+        while frontier:
+            pid = frontier.pop()
+            for child, (parent, _, _) in stats.items():
+                if parent == pid and child not in tree:
+                    tree.add(child)
+                    frontier.append(child)
+        total_rss = 0
+        for pid in tree:
+            if pid in stats:
+                self.last[pid] = (stats[pid][1], stats[pid][2])
+                total_rss += stats[pid][2]
+        self.peak_rss = max(self.peak_rss, total_rss)
+
+    def stop(self) -> float:
+        self._done.set()
+        self._thread.join()
+        return sum(cpu for cpu, _ in self.last.values())
+
+
 def timed(command: list[str], env: dict, servers: Servers, out: Path | None = None) -> dict:
-    """Run ``tracker …`` as a user does; its wall time, its CPU and its children's, the
-    servers' CPU, its peak resident memory."""
+    """Run ``tracker …`` as a user does; its wall time, the CPU of it and its descendants
+    (sampled), the servers' CPU, the peak resident memory of the whole tree."""
     before_servers = servers_cpu(servers)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     with (out or Path(os.devnull)).open("wb") as stdout:
-        done = subprocess.run(
+        proc = subprocess.Popen(
             [str(Path(sys.executable).parent / "tracker"), *command],
             env=env,
             stdout=stdout,
             stderr=subprocess.PIPE,
         )
+        tree = TreeCPU(proc.pid)
+        _, err = proc.communicate()
     wall = time.perf_counter() - started
+    sampled = tree.stop()
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if done.returncode not in (0, 1):
-        raise RuntimeError(f"tracker {command[0]} failed: {done.stderr.decode()[-2000:]}")
+    # Processes waited for are counted exactly; sampling also sees those that were not.
+    waited = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    cpu = max(waited, sampled)
+    if proc.returncode not in (0, 1):
+        raise RuntimeError(f"tracker {command[0]} failed: {err.decode()[-2000:]}")
     spent = servers_cpu(servers)
     return {
         "wall_s": wall,
-        "cpu_s": (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime),
+        "cpu_s": cpu,
         "servers_cpu_s": {k: spent[k] - before_servers.get(k, 0.0) for k in spent},
-        "max_rss_mb": after.ru_maxrss >> 10,
-        "stderr_tail": done.stderr.decode()[-400:],
+        "max_rss_mb": tree.peak_rss >> 20,
+        "stderr_tail": err.decode()[-400:],
     }
 
 

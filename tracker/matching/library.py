@@ -301,6 +301,7 @@ class MasterLibrary:
             if rows:
                 version = self.store.next_version()
                 self.store.begin(version, journal, deleted=False)
+                self.store.log_change(version, [doc.doc_id for _, doc, _ in rows])
                 self.store.save(rows, set(new_ids), version)  # MongoDB first
                 count = self.store.counted(len(new_ids))
                 for _, before in journal:
