@@ -48,6 +48,8 @@ class Settings:
     # index keeps the layout it was built with (see tracker.index.layout).
     index_bucket_bits: int = 16
     index_wide_ids: bool = False
+    # Days the stored pages' anchors are kept for tracker rematch (see tracker.index.page_index).
+    page_index_days: int = 90
 
     # Detection thresholds (see tracker.matching.detector for their meaning).
     simhash_max_distance: int = 3
@@ -146,7 +148,7 @@ def _coerce(settings: Settings, values: dict[str, Any]) -> Settings:
                 f"setting {_named(name)}={raw!r} is not a valid {type(current).__name__}"
             ) from None
     for name, check in _CHECKS.items():
-        if converted.get(name):
+        if converted.get(name) not in (None, ""):
             try:
                 converted[name] = check(converted[name])
             except ValueError as exc:
@@ -219,7 +221,14 @@ _CHECKS = {
     "mongo_write_concern": lambda value: str(parse_write_concern(value)),
     "mongo_read_preference": parse_read_preference,
     "index_bucket_bits": lambda value: _index_layout(value).bucket_bits,
+    "page_index_days": lambda value: _at_least_one(value, "days"),
 }
+
+
+def _at_least_one(value: int, unit: str) -> int:
+    if int(value) < 1:
+        raise ValueError(f"{value!r} is not a number of {unit} ≥ 1")
+    return int(value)
 
 
 def _index_layout(bucket_bits: int) -> Any:

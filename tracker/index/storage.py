@@ -42,8 +42,9 @@ class Storage(ABC):
         return self.key(f"{table}:{bucket:x}")
 
     @abstractmethod
-    def append(self, chunks: Mapping[bytes, bytes]) -> None:
-        """Append each chunk of records to the bucket at its key."""
+    def append(self, chunks: Mapping[bytes, bytes], expire_at: int | None = None) -> None:
+        """Append each chunk of records to the bucket at its key; with ``expire_at`` (Unix
+        seconds), the buckets expire then (Redis removes them itself)."""
 
     @abstractmethod
     def get(self, keys: Sequence[bytes]) -> list[bytes]:
@@ -70,6 +71,14 @@ class Storage(ABC):
         """The named counts of the hash at ``key``."""
 
     @abstractmethod
+    def set_default(self, key: bytes, name: str, value: int) -> None:
+        """Set the named count of the hash at ``key`` unless it is set already."""
+
+    @abstractmethod
+    def forget(self, key: bytes, names: Sequence[str]) -> None:
+        """Remove named counts from the hash at ``key``."""
+
+    @abstractmethod
     def clear(self) -> None:
         """Remove every bucket of this storage."""
 
@@ -84,6 +93,9 @@ class Storage(ABC):
 
     def compact(self) -> None:  # noqa: B027 - most storages have nothing to release
         """Release the spare room appends left in buckets (call after a bulk load)."""
+
+    def compact_keys(self, keys: Sequence[bytes]) -> None:  # noqa: B027 - as compact
+        """Release the spare room appends left in the buckets at ``keys``."""
 
     #: True where the buckets live on several servers, each of which may lose its last writes
     #: alone (a Redis Cluster node restarted, or replaced by a replica that lagged): the
@@ -117,13 +129,23 @@ class MemoryStorage(Storage):
     def __init__(self) -> None:
         self._buckets: dict[bytes, bytearray] = defaultdict(bytearray)
         self._counts: dict[bytes, dict[str, int]] = {}
+        self._expiry: dict[bytes, int] = {}
 
     def key(self, name: str) -> bytes:
         return name.encode()
 
-    def append(self, chunks: Mapping[bytes, bytes]) -> None:
+    def append(self, chunks: Mapping[bytes, bytes], expire_at: int | None = None) -> None:
         for key, chunk in chunks.items():
             self._buckets[key] += chunk
+        if expire_at is not None:
+            self._expiry.update(dict.fromkeys(chunks, expire_at))
+
+    def expire(self, now: float) -> None:
+        """Remove the buckets whose time has come (Redis does it by itself)."""
+        for key, at in list(self._expiry.items()):
+            if at <= now:
+                self._buckets.pop(key, None)
+                del self._expiry[key]
 
     def get(self, keys: Sequence[bytes]) -> list[bytes]:
         return [bytes(self._buckets.get(key, b"")) for key in keys]
@@ -161,6 +183,13 @@ class MemoryStorage(Storage):
     def read_counts(self, key: bytes) -> dict[str, int]:
         return dict(self._counts.get(key, {}))
 
+    def set_default(self, key: bytes, name: str, value: int) -> None:
+        self._counts.setdefault(key, {}).setdefault(name, value)
+
+    def forget(self, key: bytes, names: Sequence[str]) -> None:
+        for name in names:
+            self._counts.get(key, {}).pop(name, None)
+
     def maximize(self, key: bytes, value: int) -> None:
         if int(self._buckets.get(key) or 0) < value:
             self._buckets[key] = bytearray(b"%d" % value)
@@ -175,12 +204,22 @@ for i, key in ipairs(KEYS) do redis.call('APPEND', key, ARGV[i]) end
 return #KEYS
 """
 
+# ARGV: the expiry time (Unix seconds), then each key's chunk.
+_APPEND_EXPIRING = """
+local at = ARGV[1]
+for i, key in ipairs(KEYS) do
+  redis.call('APPEND', key, ARGV[i + 1])
+  redis.call('EXPIREAT', key, at)
+end
+return #KEYS
+"""
+
 # APPEND over-allocates (a string grows by doubling): once a bulk load is done, the buckets it
 # touched are copied into exact-size allocations.
 _COMPACT = """
 for _, key in ipairs(KEYS) do
   local blob = redis.call('GET', key)
-  if blob then redis.call('SET', key, blob) end
+  if blob then redis.call('SET', key, blob, 'KEEPTTL') end
 end
 return #KEYS
 """
@@ -302,9 +341,14 @@ class RedisStorage(Storage):
             commands.append((slot, ("EVAL", script, len(chosen), *chosen, *extra, *values)))
         self._run(commands, idempotent)
 
-    def append(self, chunks: Mapping[bytes, bytes]) -> None:
+    def append(self, chunks: Mapping[bytes, bytes], expire_at: int | None = None) -> None:
         keys = list(chunks)
-        self._script(_APPEND, keys, list(chunks.values()), idempotent=False)
+        if expire_at is None:
+            self._script(_APPEND, keys, list(chunks.values()), idempotent=False)
+        else:
+            self._script(
+                _APPEND_EXPIRING, keys, list(chunks.values()), [expire_at], idempotent=False
+            )
         self._appended.update(keys)
 
     def set_values(self, values: Mapping[bytes, int]) -> None:
@@ -342,6 +386,9 @@ class RedisStorage(Storage):
         keys, self._appended = sorted(self._appended), set()
         self._script(_COMPACT, keys)
 
+    def compact_keys(self, keys: Sequence[bytes]) -> None:
+        self._script(_COMPACT, list(keys))
+
     def put(self, blobs: Mapping[bytes, bytes]) -> None:
         keys = list(blobs)
         commands = []
@@ -367,6 +414,13 @@ class RedisStorage(Storage):
 
     def read_counts(self, key: bytes) -> dict[str, int]:
         return {k.decode(): int(v) for k, v in self.client.hgetall(key).items()}
+
+    def set_default(self, key: bytes, name: str, value: int) -> None:
+        self.client.hsetnx(key, name, value)
+
+    def forget(self, key: bytes, names: Sequence[str]) -> None:
+        if names:
+            self.client.hdel(key, *names)
 
     def get(self, keys: Sequence[bytes]) -> list[bytes]:
         if not keys:

@@ -64,9 +64,14 @@ MAX_LISTED = 10  # empty documents and repeated ids a summary names
 BULK_BATCH = 1000  # documents a batch with fingerprinting workers: one insert, one round trip
 
 
+FINGERPRINT_BATCH = 200  # texts fingerprinted together: larger batches ran 25 % slower
+
+
 def _fingerprints(texts: list[str]) -> list[DocumentFingerprint]:
-    """The fingerprints of master texts (in a fingerprinting worker, or in process)."""
-    return [fp for _, fp in fingerprint_many(texts)]
+    """The fingerprints of master texts (in a fingerprinting worker, or in process), in
+    batches of ``FINGERPRINT_BATCH`` (numpy's per-call cost paid once per batch, while the
+    SimHash votes' counts stay in the CPU's caches)."""
+    return [fp for part in batches(texts, FINGERPRINT_BATCH) for _, fp in fingerprint_many(part)]
 
 
 def _start_worker(parent: int) -> None:
@@ -205,6 +210,8 @@ class MasterLibrary:
         """
         summary = IngestSummary()
         size = batch or (BULK_BATCH if workers else self.BATCH)
+        if self.index.state()[0] != self.store.version():
+            self.verify()  # a master stored unchanged is passed over: the index must hold it
         started = self.store.version()  # ids stored after this were stored by this ingest
         pool = _fingerprint_pool(workers) if workers else None
         try:
