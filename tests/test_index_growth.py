@@ -5,10 +5,9 @@ the first format is still read. On both storage backends and on the real servers
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from tracker.fingerprints.document import fingerprint_many
-from tracker.index import MemoryStorage, RedisStorage, growth
+from tracker.index import RedisStorage, growth
 from tracker.index.layout import ORIGINAL, Tables
 from tracker.index.master_index import MasterIndex
 from tracker.index.postings import STOP, HashPostings
@@ -24,14 +23,6 @@ BOILERPLATE = (
     "本书由网友上传整理，仅供试阅，如果喜欢请支持正版，购买实体书籍，版权归原作者所有，"
     "本站所有小说均来自互联网，若有侵权请联系管理员删除，感谢各位书友的理解与支持。"
 ) * 2
-
-
-@pytest.fixture(params=["memory", "redis"])
-def storage(request):
-    if request.param == "memory":
-        return MemoryStorage()
-    runtime = request.getfixturevalue("runtime")
-    return RedisStorage(runtime.redis, runtime.settings.redis_prefix + "ix:")
 
 
 def chapters(count: int, seed: int = 0, chars: int = 1500) -> list[MasterDocument]:

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-import pytest
-
 from tracker.index import MemoryStorage, RedisStorage, page_index
 from tracker.index.page_index import BLOCK, PageIndex
 from tracker.text.normalize import normalize
@@ -23,14 +21,6 @@ class Clock:
 
     def __call__(self) -> datetime:
         return self.now
-
-
-@pytest.fixture(params=["memory", "redis"])
-def storage(request):
-    if request.param == "memory":
-        return MemoryStorage()
-    runtime = request.getfixturevalue("runtime")
-    return RedisStorage(runtime.redis, runtime.settings.redis_prefix + "pix:")
 
 
 def tokens(text: str):
