@@ -384,13 +384,16 @@ class MasterIndex:
         return self.candidates(query)
 
     def compact(self) -> None:
-        """Rewrite the buckets appended to since the last compaction at their exact size, the
-        anchors' common values reduced to stop markers, then split the tables that outgrew
-        their buckets (:mod:`tracker.index.growth`). Under the library's write lock."""
+        """Split the tables that outgrew their buckets, and rewrite the buckets appended to
+        since the last compaction in the others at their exact size (a split writes every
+        bucket so), the anchors' common values reduced to stop markers
+        (:mod:`tracker.index.growth`). Under the library's write lock."""
+        appended, self._touched = self._touched, {}
+        grown = self.grow()
         sizes = {}
         for name, table in self._named_tables():
-            touched = self._touched.pop(name, set())
-            if not touched:
+            touched = appended.get(name)
+            if not touched or name in grown:
                 continue
             cap = self.anchors.stop_after if name in ("and", "ans") else None
             if name == "sh":
@@ -402,7 +405,6 @@ class MasterIndex:
         if any(sizes.values()):
             self.storage.add_counts(self.sizes_key, {k: v for k, v in sizes.items() if v})
         self._appended = 0
-        self.grow()
 
     def maybe_compact(self) -> bool:
         """Compact (and grow) once the records appended since the last compaction are as many
@@ -414,11 +416,11 @@ class MasterIndex:
             return True
         return False
 
-    def grow(self) -> bool:
-        """Split every table whose buckets hold more than their share of records; whether any
-        was. Under the library's write lock."""
+    def grow(self) -> set[str]:
+        """Split every table whose buckets hold more than their share of records; the tables
+        split. Under the library's write lock."""
         sizes = self.storage.read_counts(self.sizes_key)
-        tables, grew = self.tables, False
+        tables, grew = self.tables, set()
         for name, table in self._named_tables():
             base, depth = tables.bits[name]
             per_bucket = growth.SPLIT_SIMHASH_RECORDS if name == "sh" else growth.SPLIT_RECORDS
@@ -435,7 +437,7 @@ class MasterIndex:
             self.storage.add_counts(self.sizes_key, {name: written - sizes.get(name, 0)})
             for part in parts:
                 growth.drop(part)
-            grew = True
+            grew.add(name)
         if grew:
             self.use_layout(self.layout, tables)
             self._tables_raw = tables.encode()
