@@ -100,3 +100,44 @@ def test_a_generation_that_fills_is_followed_by_one_with_more_buckets(storage, m
     later.add([(20, tokens(prose(seed=400, chars=1500)))])
     newest = later.generations()[-1]
     assert newest.period == index.period_of(NOW) + 1 and newest.bits > 10
+
+
+def test_pages_filed_by_the_first_format_are_filed_again_by_a_rebuild(runtime, caplog):
+    """An upgrade from the page index of one table (6-byte records, no generations): rematch
+    says to rebuild, and `tracker index rebuild`'s page step files the stored pages again."""
+    from tracker.fingerprints.anchors import gram_hashes, winnow
+    from tracker.index.anchor_index import spread
+    from tracker.index.postings import WIDE_RECORD, HashPostings
+    from tracker.matching.library import MasterLibrary
+    from tracker.matching.rematch import Rematcher
+    from tracker.model import MasterDocument
+    from tracker.stores.pages import PageRecord, PageStore
+
+    master = MasterDocument("迟到/1", "迟到", "第一章", prose(seed=61, chars=2500))
+    pages = PageStore(runtime.db)
+    texts = [prose(seed=62, chars=1500) + master.text[:600], prose(seed=63, chars=2000)]
+    records = []
+    for n, (url, text) in zip(pages.allocate_ns(2), enumerate(texts), strict=True):
+        record = PageRecord(url=f"http://pirate.example/{url}.html", text=text)
+        record.n = n
+        records.append(record)
+    pages.save_many(records)
+    storage = RedisStorage(runtime.redis, runtime.settings.redis_prefix + "pix:")
+    old = HashPostings(storage, "pa", record=WIDE_RECORD)
+    storage.append(
+        old.records(
+            (r.n, spread(winnow(gram_hashes(normalize(r.text).tokens), 48))) for r in records
+        )
+    )
+    storage.maximize(storage.key(PageIndex.MAX_N), records[-1].n)
+    index = PageIndex.from_runtime(runtime)
+    assert index.legacy()
+    library = MasterLibrary.from_runtime(runtime)
+    library.ingest([master])
+    rematcher = Rematcher(runtime, library)
+    with caplog.at_level("WARNING"):
+        rematcher.run()
+    assert "tracker index rebuild" in caplog.text
+    assert rematcher.rebuild_page_index() == 2
+    assert not index.legacy()
+    assert set(index.candidates([normalize(master.text).tokens])) == {records[0].n}
