@@ -313,6 +313,17 @@ def redis_memory(url: str) -> tuple[int, int]:
     return int(info["used_memory"]), int(info["used_memory_rss"])
 
 
+def index_tables(url: str) -> str:
+    """The index's tables as ``tracker index stats`` shows them (their buckets, grown by
+    splits)."""
+    import redis
+
+    from tracker.index.master_index import MasterIndex
+    from tracker.index.storage import RedisStorage
+
+    return str(MasterIndex.open(RedisStorage(redis.Redis.from_url(url), PREFIX + "ix:")).tables)
+
+
 def mongo_masters(url: str) -> dict:
     from pymongo import MongoClient
 
@@ -529,6 +540,7 @@ def main(argv: list[str] | None = None) -> int:
                 "redis_rss_per_chapter": round((rss - base_rss) / stored),
                 "mongo_bson_bytes_per_chapter": round(masters["size"] / max(1, masters["count"])),
                 "servers_rss_mb": servers_rss(servers),
+                "tables": index_tables(servers.redis_url),
                 "check": checked,
             }
             if stored <= args.minhash_max:
