@@ -45,6 +45,7 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -215,13 +216,13 @@ def make_queries(
 # ------------------------------------------------------------------------------- the steps
 
 
-def env_for(servers: Servers, home: Path) -> dict[str, str]:
+def env_for(servers: Servers, home: Path, db: str = DB, prefix: str = PREFIX) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TRACKER_", "SCRAPY"))}
     env.update(
         MONGO_URL=servers.mongo_url or "",
         REDIS_URL=servers.redis_url or "",
-        TRACKER_MONGO_DB=DB,
-        TRACKER_REDIS_PREFIX=PREFIX,
+        TRACKER_MONGO_DB=db,
+        TRACKER_REDIS_PREFIX=prefix,
         TRACKER_DATA_DIR=str(home / "data"),
         TRACKER_CHECK_WARM_S="0",
         HOME=str(home),
@@ -343,23 +344,46 @@ def ingest(path: Path, env: dict, servers: Servers, chapters: int) -> dict:
     return run
 
 
-def check(
-    queries: Path,
-    half: Path,
-    expected: list[dict],
-    env: dict,
-    servers: Servers,
-    rounds: int,
-    work: Path,
-) -> dict:
-    out = work / "answers.jsonl"
-    runs, halves = [], []
-    for _ in range(rounds):
-        runs.append(timed(["check", "--jsonl", str(queries)], env, servers, out))
-        halves.append(timed(["check", "--jsonl", str(half)], env, servers)["wall_s"])
+@dataclass
+class Library:
+    """A library on servers of its own, and the runs of ``tracker check`` made against it."""
+
+    name: str
+    servers: Servers
+    env: dict
+    runs: list[dict] = field(default_factory=list)
+    halves: list[float] = field(default_factory=list)
+
+
+def check_round(library: Library, queries: Path, half: Path, work: Path) -> None:
+    """One ``tracker check --jsonl`` of the queries and one of their first half."""
+    out = work / f"answers-{library.name}.jsonl"
+    library.runs.append(
+        timed(["check", "--jsonl", str(queries)], library.env, library.servers, out)
+    )
+    library.halves.append(
+        timed(["check", "--jsonl", str(half)], library.env, library.servers)["wall_s"]
+    )
+
+
+def interleaved(libraries: list[Library], queries: Path, half: Path, rounds: int, work: Path):
+    """``rounds`` rounds of checks of every library in turn (each checked once first, untimed,
+    as a user's first check warms the servers' caches), in an order that alternates from round
+    to round, so that the machine's state (other work shares it) weighs on all of them alike."""
+    for library in libraries:
+        timed(["check", "--jsonl", str(half)], library.env, library.servers)
+        library.runs, library.halves = [], []
+    for k in range(rounds):
+        for library in libraries if k % 2 == 0 else libraries[::-1]:
+            check_round(library, queries, half, work)
+
+
+def summary(library: Library, expected: list[dict], work: Path) -> dict:
+    """What the checks of ``library`` found and cost: the best and median run, amortised."""
+    runs, halves = library.runs, library.halves
     n = len(expected)
     answers = {}
-    with out.open("rb") as fh:
+    with (work / f"answers-{library.name}.jsonl").open("rb") as fh:
         for line in fh:
             record = orjson.loads(line)
             answers[record["id"]] = [m["doc_id"] for m in record.get("matches", [])]
@@ -374,16 +398,18 @@ def check(
         extra = [d for d in got if d != query["expected"]]
         wrong += len(extra)
         kind["wrong"] += len(extra)
-    walls = sorted(r["wall_s"] for r in runs)
+    walls = [r["wall_s"] for r in runs]
+    ordered = sorted(walls)
     copies = sum(1 for q in expected if q["expected"] is not None)
     best = min(runs, key=lambda r: r["wall_s"])
+    amortised = 1000 * (ordered[0] - min(halves)) / (n - n // 2)
     return {
         "queries": n,
-        "ms_per_query_with_startup": round(1000 * walls[0] / n, 2),
+        "ms_per_query_with_startup": round(1000 * ordered[0] / n, 2),
         "ms_per_query_with_startup_median": round(1000 * statistics.median(walls) / n, 2),
         "runs_s": [round(w, 2) for w in walls],
-        "ms_per_query_amortised": round(1000 * (walls[0] - min(halves)) / (n - n // 2), 2),
-        "startup_s_estimate": round(walls[0] - (walls[0] - min(halves)) * n / (n - n // 2), 2),
+        "ms_per_query_amortised": round(amortised, 2),
+        "startup_s_estimate": round(ordered[0] - amortised * n / 1000, 2),
         "cpu_ms_per_query": round(1000 * best["cpu_s"] / n, 2),
         "servers_cpu_ms_per_query": {
             k: round(1000 * v / n, 2) for k, v in best["servers_cpu_s"].items()
@@ -391,6 +417,18 @@ def check(
         "recall": round(found / copies, 4),
         "wrong_ids": wrong,
         "by_kind": by_kind,
+    }
+
+
+def against(library: Library, first: Library) -> dict:
+    """The checks of ``library`` over the first library's, made in the same rounds."""
+    pairs = [b["wall_s"] / a["wall_s"] for a, b in zip(first.runs, library.runs, strict=True)]
+    return {
+        "ratio_best": round(
+            min(r["wall_s"] for r in library.runs) / min(r["wall_s"] for r in first.runs), 3
+        ),
+        "ratio_median_of_rounds": round(statistics.median(pairs), 3),
+        "ratio_per_round": [round(x, 3) for x in pairs],
     }
 
 
@@ -438,25 +476,26 @@ def minhash(files: list[Path], expected: list[dict], most: int) -> dict:
 
 
 def extended(
-    target: int, stored: int, servers: Servers, env: dict, expected: list, args, work: Path
+    target: int, stored: int, full: Library, first: Library, expected: list, args, work: Path
 ) -> dict:
     """The index alone extended to ``target`` chapters (bench.index_extend), checked with the
-    same queries."""
+    same queries in rounds with the first library."""
     import redis
 
     from bench.index_extend import extend
     from tracker.index.storage import RedisStorage
 
     log(f"extending the index to {target:,} chapters (salted copies)")
-    client = redis.Redis.from_url(servers.redis_url)
-    before = redis_memory(servers.redis_url)[0]
+    client = redis.Redis.from_url(full.servers.redis_url)
+    before = redis_memory(full.servers.redis_url)[0]
     started = time.perf_counter()
     done = extend(RedisStorage(client, PREFIX + "ix:"), stored, target)
     seconds = time.perf_counter() - started
-    used, rss = redis_memory(servers.redis_url)
+    used, rss = redis_memory(full.servers.redis_url)
     queries = work / f"queries-{args.seed}-{args.queries}.jsonl"
     half = queries.with_name(queries.stem + "-half.jsonl")
     log(f"checking {len(expected)} queries at {target:,} chapters (index only)")
+    interleaved([first, full], queries, half, args.rounds, work)
     return {
         "chapters": target,
         "index_only": True,
@@ -464,9 +503,21 @@ def extended(
         "redis_bytes_per_chapter": round(used / target),
         "redis_growth_bytes_per_copied_chapter": round((used - before) / (target - stored)),
         "redis_rss_per_chapter": round(rss / target),
-        "servers_rss_mb": servers_rss(servers),
-        "check": check(queries, half, expected, env, servers, args.rounds, work),
+        "servers_rss_mb": servers_rss(full.servers),
+        "tables": index_tables(full.servers.redis_url),
+        "check": summary(full, expected, work),
+        "first_library_check_same_rounds": summary(first, expected, work),
+        "against_first": against(full, first),
     }
+
+
+def start_library(name: str, home: Path, args) -> Library:
+    """A library on servers of its own (on configured servers, a database and key prefix of
+    its own: the Redis bytes then count both libraries)."""
+    servers = Servers(home / name / "servers", args.mongo_url, args.redis_url)
+    if name == "full":
+        return Library(name, servers, env_for(servers, home / name))
+    return Library(name, servers, env_for(servers, home / name, f"{DB}_{name}", f"{name}:"))
 
 
 # -------------------------------------------------------------------------------- the run
@@ -520,28 +571,34 @@ def main(argv: list[str] | None = None) -> int:
     home = work / "home"
     shutil.rmtree(home, ignore_errors=True)
     load_before = os.getloadavg()
-    servers = Servers(home / "servers", args.mongo_url, args.redis_url)
+    # The first checkpoint's library is kept beside the growing one: every comparison is made
+    # of rounds that check both in turn, under the same load.
+    first = full = None
     results = []
     try:
-        env = env_for(servers, home)
-        base_used, base_rss = redis_memory(servers.redis_url)
+        first = start_library("first", home, args)
+        full = start_library("full", home, args)
+        base_used, base_rss = redis_memory(full.servers.redis_url)
+        first_ingest = ingest(files[0], first.env, first.servers, points[0])
         stored = 0
         for point, path in zip(points, files, strict=True):
-            step = ingest(path, env, servers, point - stored)
+            step = ingest(path, full.env, full.servers, point - stored)
             stored = point
-            used, rss = redis_memory(servers.redis_url)
-            masters = mongo_masters(servers.mongo_url)
-            log(f"checking {len(expected)} queries at {stored:,} chapters")
-            checked = check(queries, half, expected, env, servers, args.rounds, work)
+            used, rss = redis_memory(full.servers.redis_url)
+            masters = mongo_masters(full.servers.mongo_url)
+            log(f"checking {len(expected)} queries at {stored:,} chapters and at {points[0]:,}")
+            interleaved([first, full], queries, half, args.rounds, work)
             point_result = {
                 "chapters": stored,
                 "ingest": step,
                 "redis_bytes_per_chapter": round((used - base_used) / stored),
                 "redis_rss_per_chapter": round((rss - base_rss) / stored),
                 "mongo_bson_bytes_per_chapter": round(masters["size"] / max(1, masters["count"])),
-                "servers_rss_mb": servers_rss(servers),
-                "tables": index_tables(servers.redis_url),
-                "check": checked,
+                "servers_rss_mb": servers_rss(full.servers),
+                "tables": index_tables(full.servers.redis_url),
+                "check": summary(full, expected, work),
+                "first_library_check_same_rounds": summary(first, expected, work),
+                "against_first": against(full, first),
             }
             if stored <= args.minhash_max:
                 log(f"MinHashLSH over {stored:,} chapters")
@@ -551,10 +608,12 @@ def main(argv: list[str] | None = None) -> int:
             results.append(point_result)
             log(json.dumps(point_result))
         if args.extend_index:
-            results.append(extended(args.extend_index, stored, servers, env, expected, args, work))
+            results.append(extended(args.extend_index, stored, full, first, expected, args, work))
             log(json.dumps(results[-1]))
     finally:
-        servers.stop()
+        for library in (first, full):
+            if library is not None:
+                library.servers.stop()
         if not args.keep:
             shutil.rmtree(home, ignore_errors=True)
     ingest_s = sum(p["ingest"]["wall_s"] for p in results if "ingest" in p)
@@ -567,13 +626,9 @@ def main(argv: list[str] | None = None) -> int:
         "chars_per_chapter": args.chars,
         "points": results,
         "ingest_per_second_overall": round(args.chapters / ingest_s, 1),
-        "check_ratio_last_to_first": {
-            f"{p['chapters']:,}": round(
-                p["check"]["ms_per_query_with_startup"]
-                / results[0]["check"]["ms_per_query_with_startup"],
-                3,
-            )
-            for p in results[1:]
+        "first_library_ingest": first_ingest,
+        "check_ratio_to_first": {
+            f"{p['chapters']:,}": p["against_first"]["ratio_median_of_rounds"] for p in results
         },
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -586,12 +641,14 @@ def main(argv: list[str] | None = None) -> int:
 def render(r: dict) -> str:
     head = (
         "| chapters | ingest /s (peak RSS) | Redis B/chapter (RSS) | check ms/query with start-up "
-        "(median) | amortised | CPU ms/query: command + servers | recall | wrong ids | "
-        "MinHashLSH ms/query (recall) |\n|---:|---:|---:|---:|---:|---|---:|---:|---:|\n"
+        "(median) | the first library's in the same rounds | ratio (median of rounds) | "
+        "amortised | CPU ms/query: command + servers | recall | wrong ids | MinHashLSH ms/query "
+        "(recall) |\n|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|\n"
     )
     rows = []
     for p in r["points"]:
-        c, i = p["check"], p.get("ingest") or {"per_second": "index only", "max_rss_mb": 0}
+        c, f, a = p["check"], p["first_library_check_same_rounds"], p["against_first"]
+        i = p.get("ingest") or {"per_second": "index only", "max_rss_mb": 0}
         servers = " + ".join(f"{k} {v}" for k, v in c["servers_cpu_ms_per_query"].items())
         m = p.get("minhash_lsh")
         lsh = f"{m['ms_per_query']} ({m['recall']}, {m['chapters']:,} chapters)" if m else "—"
@@ -599,17 +656,23 @@ def render(r: dict) -> str:
             f"| {p['chapters']:,} | {i['per_second']} ({i['max_rss_mb']} MB) | "
             f"{p['redis_bytes_per_chapter']} ({p['redis_rss_per_chapter']}) | "
             f"{c['ms_per_query_with_startup']} ({c['ms_per_query_with_startup_median']}) | "
+            f"{f['ms_per_query_with_startup']} ({f['ms_per_query_with_startup_median']}) | "
+            f"×{a['ratio_median_of_rounds']} ({a['ratio_per_round']}) | "
             f"{c['ms_per_query_amortised']} | {c['cpu_ms_per_query']} + {servers} | "
             f"{c['recall']} | {c['wrong_ids']} | {lsh} |"
         )
+    first = r["first_library_ingest"]
     return (
         f"### Library scale ({r['date']}, {r['machine']})\n\n`{r['command']}`; servers: "
         f"{r['servers']}; load average before: {r['load_before']}; chapters of "
-        f"{r['chars_per_chapter']:,} characters.\n\n"
+        f"{r['chars_per_chapter']:,} characters. Each check is compared with the same queries' "
+        f"check of a library of the first checkpoint's chapters, kept on servers of its own and "
+        f"checked in turn in the same rounds.\n\n"
         + head
         + "\n".join(rows)
         + f"\n\nIngest over the library's chapters: {r['ingest_per_second_overall']} "
-        f"chapters/s; check against the first point: {r['check_ratio_last_to_first']}.\n"
+        f"chapters/s (the first library's: {first['per_second']}/s); the check against the "
+        f"first library's: {r['check_ratio_to_first']}.\n"
     )
 
 

@@ -5,6 +5,7 @@ the first format is still read. On both storage backends and on the real servers
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from tracker.fingerprints.document import fingerprint_many
 from tracker.index import RedisStorage, growth
@@ -129,3 +130,28 @@ def test_an_index_of_the_first_format_is_read_and_written_as_it_was(runtime):
     index.set_state(2, 6)
     assert index.stored_tables() == Tables.initial(ORIGINAL, legacy=True)
     assert best(MasterIndex.open(storage), disguise.with_ads(docs[5].text)) == 6
+
+
+def test_buckets_a_dead_writer_left_after_a_split_are_dropped_by_the_next(storage, monkeypatch):
+    monkeypatch.setattr(growth, "SPLIT_RECORDS", 0.005)
+    docs = chapters(14, seed=800)
+    prints = [fp for _, fp in fingerprint_many([d.text for d in docs])]
+    index = MasterIndex(storage)
+    index.add(zip(range(1, 13), prints[:12], strict=True))
+    index.set_state(1, 12)
+    real_drop = growth.drop
+
+    def dies(table):
+        raise ConnectionError("killed while dropping")
+
+    monkeypatch.setattr(growth, "drop", dies)
+    with pytest.raises(ConnectionError):
+        index.compact()
+    old = HashPostings(storage, "ans", bucket_bits=16)
+    assert any(storage.get(old.bucket_keys(range(1 << 16))))  # left behind
+    monkeypatch.setattr(growth, "drop", real_drop)
+    again = MasterIndex.open(storage)
+    again.add(zip(range(13, 15), prints[12:], strict=True))
+    again.compact()
+    assert not any(storage.get(old.bucket_keys(range(1 << 16))))
+    assert best(again, docs[3].text) == 4 and best(again, docs[13].text) == 14

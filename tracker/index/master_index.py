@@ -140,6 +140,7 @@ class MasterIndex:
     LAYOUT = "layout"  # the IndexLayout the postings were filed with (see tracker.index.layout)
     TABLES = "tables"  # each table's base and depth (Tables), read with every lookup
     SIZES = "sizes"  # the records each table holds (a hash), which tell when it must split
+    DROPPING = "dropping"  # tables whose buckets of an older depth are being dropped (a hash)
 
     def __init__(
         self,
@@ -156,6 +157,7 @@ class MasterIndex:
         self.layout_key = storage.key(self.LAYOUT)
         self.tables_key = storage.key(self.TABLES)
         self.sizes_key = storage.key(self.SIZES)
+        self.dropping_key = storage.key(self.DROPPING)
         self._touched: dict[str, set[int]] = {}  # buckets appended to since the last compaction
         self._appended = 0  # records appended since then
         self._tables_raw: bytes | None = None  # the stored Tables this process follows
@@ -419,6 +421,7 @@ class MasterIndex:
     def grow(self) -> set[str]:
         """Split every table whose buckets hold more than their share of records; the tables
         split. Under the library's write lock."""
+        self._drop_left()
         sizes = self.storage.read_counts(self.sizes_key)
         tables, grew = self.tables, set()
         for name, table in self._named_tables():
@@ -433,15 +436,28 @@ class MasterIndex:
             parts = table if name == "sh" else [table]
             written = sum(growth.split(p, wanted, p.at_depth(wanted), cap) for p in parts)
             tables = tables.grown(name, wanted)
+            # The old buckets are dropped once readers are sent to the new ones; should this
+            # process die meanwhile, the next split (or compaction) drops what it left.
+            self.storage.set_default(self.dropping_key, name, depth)
             self.storage.put({self.tables_key: tables.encode()})  # readers follow from now on
             self.storage.add_counts(self.sizes_key, {name: written - sizes.get(name, 0)})
             for part in parts:
                 growth.drop(part)
+            self.storage.forget(self.dropping_key, [name])
             grew.add(name)
         if grew:
             self.use_layout(self.layout, tables)
             self._tables_raw = tables.encode()
         return grew
+
+    def _drop_left(self) -> None:
+        """Drop the buckets a split left behind (its writer died before dropping them)."""
+        for name, depth in self.storage.read_counts(self.dropping_key).items():
+            if depth != self.tables.depth(name):
+                table = dict(self._named_tables())[name]
+                for part in table if name == "sh" else [table]:
+                    growth.drop(part.at_depth(depth))
+            self.storage.forget(self.dropping_key, [name])
 
     def _named_tables(self) -> list[tuple[str, Any]]:
         return [
