@@ -135,9 +135,9 @@ def measure(settings: Settings, runtime: Runtime, pages: int) -> dict:
     from fastapi.testclient import TestClient
 
     from tracker.console import create_app
-    from tracker.console.users import UserStore
+    from tracker.console.users import Users
 
-    UserStore(runtime.db).add(USER[0], "viewer", USER[1], replace=True)
+    Users(runtime.db).add(USER[0], "viewer", USER[1], replace=True)
     app = create_app(replace(settings, console_cache_s=60), runtime)
     today = datetime.now(UTC).date()
     some_url = url_of(pages // 2)

@@ -29,6 +29,7 @@ from scrapy.crawler import Crawler
 from scrapy.statscollectors import StatsCollector
 
 from tracker.batching import Batcher
+from tracker.config import Settings
 from tracker.crawling.context import tracker_context
 
 log = logging.getLogger(__name__)
@@ -82,8 +83,8 @@ def stage_batcher(
     settings = crawler.settings
     return Batcher(
         handler,
-        size=settings.getint("TRACKER_BATCH_SIZE", 16),
-        delay=settings.getfloat("TRACKER_BATCH_DELAY", 0.02),
+        size=settings.getint("TRACKER_BATCH_SIZE", Settings.batch_size),
+        delay=settings.getfloat("TRACKER_BATCH_DELAY", Settings.batch_delay),
         name=f"pipeline-{name}",
     )
 

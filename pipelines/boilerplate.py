@@ -18,6 +18,7 @@ import numpy as np
 from scrapy.crawler import Crawler
 
 from pipelines import SERVER_ERRORS, BatchedStage, Tally
+from tracker.config import Settings
 from tracker.crawling.context import tracker_context
 from tracker.crawling.items import PageItem
 from tracker.fingerprints.simhash import votes_of_lines
@@ -32,7 +33,9 @@ class SiteBoilerplatePipeline(BatchedStage):
 
     def __init__(self, crawler: Crawler) -> None:
         super().__init__(crawler)
-        self.min_pages = crawler.settings.getint("TRACKER_BOILERPLATE_MIN_PAGES", 5)
+        self.min_pages = crawler.settings.getint(
+            "TRACKER_BOILERPLATE_MIN_PAGES", Settings.boilerplate_min_pages
+        )
         self._boilerplate: SiteBoilerplate | None = None
 
     def warm_up(self) -> None:

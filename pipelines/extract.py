@@ -5,6 +5,10 @@ pages, textless pages and copies of a page's canonical.
   main text is short of prose and mostly link lines
   (:attr:`tracker.reading.extract.Extracted.is_list`), whatever the rest of the page holds. Counted
   as ``tracker/skipped/list_page``.
+* **Script-rendered pages.** A page the spider flagged as possibly unrendered
+  (``render_reason``) whose body does not come out (too short, or a placeholder) is sent
+  to the browser by the spider (:meth:`spiders.base.TrackerSpider.after_reading`) and dropped
+  here; its rendered page comes back as a new item.
 * **Canonical copies.** A page whose ``<link rel="canonical">`` names another page is stored
   under its own URL (markup must not hide a page) unless its text is its canonical's: then one
   copy suffices. The canonical's text is known when it was met earlier in this crawl or is
@@ -31,9 +35,11 @@ from scrapy.exceptions import DropItem
 
 from pipelines import SERVER_ERRORS, Tally, close_batcher, stage_batcher
 from spiders.base import canonical_of
+from tracker.config import Settings
 from tracker.crawling.context import tracker_context
 from tracker.crawling.items import PageItem
 from tracker.crawling.process_pool import PoolBatcher, ProcessPool
+from tracker.crawling.rendering import placeholder_only
 from tracker.reading.extract import ExtractionRules, extract_pages, warm_up
 
 log = logging.getLogger(__name__)
@@ -48,19 +54,19 @@ class ExtractPipeline:
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
         self.stats = crawler.stats
-        self.min_chars = crawler.settings.getint("TRACKER_MIN_TEXT_CHARS", 80)
+        self.min_chars = crawler.settings.getint("TRACKER_MIN_TEXT_CHARS", Settings.min_text_chars)
         self.recent: OrderedDict[str, str] = OrderedDict()  # url -> text digest, this crawl
         self.variants: OrderedDict[str, set[str]] = OrderedDict()  # canonical -> kept digests
         self.pool = ProcessPool(
-            crawler.settings.getint("TRACKER_EXTRACT_PROCESSES", 0),
+            crawler.settings.getint("TRACKER_EXTRACT_PROCESSES", 0),  # 0 outside a project crawl
             preload=["tracker.reading.extract"],
             warm_up=warm_up,
         )
         self.extractions = PoolBatcher(
             self.pool,
             extract_pages,
-            size=crawler.settings.getint("TRACKER_EXTRACT_BATCH", 16),
-            delay=crawler.settings.getfloat("TRACKER_BATCH_DELAY", 0.02),
+            size=crawler.settings.getint("TRACKER_EXTRACT_BATCH", Settings.extract_batch),
+            delay=crawler.settings.getfloat("TRACKER_BATCH_DELAY", Settings.batch_delay),
             name="pipeline-extract",
         )
         self.lookups = stage_batcher(crawler, self._stored_digests, "canonical")
@@ -88,6 +94,10 @@ class ExtractPipeline:
         extracted, normalized = page.extracted, page.normalized
         if rules and (rules.css or rules.xpath) and extracted.extractor not in ("css", "xpath"):
             self.stats.inc_value("tracker/reading/extract/selector_missed")
+        if item.get("render_reason"):  # a page that may need the browser (spiders.base)
+            body = len(normalized) >= self.min_chars and not placeholder_only(extracted.text)
+            if self.crawler.spider.after_reading(item, body):
+                raise DropItem(f"no body without its scripts, rendering: {item['url']}")
         if extracted.is_list and not (rules and rules.articles):
             self.stats.inc_value("tracker/skipped/list_page")
             raise DropItem(f"list page (main text mostly links): {item['url']}")

@@ -14,11 +14,14 @@ from __future__ import annotations
 
 from collections import Counter
 from datetime import UTC, datetime
+from typing import Any
 
 from pipelines import SERVER_ERRORS, BatchedStage, Tally
 from tracker.crawling.context import TrackerContext, tracker_context
 from tracker.crawling.items import PageItem
+from tracker.enforcement.alerts import alert_documents
 from tracker.fingerprints.document import to_signed
+from tracker.stores.alerts import AlertOutbox
 from tracker.stores.pages import PageRecord
 
 
@@ -60,9 +63,10 @@ class StorePipeline(BatchedStage):
         matched = [k for k in saving if records[k].matched is not None]
         if matched:
             found = {records[k].url: items[k]["matches"] for k in matched}
+            alerts = self._queue_alerts(ctx, now)
             try:
                 new, closed = ctx.call(
-                    lambda: ctx.matches.record_many(found, now), "storing matches"
+                    lambda: ctx.matches.record_many(found, now, on_new=alerts), "storing matches"
                 )
                 tallies[matched[0]].inc("tracker/matches_closed", closed)  # the batch's totals
                 tallies[matched[0]].inc("tracker/matches_new", new)
@@ -84,6 +88,15 @@ class StorePipeline(BatchedStage):
             tallies[k].inc("tracker/pages_stored")
             if not new_text:
                 tallies[k].inc("tracker/pages_unchanged_rematched")
+
+    @staticmethod
+    def _queue_alerts(ctx: TrackerContext, now: datetime) -> Any:
+        """With ``alert_webhook``: what queues the alerts of new matches (see
+        :mod:`tracker.enforcement.alerts`), ahead of the matches themselves."""
+        if not ctx.runtime.settings.alert_webhook:
+            return None
+        outbox = AlertOutbox(ctx.runtime.db)
+        return lambda pairs: outbox.add(alert_documents(pairs, now), now)
 
 
 def _record(item: PageItem) -> PageRecord:

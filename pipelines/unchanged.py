@@ -82,7 +82,55 @@ class UnchangedPagePipeline(BatchedStage):
                 tally.inc("tracker/pages_unchanged")
                 tally.inc("tracker/matches_refreshed", len(carried or ()))
                 results[k] = (f"unchanged since last crawl: {url}", tally)
+        carrying = [
+            k
+            for k in touch
+            if (results[k][0] or "").startswith("unchanged") and refreshed.get(items[k]["url"])
+        ]
+        if carrying:
+            self._capture_missing([items[k] for k in carrying], [tallies[k] for k in carrying])
         return results
+
+    def _capture_missing(self, items: list[PageItem], tallies: list[Tally]) -> None:
+        """Capture unchanged pages that carry matches but were never captured with this text
+        (matched by ``tracker rematch``, or when the evidence could not be written): their
+        matches are read back for the manifest's passages, then named by the capture."""
+        from pipelines.evidence import capture_pages
+
+        context = tracker_context(self.crawler)
+        try:
+            urls = [item["url"] for item in items]
+            captured = context.call(lambda: context.captures.captured_hashes(urls), "evidence")
+            missing = [
+                k
+                for k, item in enumerate(items)
+                if item["content_hash"] not in captured.get(item["url"], ())
+            ]
+            if not missing:
+                return
+            keys = [(items[k]["url"], d) for k in missing for d in items[k]["stored"]
+                    .get("matched_doc_ids") or ()]  # fmt: skip
+            found = context.call(lambda: context.matches.by_ids(keys), "evidence")
+        except SERVER_ERRORS as exc:
+            for tally in tallies:
+                tally.failure(exc, "evidence lookup")
+            return
+        by_url: dict[str, list[dict]] = {}
+        for match in found:
+            if match.get("active") is not False:
+                by_url.setdefault(match["url"], []).append(match)
+        chosen = [k for k in missing if by_url.get(items[k]["url"])]
+        for k in chosen:
+            items[k]["matches"] = by_url[items[k]["url"]]
+        documents = capture_pages(self.crawler, [items[k] for k in chosen],
+                                  [tallies[k] for k in chosen])  # fmt: skip
+        if documents:
+            named = {d["url"]: (d["_id"], d["payload_sha256"]) for d in documents}
+            try:
+                context.call(lambda: context.matches.set_capture(named), "evidence")
+            except SERVER_ERRORS as exc:
+                for tally in tallies:
+                    tally.failure(exc, "naming the evidence")
 
     @staticmethod
     def _touch(

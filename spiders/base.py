@@ -13,6 +13,14 @@
   home page) is followed like a link, and the page itself is still stored, matched and
   followed: one line of markup must not hide a page. When its text turns out to be its
   canonical's, the ExtractPipeline keeps one copy (:mod:`pipelines.extract`).
+* **What a reader sees** (:mod:`tracker.crawling.rendering`, ``-a render=auto|always|never``):
+  a thin page with scripts is fetched again through a headless browser and read from its
+  rendered DOM; ``-a user_agent=`` names the site's browser profile
+  (:mod:`tracker.crawling.profiles`).
+* **Unread pages** (:mod:`tracker.crawling.unread`): a challenge or captcha page, a ban that
+  outlasted the retries, a render that failed, a body cut short or a server error is recorded
+  as unread with its reason (:func:`unread_reason`) and never stored over a good copy; the
+  site's unread pages of earlier crawls are asked for again first.
 * **Lists**: only obvious link lists (:meth:`TrackerSpider.is_list_page`) are dropped here,
   before extraction; whether any other page is an article is decided on its extracted main
   text (:attr:`tracker.reading.extract.Extracted.is_list`).
@@ -47,9 +55,14 @@ from twisted.web._newclient import ResponseFailed, ResponseNeverReceived
 from w3lib.url import canonicalize_url
 
 from tracker.config import parse_bool
+from tracker.crawling.challenges import challenge_of
 from tracker.crawling.items import PageItem
 from tracker.crawling.middlewares.redirect import RedirectLoop
 from tracker.crawling.middlewares.traps import strip_session_ids
+from tracker.crawling.profiles import check_choice, check_impersonate
+from tracker.crawling.rendering import MODES, RenderPolicy, RenderUnavailable
+from tracker.crawling.unread import UnreadLedger
+from tracker.enforcement.capture import exchange_of
 from tracker.reading.extract import MAX_LINK_TEXT_SHARE, MIN_PROSE_CHARS
 from tracker.text.encoding import DecodeError, decode_page  # decode_page: re-exported
 
@@ -77,6 +90,8 @@ def argument(name: str, value: Any, parse: Callable[[Any], Any]) -> Any:
 _EXPECTED: dict[Callable[[Any], Any], str] = {
     int: "a whole number",
     parse_bool: "true or false",
+    check_choice: "auto, tracker, a browser profile's name or a User-Agent string",
+    check_impersonate: "a browser to impersonate: chrome, edge, safari, firefox (chrome131…)",
 }
 
 
@@ -179,6 +194,36 @@ def error_kind(failure: Failure) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", type(exc).__name__).lower()
 
 
+#: Failures that leave a page unread (a 404 or a robots.txt refusal is an answer, not one).
+_UNREAD_KINDS = frozenset(("timeout", "connection", "dns", "truncated"))
+
+
+def unread_reason(failure: Failure) -> str | None:
+    """Why a failed request leaves its page unread (see :mod:`tracker.crawling.unread`), or
+    None when the failure is an answer (404, 410, robots.txt, a redirect loop, a body too
+    large or not text)."""
+    exc = failure.value
+    request = getattr(failure, "request", None)
+    if isinstance(exc, RenderUnavailable):
+        return "render_unavailable"
+    if isinstance(exc, HttpError):
+        response = exc.response
+        text = response.text if isinstance(response, TextResponse) else ""
+        headers = {"cf-mitigated": response.headers.get(b"cf-mitigated", b"").decode("latin-1")}
+        challenge = challenge_of(response.status, headers, text, 0)
+        if challenge is not None:
+            return challenge
+        if response.status in (429, 503):
+            return "banned"
+        if response.status == 403:
+            return "forbidden"
+        return f"http_{response.status}" if response.status >= 500 else None
+    if request is not None and request.meta.get("playwright"):
+        return "render_failed"
+    kind = error_kind(failure)
+    return kind if kind in _UNREAD_KINDS else None
+
+
 # --------------------------------------------------------------------------------- spider
 
 
@@ -196,6 +241,9 @@ class TrackerSpider(scrapy.Spider):
         max_depth: str | int | None = None,
         obey_robots: str | bool | None = None,
         robots_reason: str | None = None,
+        render: str | None = None,
+        user_agent: str | None = None,
+        impersonate: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -218,6 +266,13 @@ class TrackerSpider(scrapy.Spider):
         self.obey_robots = argument("obey_robots", obey_robots, parse_bool)
         self.robots_reason = robots_reason or ""
         self.followed: dict[str, int] = {}  # link URL -> the shallowest depth it was given at
+        if render and render not in MODES:
+            raise ValueError(f"-a render={render!r}: expected one of {', '.join(MODES)}")
+        self.render = render or None
+        self.user_agent = argument("user_agent", user_agent, check_choice)
+        self.impersonate = argument("impersonate", impersonate, check_impersonate)
+        self._counted: tuple[TextResponse, tuple[int, int]] | None = None
+        self._candidate: TextResponse | None = None  # the page being parsed, when a candidate
         if self.obey_robots is False and not self.robots_reason.strip():
             raise ValueError(
                 "ignoring robots.txt needs a reason on record: "
@@ -242,6 +297,8 @@ class TrackerSpider(scrapy.Spider):
             "CLOSESPIDER_PAGECOUNT": self.max_pages,
             "DEPTH_LIMIT": self.max_depth,
             "ROBOTSTXT_OBEY": self.obey_robots,
+            "TRACKER_RENDER": self.render,
+            "TRACKER_BROWSER_PROFILE": self.user_agent,
         }
 
     def apply_settings(self, crawler: Crawler) -> None:
@@ -254,6 +311,16 @@ class TrackerSpider(scrapy.Spider):
                 ", ".join(self.allowed_domains),
                 self.robots_reason,
             )
+        self.rendering = RenderPolicy(
+            crawler.settings.get("TRACKER_RENDER") or "auto",
+            learn_days=crawler.settings.getfloat("TRACKER_RENDER_LEARN_DAYS", 30),
+        )
+        self.unread = UnreadLedger(crawler)
+
+    async def closed(self, reason: str) -> None:
+        """Finish recording the unread pages and the sites learned to need rendering."""
+        await self.unread.close()
+        await self.rendering.save(self.crawler)
 
     def crawl_id(self) -> str:
         """Processes crawling the same start URLs with the same spider join one crawl."""
@@ -263,8 +330,15 @@ class TrackerSpider(scrapy.Spider):
     # -- requests --------------------------------------------------------------------------
 
     async def start(self) -> Any:
+        sites = {urlsplit(url).hostname or "" for url in self.start_urls}
+        sites |= set(self.allowed_domains)
+        await self.rendering.load(self.crawler, sites)
+        unread = await self.unread.load(sites)
         for url in self.start_urls:
             yield self.request(url, self.parse_start)
+        for url in unread:  # pages earlier crawls could not read: asked for again
+            if self.on_site(url):
+                yield self.request(url, self.parse)
 
     def parse_start(self, response: Response) -> Any:
         return self.parse(response)
@@ -272,6 +346,10 @@ class TrackerSpider(scrapy.Spider):
     def request(
         self, url: str, callback: Callable[..., Any], priority: int = 0, **kwargs: Any
     ) -> Request:
+        if self.rendering.at_once((urlsplit(url).hostname or "").lower()):
+            kwargs["meta"] = {**kwargs.get("meta", {}), "playwright": True}
+        elif self.impersonate:
+            kwargs["meta"] = {"impersonate": self.impersonate, **kwargs.get("meta", {})}
         return Request(url, callback=callback, errback=self.on_error, priority=priority, **kwargs)
 
     def on_site(self, url: str) -> bool:
@@ -292,7 +370,14 @@ class TrackerSpider(scrapy.Spider):
             self.crawler.stats.inc_value("tracker/skipped/robots")
             self.logger.info("forbidden by robots.txt: %s", url)
             return
+        if isinstance(failure.value, RenderUnavailable):
+            self.rendering.unavailable = True
         self.count_error(kind, url, str(failure.value)[:200])
+        reason = unread_reason(failure)
+        if reason is not None:
+            self.unread.unread(url, reason, str(failure.value)[:200])
+        elif kind in ("http_404", "http_410"):
+            self.unread.read(url)  # gone: an answer
 
     def count_error(self, kind: str, url: str, detail: str = "") -> None:
         self.crawler.stats.inc_value("tracker/errors")
@@ -340,21 +425,77 @@ class TrackerSpider(scrapy.Spider):
             referer=(referer or b"").decode("latin-1"),
             truncated=truncated,
             rules=self.extraction_rules,
+            exchanges=[exchange_of(response)],
         )
 
     def parse_page(self, response: Response) -> Iterator[Any]:
-        """What every spider does with a page: decode it, follow its canonical URL when it
-        names another page of the site, emit it when :meth:`keeps` it, then follow
-        :meth:`follow`."""
+        """What every spider does with a page: decode it; record it as unread when it is a
+        challenge, or flag it for the browser when it looks unrendered
+        (:meth:`render_candidate`); follow its canonical URL when it names another page of
+        the site, emit it when :meth:`keeps` it, then follow :meth:`follow`."""
         read = self.read_page(response)
         if read is None:
             return
         page, truncated = read
+        text, links = self.text_counts(page)
+        headers = {"cf-mitigated": page.headers.get(b"cf-mitigated", b"").decode("latin-1")}
+        if challenge := challenge_of(page.status, headers, page.text, text - links):
+            self.unread.unread(page.url, challenge, f"{challenge} page, status {page.status}")
+            return
+        candidate = self.render_candidate(page, text, links)
+        if truncated and "dataloss" in response.flags:
+            self.unread.unread(page.url, "truncated", "body cut short in transfer")
+        elif candidate is None:
+            self.unread.read(page.url)  # a candidate's read is known once it is extracted
         if canonical := self.canonical_request(page):
             yield canonical
         if self.keeps(page):
-            yield self.page_item(page, truncated)
+            item = self.page_item(page, truncated)
+            item["render_reason"] = candidate or page.meta.get("render_reason")
+            item["rendered"] = bool(page.meta.get("playwright"))
+            yield item
         yield from self.follow(page)
+
+    def text_counts(self, page: TextResponse) -> tuple[int, int]:
+        """:func:`link_text` of ``page``, counted once however often it is asked for."""
+        if self._counted is None or self._counted[0] is not page:
+            self._counted = (page, link_text(page))
+        return self._counted[1]
+
+    def render_candidate(self, page: TextResponse, text: int, links: int) -> str | None:
+        """Why ``page``, fetched plainly, may need the browser (it has scripts and looks thin:
+        :meth:`tracker.crawling.rendering.RenderPolicy.wants`), or None. A candidate is not
+        taken for a list here; the ExtractPipeline reads it and calls :meth:`after_reading`."""
+        if page.meta.get("playwright"):
+            return None
+        reason = self.rendering.wants(page.body, text - links, links)
+        self._candidate = page if reason else None
+        return reason
+
+    def after_reading(self, item: PageItem, read: bool) -> bool:
+        """What the ExtractPipeline found in a render candidate or in its rendered page
+        (``read``: a body was extracted); True when the page goes to the browser (the plain
+        item is dropped). A rendered page teaches :attr:`rendering` whether its site needs
+        rendering; a candidate that was read is read; one that was not is fetched again
+        through the browser, or recorded unread when the browser is unavailable."""
+        url = item["url"]
+        if item.get("rendered"):
+            site = (urlsplit(url).hostname or "").lower()
+            if self.rendering.rendered(site, read):
+                self.crawler.stats.inc_value("tracker/render/learned")
+                self.logger.info("%s needs rendering: its next pages go to the browser", site)
+            return False
+        if read:
+            self.unread.read(url)
+            return False
+        if self.rendering.unavailable:
+            self.unread.unread(url, "render_unavailable", "needs rendering")
+            return True
+        reason = item.get("render_reason") or "empty"
+        self.crawler.stats.inc_value(f"tracker/render/requested/{reason}")
+        meta = {"playwright": True, "render_reason": reason, "depth": item.get("depth", 0)}
+        self.crawler.engine.crawl(self.request(url, self.parse, meta=meta, dont_filter=True))
+        return True
 
     def keeps(self, page: TextResponse) -> bool:
         """Whether the page goes on to the pipelines: by default, any page but an obvious list
@@ -369,7 +510,9 @@ class TrackerSpider(scrapy.Spider):
         """An obvious catalogue, chapter list or tag page (counted when true): mostly links,
         and its text outside links too short to hold an article's prose, so extracting it
         would be wasted."""
-        total, links = link_text(response)
+        if self._candidate is response:
+            return False  # read first: the ExtractPipeline decides
+        total, links = self.text_counts(response)
         if links <= MAX_LINK_TEXT_SHARE * total or total - links >= MIN_PROSE_CHARS:
             return False
         self.crawler.stats.inc_value("tracker/skipped/list_page")

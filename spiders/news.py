@@ -26,6 +26,7 @@ from scrapy.utils.sitemap import Sitemap
 
 from spiders.base import IGNORED_EXTENSIONS, TrackerSpider
 from tracker.crawling.items import PageItem
+from tracker.enforcement.capture import exchange_of
 from tracker.reading.feeds import FeedError, looks_like_feed, parse_feed
 
 #: Article URLs: a date in the path, a long numeric id, or an article-like directory.
@@ -107,6 +108,7 @@ class NewsSpider(TrackerSpider):
             self.count_error("bad_feed", response.url, str(exc))
             return
         stats = self.crawler.stats
+        feed = exchange_of(response)
         for entry in items:
             on_site = entry.link is not None and self.on_site(entry.link)
             if entry.link and not on_site:
@@ -126,6 +128,7 @@ class NewsSpider(TrackerSpider):
                 referer=response.url,
                 truncated=False,
                 rules=self.extraction_rules,
+                exchanges=[feed],  # the item's text was served in the feed
             )
 
     def parse_front(self, response: Response) -> Iterator[Any]:

@@ -34,6 +34,9 @@ class SiteSpider(TrackerSpider):
             "max_depth": site.max_depth,
             "obey_robots": None if site.obey_robots else False,
             "robots_reason": site.robots_reason,
+            "render": site.render,
+            "user_agent": site.user_agent,
+            "impersonate": site.impersonate,
         }
         for key, value in defaults.items():
             if kwargs.get(key) in (None, ""):
@@ -55,6 +58,7 @@ class SiteSpider(TrackerSpider):
             "DOWNLOAD_DELAY": site.delay,
             "AUTOTHROTTLE_START_DELAY": site.delay,
             "DOWNLOAD_TIMEOUT": site.timeout,
+            "TRACKER_BROWSER_HEADERS": site.headers or None,
         }
 
     def crawl_id(self) -> str:

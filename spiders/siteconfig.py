@@ -15,6 +15,9 @@ from urllib.parse import urlsplit
 import yaml
 from parsel import Selector
 
+from tracker.crawling.profiles import check_choice, check_impersonate
+from tracker.crawling.rendering import MODES as RENDER_MODES
+
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _KEYS: dict[str, Any] = {
     "name": None,
@@ -33,6 +36,11 @@ _KEYS: dict[str, Any] = {
     },
     "robots": {"obey": None, "reason": None},
     "schedule": None,
+    "render": None,
+    "user_agent": None,
+    "headers": None,
+    "impersonate": None,
+    "abuse_contact": None,
 }
 
 
@@ -62,6 +70,13 @@ class SiteConfig:
     schedule: str | None = None
     description: str = ""
     source: str = ""
+    # What a reader sees (tracker.crawling.rendering, tracker.crawling.profiles): None = the
+    # crawl's settings (render auto, a browser profile picked by the host, no impersonation).
+    render: str | None = None
+    user_agent: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    impersonate: str | None = None
+    abuse_contact: str = ""  # where `tracker notices send` mails the site's notices
 
     @property
     def extraction_rules(self) -> dict[str, Any] | None:
@@ -164,6 +179,29 @@ def parse_site_config(data: Any, source: str = "<site config>") -> SiteConfig:
         except ValueError as exc:
             raise fail("schedule", f"not a 5-field cron expression {schedule!r}: {exc}") from None
 
+    render = _optional_str(data, "render", "render", fail)
+    if render is not None and render not in RENDER_MODES:
+        raise fail("render", f"expected one of {', '.join(RENDER_MODES)}, got {render!r}")
+    reader: dict[str, str | None] = {}
+    for key, check in (("user_agent", check_choice), ("impersonate", check_impersonate)):
+        value = data.get(key)
+        if value is None:
+            reader[key] = None
+            continue
+        try:
+            reader[key] = check(value) if isinstance(value, str) else check("")
+        except ValueError as exc:
+            raise fail(key, str(exc)) from None
+    headers = data.get("headers") or {}
+    if not isinstance(headers, dict) or not all(
+        isinstance(k, str) and isinstance(v, str | int) and "\n" not in str(v)
+        for k, v in headers.items()
+    ):
+        raise fail("headers", f"expected a mapping of header names to values, got {headers!r}")
+    contact = _optional_str(data, "abuse_contact", "abuse_contact", fail) or ""
+    if contact and not re.fullmatch(r"[^@\s<>,]+@[^@\s<>,]+\.[^@\s<>,]+", contact):
+        raise fail("abuse_contact", f"not an e-mail address: {contact!r}")
+
     return SiteConfig(
         name=name,
         start_urls=start_urls,
@@ -185,6 +223,11 @@ def parse_site_config(data: Any, source: str = "<site config>") -> SiteConfig:
         schedule=schedule,
         description=str(data.get("description") or ""),
         source=source,
+        render=render,
+        user_agent=reader["user_agent"],
+        headers={str(k): str(v) for k, v in headers.items()},
+        impersonate=reader["impersonate"],
+        abuse_contact=contact,
     )
 
 

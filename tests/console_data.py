@@ -44,7 +44,7 @@ def module_settings(server_settings: Settings, tag: str, **overrides) -> Setting
 
 
 def seed(settings: Settings) -> Seeded:
-    from tracker.console.users import UserStore
+    from tracker.console.users import Users
 
     runtime = Runtime(settings)
     runtime.mongo.drop_database(settings.mongo_db)
@@ -73,7 +73,7 @@ def seed(settings: Settings) -> Seeded:
         pages.save(record, now=when)
     yesterday = (now - timedelta(days=1)).date()
     ReportStore(runtime.db).save(build_report(runtime.db, yesterday))
-    users = UserStore(runtime.db)
+    users = Users(runtime.db)
     users.add(*OPERATOR[:1], "operator", OPERATOR[1])
     users.add(*VIEWER[:1], "viewer", VIEWER[1])
     return Seeded(

@@ -5,9 +5,11 @@ session's servers."""
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -20,11 +22,11 @@ from pathlib import Path
 import pytest
 
 from tracker.cli import main
-from tracker.cli._servers import SERVER_TIMEOUT_S
 from tracker.crawling.commands.crawl import summary
 from tracker.matching.library import MasterLibrary
 from tracker.model import MasterDocument
 from tracker.reading.readers import Input, input_text
+from tracker.servers.connect import SERVER_TIMEOUT_S
 
 from .texts import prose
 
@@ -238,12 +240,34 @@ def test_a_warm_check_answers_as_the_first_did(env, library, settings, tmp_path)
         innocent = tracker(env, "check", "-", stdin=prose(seed=5, chars=900).encode())
         assert innocent.returncode == 0
         assert innocent.stdout.decode().strip() == "no match in the master library"
+        library.delete(LONG_ID)  # the library empties while the checker runs: it notices
+        emptied = tracker(env, "check", "--json", str(page))
+        one_error(emptied, "master library is empty", "tracker ingest")
+        assert emptied.stdout == b""
     finally:
         assert _warm.stop_all(warm_settings) == 1
     deadline = time.monotonic() + 30
     while path.exists() and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not path.exists()
+
+
+def test_a_check_against_an_empty_library_is_an_error_not_a_clean_text(env, runtime, tmp_path):
+    """With no master, "no match" would call any text clean: a single check and --jsonl say the
+    library is empty on standard error, print nothing and exit 2 (no check was possible)."""
+    page = tmp_path / "page.txt"
+    page.write_text(CHAPTER, encoding="utf-8")
+    for args in (["check", str(page)], ["check", "--json", str(page)]):
+        done = tracker(env, *args)
+        one_error(done, "master library is empty", "tracker ingest")
+        assert done.stdout == b""
+    lines = tmp_path / "pages.jsonl"
+    lines.write_text(json.dumps({"id": "p1", "text": CHAPTER}) + "\n", encoding="utf-8")
+    done = tracker(env, "check", "--jsonl", str(lines))
+    one_error(done, "master library is empty")
+    assert done.stdout == b""
+    # a bad input is still refused first, by name, before the servers are asked anything
+    one_error(tracker(env, "check", str(tmp_path / "nope.txt")), "nope.txt: no such file")
 
 
 def test_check_urls_plain_text_as_text_html_through_the_extractor(env, library, web):
@@ -310,6 +334,12 @@ def test_an_unreachable_mongodb_is_named_with_its_password_masked(env, tmp_path)
         ({}, ("report", "--date", "2026-02-30"), ("invalid date '2026-02-30'",)),
         ({"MONGO_URL": "mongodb://127.0.0.1:1/x"}, ("report",), ("MongoDB at", "no answer")),
         ({}, ("chek", "x.txt"), ("invalid choice: 'chek'",)),
+        (
+            {"TRACKER_BATCH_SIZE": "0"},
+            ("index", "list"),
+            ("batch_size (TRACKER_BATCH_SIZE)", "at least 1"),
+        ),
+        ({"TRACKER_BATCH_SIZ": "32"}, ("index", "list"), ("did you mean TRACKER_BATCH_SIZE",)),
     ],
 )
 def test_misconfiguration_is_one_line(env, variables, args, words):
@@ -388,17 +418,23 @@ def test_ingest_of_nothing_ingestible_is_one_line(env, tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("args", "words"),
+    ("variables", "args", "words"),
     [
-        (("novel",), "give a start page"),
-        (("novel", "-a", "start_url=http://127.0.0.1:1/", "-a", "max_pages=many"), "max_pages"),
-        (("nosuch",), "no spider named 'nosuch'"),
+        ({}, ("novel",), "give a start page"),
+        (
+            {},
+            ("novel", "-a", "start_url=http://127.0.0.1:1/", "-a", "max_pages=many"),
+            "max_pages",
+        ),
+        ({}, ("nosuch",), "no spider named 'nosuch'"),
+        ({"TRACKER_PROXY_BAN_SECONDS": "soon"}, ("novel",), "proxy_ban_seconds"),
+        ({}, ("novel", "-s", "TRACKER_BATCH_SIZE=0"), "-s TRACKER_BATCH_SIZE: setting"),
     ],
 )
-def test_scrapy_crawl_argument_errors_are_one_line(env, args, words):
+def test_scrapy_crawl_argument_errors_are_one_line(env, variables, args, words):
     done = subprocess.run(
         [sys.executable, "-m", "scrapy", "crawl", *args],
-        env=env,
+        env={**env, **variables},
         cwd=PROJECT,
         capture_output=True,
         timeout=120,
@@ -408,6 +444,43 @@ def test_scrapy_crawl_argument_errors_are_one_line(env, args, words):
     assert done.returncode == 2 and "Traceback" not in err
     [line] = err.strip().splitlines()
     assert line.startswith("scrapy crawl: error: ") and words in line
+
+
+@pytest.mark.parametrize("args", [("--help",), ("check", "--help")])
+def test_help_loads_no_web_stack(args):
+    """Only ``serve`` and ``user`` load the web console (a command's --help builds every
+    command's parser): the process's modules once the help is printed."""
+    code = (
+        "import sys\nfrom tracker.cli import main\ntry:\n    main(sys.argv[1:])\n"
+        "except SystemExit:\n    pass\nprint(' '.join(sys.modules), file=sys.stderr)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, timeout=60, check=True
+    )
+    assert b"usage: tracker" in done.stdout
+    modules = done.stderr.decode().split()
+    assert "tracker.cli.check" in modules
+    web = [name for name in modules if name.split(".")[0] in ("fastapi", "starlette", "uvicorn")]
+    assert not web, web
+
+
+def test_every_command_and_action_has_a_help_text():
+    """Each command has a description; the actions of index and services and the jobs of
+    run-job have a line each."""
+    from tracker.cli import build_parser
+
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for name, command in commands.choices.items():
+        assert command.description, f"tracker {name} --help has no description"
+    for name, listed in (
+        ("index", ("list", "stats", "verify", "rebuild", "delete")),
+        ("services", ("status", "start", "stop", "check")),
+        ("run-job", ("pull", "rematch", "report", "crawl:SITE")),
+    ):
+        text = commands.choices[name].format_help()
+        for action in listed:
+            assert re.search(rf"^  {re.escape(action)}  +\S", text, re.M), (name, action)
 
 
 def test_the_end_of_crawl_summary_is_short_and_says_where_the_report_is():
@@ -428,38 +501,54 @@ def test_the_end_of_crawl_summary_is_short_and_says_where_the_report_is():
     assert lines[1] == "errors: http_404 3, timeout 1"
     assert lines[2].startswith("status: degraded, 2 page(s)") and "tracker rematch" in lines[2]
     assert lines[3].startswith("report: tracker report --date ")
+    # Pages it could not read get a line of their own, by reason.
+    stats.update({"tracker/unread": 3, "tracker/unread/challenge": 2, "tracker/unread/banned": 1})
+    lines = summary("novel", stats).splitlines()
+    assert lines[2] == (
+        "unread: 3 page(s) (banned 1, challenge 2), never counted as clean; "
+        "the next crawl asks for them again"
+    )
 
 
 # --------------------------------------------------------------------------------------- demo
 
 
 def test_the_demo_says_which_database_it_used_and_how_to_look_at_it(
-    settings, runtime, monkeypatch, capsys, caplog
+    cli_env, settings, runtime, monkeypatch, capsys, caplog
 ):
+    """A fresh library takes the demo's data, twice; once it holds the user's own, the demo
+    keeps apart and says how to look at its data (see also tests/test_first_day.py)."""
     import tracker.crawling.crawl
 
     monkeypatch.setattr(tracker.crawling.crawl, "run_crawl", lambda *args, **kwargs: 1)  # no crawl
-    for name, value in (
-        ("MONGO_URL", settings.mongo_url),
-        ("REDIS_URL", settings.redis_url),
-        ("TRACKER_DATA_DIR", str(settings.data_dir)),
-    ):
-        monkeypatch.setenv(name, value)
     assert main(["demo"]) == 1
     out = capsys.readouterr().out
-    assert "the demo uses database tracker_demo" in out
-    assert (
-        "TRACKER_MONGO_DB=tracker_demo TRACKER_REDIS_PREFIX=tracker-demo: tracker index list" in out
-    )
+    assert f"the demo writes into your library (database {settings.mongo_db} and" in out
+    assert "`tracker report --format json`" in out
     with caplog.at_level("WARNING", logger="tracker"):
         assert main(["demo"]) == 1  # again: a fresh demo library, nothing to repair
+    assert "(an earlier demo's data, replaced)" in capsys.readouterr().out
     assert not [r for r in caplog.records if "disagrees" in r.getMessage()]
-    monkeypatch.setenv("TRACKER_MONGO_DB", "tracker_demo")
-    monkeypatch.setenv("TRACKER_REDIS_PREFIX", "tracker-demo:")
     assert main(["index", "list"]) == 0
     assert "红楼梦" in capsys.readouterr().out
-    runtime.mongo.drop_database("tracker_demo")
-    for key in runtime.redis.scan_iter(match="tracker-demo:*"):
+
+    MasterLibrary.from_runtime(runtime).ingest([MasterDocument("mine/1", "mine", "一", CHAPTER)])
+    version = MasterLibrary.from_runtime(runtime).store.version()
+    assert main(["demo"]) == 1
+    out = capsys.readouterr().out
+    demo_db, demo_prefix = f"{settings.mongo_db}_demo", f"{settings.redis_prefix[:-1]}-demo:"
+    assert "holds your own data: the demo leaves it alone" in out
+    assert (
+        f"TRACKER_MONGO_DB={demo_db} TRACKER_REDIS_PREFIX={demo_prefix} tracker report "
+        "--format json" in out
+    )
+    assert MasterLibrary.from_runtime(runtime).store.version() == version  # left alone
+    monkeypatch.setenv("TRACKER_MONGO_DB", demo_db)
+    monkeypatch.setenv("TRACKER_REDIS_PREFIX", demo_prefix)
+    assert main(["index", "list"]) == 0
+    assert "红楼梦" in capsys.readouterr().out
+    runtime.mongo.drop_database(demo_db)
+    for key in runtime.redis.scan_iter(match=demo_prefix + "*"):
         runtime.redis.delete(key)
 
 
@@ -533,6 +622,19 @@ def test_report_summaries_agree_with_their_tables_and_run_job_prints_one_thing(e
     groups = {row["group"] for row in rows if row["group"]}
     assert summary["summary"]["groups"] == len(groups) == 1  # a page alone is in no group
     assert summary["summary"]["pages"] == len({row["url"] for row in rows}) == 3
+
+    # Where it goes: html to the data directory by default (its path printed), any format to
+    # --out PATH, or with --out - to standard output, notices included.
+    reports = Path(env["TRACKER_DATA_DIR"]) / "reports"
+    html = tracker(env, "report", "--date", day, "--format", "html")
+    assert html.stdout.decode().strip() == str(reports / f"report-{day}.html")
+    piped = tracker(env, "report", "--date", day, "--format", "html", "--out", "-").stdout
+    stamp = re.compile(rb"Generated [^.]*\.")  # the two renders may fall in different minutes
+    assert stamp.sub(b"", piped) == stamp.sub(b"", (reports / f"report-{day}.html").read_bytes())
+    notices = tracker(env, "report", "--date", day, "--format", "notices", "--out", "-")
+    out = notices.stdout.decode()
+    assert out.count("==> notice-") == 3 and "https://pirate.example/1.html" in out
+    assert not (reports / f"notices-{day}").exists()
 
     done = tracker(env, "run-job", "report")
     record = json.loads(done.stdout)  # the whole output is one JSON document

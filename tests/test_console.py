@@ -31,13 +31,15 @@ from tests.console_data import (
     module_settings,
     seed,
 )
+from tests.html_check import assert_inert, elements
 from tracker.console import create_app
 from tracker.reports.build import build_report
 from tracker.reports.render import to_csv
-from tracker.scheduler.runs import JobRuns
+from tracker.stores.job_runs import JobRunStore
 
 pytestmark = pytest.mark.integration
 
+WORK = "红楼梦"
 PAGES = ["/", "/pages", "/works", "/sites", "/jobs", "/check", "/reports", "/docs"]
 
 
@@ -118,7 +120,7 @@ def test_viewers_read_and_operators_act(client, seeded):
 
 
 def test_login_form_session_cookie_and_csrf(client, seeded):
-    from tracker.console.users import UserStore
+    from tracker.console.users import Users
 
     assert login(client, "olga", "not-the-password").status_code == 401
     answer = login(client, *OPERATOR)
@@ -140,7 +142,7 @@ def test_login_form_session_cookie_and_csrf(client, seeded):
     assert client.get("/api/pages").status_code == 401
     client.cookies.set("tracker_session", good)
     assert client.get("/api/pages").status_code == 200
-    UserStore(seeded.runtime.db).add("olga", "operator", OPERATOR[1], replace=True)
+    Users(seeded.runtime.db).add("olga", "operator", OPERATOR[1], replace=True)
     assert client.get("/api/pages").status_code == 401
     # Signing out drops the cookie; a login never redirects to another site.
     answer = login(client, *OPERATOR)
@@ -231,6 +233,33 @@ def test_api_check_answers_what_tracker_check_json_prints(
         assert answer.status_code == 422 and "URL" in answer.json()["error"], url
     form = client.post("/api/check", data={"text": "x"}, auth=OPERATOR)
     assert form.status_code in (415, 422)
+
+
+def test_a_check_against_an_empty_library_says_so(server_settings):
+    """The API answers 409 with the reason, the Check page shows it as an alert: an empty
+    library cannot call a text clean."""
+    from tracker.console.users import Users
+    from tracker.servers.runtime import Runtime
+
+    settings = module_settings(server_settings, "empty")
+    runtime = Runtime(settings)
+    try:
+        Users(runtime.db).add(OPERATOR[0], "operator", OPERATOR[1])
+        with TestClient(create_app(settings, runtime)) as client:
+            answer = client.post("/api/check", json={"text": "天下大势"}, auth=OPERATOR)
+            assert answer.status_code == 409
+            assert "master library is empty" in answer.json()["error"]
+            assert login(client, *OPERATOR).status_code == 303
+            token = csrf_of(client.get("/check").text)
+            page = client.post("/check", data={"text": "天下大势", "csrf": token})
+            assert page.status_code == 409
+            alert = re.search(r'<p class="error" role="alert">([^<]*)</p>', page.text)
+            assert alert and "master library is empty" in unescape(alert[1])
+    finally:
+        runtime.mongo.drop_database(settings.mongo_db)
+        for key in runtime.redis.scan_iter(match=settings.redis_prefix + "*"):
+            runtime.redis.delete(key)
+        runtime.close()
 
 
 @pytest.fixture(scope="module")
@@ -341,9 +370,85 @@ def test_hostile_strings_are_escaped_and_only_http_urls_linked(client, seeded):
     assert "<mark>" in html
 
 
+CONSOLE_SCRIPTS = (
+    "/static/console.js",
+    "/static/docs.js",
+    "/static/swagger/swagger-ui-bundle.js",
+)
+
+
+def test_hostile_strings_make_no_element_on_any_page(client, seeded):
+    """Every page that shows crawled strings, read as a browser's parser reads it: the hostile
+    title, URLs and passage text are text, never an element, a handler or a link."""
+    day = seeded.today
+    paths = [
+        *PAGES,
+        f"/page?url={quote(HOSTILE_URL, safe='')}",
+        f"/page?url={quote(SCRIPT_URL, safe='')}",
+        f"/work?name={quote(WORK)}&date={day}",
+        f"/site?name=pirate.example&date={day}",
+        f"/pages?site=pirate.example&date={day}",
+    ]
+    for path in paths:
+        answer = client.get(path, auth=OPERATOR)
+        assert answer.status_code == 200, path
+        parsed = assert_inert(answer.text, scripts=CONSOLE_SCRIPTS)
+        links = [a.get("href", "") for tag, a in parsed.found if tag == "a"]
+        assert not [h for h in links if h.lower().startswith("javascript")], path
+    evidence = client.get("/page", params={"url": HOSTILE_URL}, auth=VIEWER).text
+    parsed = assert_inert(evidence, scripts=CONSOLE_SCRIPTS)
+    assert HOSTILE_TITLE in parsed.text and HOSTILE_URL in [
+        a["href"] for tag, a in parsed.found if tag == "a" and a.get("target") == "_blank"
+    ]  # the quotes and brackets of the URL stay inside its attribute
+
+
+def test_the_evidence_view_shows_what_was_cut_as_cut(client, seeded):
+    """A whole chapter copied: the detector keeps 2,000 characters of the page's passage, and
+    the view says how much of each side is not shown, rather than styling the master's rest
+    as differing text."""
+    html = client.get("/page", params={"url": PLAIN_URL}, auth=VIEWER).text
+    assert "100.0%</strong> copied share" in html
+    parsed = elements(html)
+    text = "".join(parsed.text)
+    hidden = re.findall(r"… ([\d,]+) characters not shown …", text)
+    assert len(hidden) == 2, hidden  # the page's side and the master's
+    master = client.get("/api/page", params={"url": PLAIN_URL}, auth=VIEWER).json()["matches"][0]
+    span = master["spans"][0]
+    assert int(hidden[0].replace(",", "")) == span["page_end"] - span["page_start"] - 2000
+    # What is shown of the master differs from the page in no more than a few characters.
+    master_side = r'<div class="side master-side">(.*?)</div>\s*<div class="pair-meta">'
+    sides = re.findall(master_side, html, re.S)
+    differing = re.findall(r'<span class="diff">(.*?)</span>', sides[0], re.S)
+    assert sum(len(unescape(d)) for d in differing) < 20, differing
+
+
+def test_the_console_says_chapters_found_and_copied_share(client, seeded):
+    day = seeded.today
+    works = client.get("/works", params={"date": day}, auth=VIEWER).text
+    work = client.get("/work", params={"name": WORK, "date": day}, auth=VIEWER).text
+    site = client.get("/site", params={"name": "mirror.example", "date": day}, auth=VIEWER).text
+    pages = client.get("/pages", params={"date": day}, auth=VIEWER).text
+    for html in (works, work, site, pages):
+        assert "Coverage" not in html and "coverage" not in "".join(elements(html).text)
+    assert "Copied share" in work and "Copied share" in pages and "Copied share" in site
+    text = " ".join("".join(elements(work).text).split())
+    assert "Chapters found: 2 of 2 chapters (100.0%): 2 copied (a chapter counts" in text
+    assert "when the pages copy at least 50.0% of it)" in text
+    css = client.get("/static/shared/tracker.css")
+    assert css.status_code == 200 and '"Noto Sans CJK SC"' in css.text
+    assert '"Microsoft YaHei"' in css.text and '"PingFang SC"' in css.text
+    dashboard = client.get("/", auth=VIEWER).text
+    assert '<link rel="stylesheet" href="/static/shared/tracker.css">' in dashboard
+
+
 def test_static_files_are_served_without_login(client):
     client.cookies.clear()
-    for path in ["/static/console.css", "/static/console.js", "/static/swagger/swagger-ui.css"]:
+    for path in [
+        "/static/console.css",
+        "/static/console.js",
+        "/static/shared/tracker.css",
+        "/static/swagger/swagger-ui.css",
+    ]:
         assert client.get(path).status_code == 200, path
 
 
@@ -396,7 +501,7 @@ def test_run_now_starts_the_job_and_shows_its_ledger_entry(client, seeded):
     jobs = client.get("/api/jobs", auth=VIEWER).json()
     report = next(j for j in jobs["jobs"] if j["job"] == "report")
     assert report["history"][0]["_id"] == entry["_id"]
-    runs = JobRuns(seeded.runtime.db)
+    runs = JobRunStore(seeded.runtime.db)
     deadline = time.monotonic() + 120
     while runs.get(entry["_id"])["status"] == "running" and time.monotonic() < deadline:
         time.sleep(0.2)  # the job is done before the module's database is dropped
@@ -437,6 +542,8 @@ def test_user_command(seeded, capsys, monkeypatch, cli_env):
     assert main([*data_dir, "user", "remove", "carol"]) == 0
     assert main([*data_dir, "user", "remove", "carol"]) == 1
     assert main([*data_dir, "user", "add", "bad name", "--role", "viewer"]) == 2
+    assert main([*data_dir, "user", "add", "erin", "--role", "admin"]) == 2  # before a password
+    assert "unknown role 'admin': use viewer or operator" in capsys.readouterr().err
     secret = seeded.settings.data_dir / "console" / "secret"
     assert secret.stat().st_mode & 0o777 == 0o600
 

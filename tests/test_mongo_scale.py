@@ -15,8 +15,9 @@ from pymongo.errors import WriteConcernError
 from pymongo.read_preferences import ReadPreference
 from pymongo.write_concern import WriteConcern
 
-from tracker.cli import _servers, main
+from tracker.cli import main
 from tracker.config import ConfigError, Settings
+from tracker.servers import connect as servers_connect
 from tracker.servers.runtime import Runtime
 from tracker.stores.indexes import INDEXES, ensure_indexes, key_of, missing_indexes
 from tracker.stores.pages import MatchStore
@@ -154,10 +155,10 @@ def test_the_write_concern_setting_reaches_the_server(runtime, settings):
 
 
 def test_a_wrong_replica_set_name_is_one_clear_error(settings, monkeypatch):
-    monkeypatch.setattr(_servers, "SERVER_TIMEOUT_S", 0.5)
+    monkeypatch.setattr(servers_connect, "SERVER_TIMEOUT_S", 0.5)
     url = replica_set_url(settings).rsplit("replicaSet=", 1)[0] + "replicaSet=elsewhere"
-    with pytest.raises(_servers.ServerError) as raised:
-        _servers.connect(replace(settings, mongo_url=url), redis=False)
+    with pytest.raises(servers_connect.ServerError) as raised:
+        servers_connect.connect(replace(settings, mongo_url=url), redis=False)
     message = str(raised.value)
     assert "elsewhere" in message and "check the replicaSet= name in MONGO_URL" in message
     assert "***@" in message or "@" not in message  # the password masked

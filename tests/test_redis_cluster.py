@@ -82,7 +82,7 @@ def test_keys_of_one_server_keep_their_layout_and_cluster_keys_carry_tags(runtim
 def test_a_crawl_process_is_told_the_index_is_on_a_cluster(monkeypatch, tmp_path):
     monkeypatch.setenv("TRACKER_REDIS_CLUSTER", "1")  # of this process: not passed on as such
     plain = crawl_environment(Settings(data_dir=tmp_path))
-    assert "TRACKER_REDIS_CLUSTER" not in plain and "TRACKER_CRAWL_REDIS_URL" not in plain
+    assert plain["TRACKER_REDIS_CLUSTER"] == "0" and not plain["TRACKER_CRAWL_REDIS_URL"]
     on_cluster = Settings(
         data_dir=tmp_path,
         redis_url="redis://127.0.0.1:7000/0",

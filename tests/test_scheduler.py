@@ -331,8 +331,8 @@ def test_downtime_is_coalesced_and_a_missed_report_caught_up(
     service.halt()
     pulls_before = len(runs_of(runtime, "pull"))
 
-    # Down from Mar 2 07:00 until Mar 4 12:00: 53 pulls, 2 crawls per site and the reports of
-    # Mar 3 06:00 and Mar 4 06:00 were due meanwhile.
+    # Down from Mar 2 07:00 until Mar 4 12:00: 53 pulls, 2 crawls per site, the reports of
+    # Mar 3 06:00 and Mar 4 06:00 and two takedown checks were due meanwhile.
     clock.now = DAY1 + timedelta(days=3, hours=12)
     service = make_service(sched_settings, runtime, clock)
     with caplog.at_level(logging.WARNING):
@@ -348,6 +348,7 @@ def test_downtime_is_coalesced_and_a_missed_report_caught_up(
         ("crawl:mirror", DAY1 + timedelta(days=3, hours=2, minutes=30)),
         ("crawl:pirate", DAY1 + timedelta(days=3, hours=2)),
         ("report", DAY1 + timedelta(days=3, hours=6)),
+        ("takedown", DAY1 + timedelta(days=3, hours=5)),  # takedown_cron, 05:00: missed too
     ]
     assert "missed its run" in caplog.text
     assert sorted(d["_id"] for d in runtime.db["reports"].find()) == ["2031-02-28", "2031-03-01"]
@@ -501,7 +502,7 @@ def test_hot_queries_use_indexes(sched_settings, runtime, clock, sites):
         .hint([("_id", 1)]),
         "report: stored days": db["reports"].find({"_id": {"$in": ["2031-03-01"]}}),
         "report: chapters per work": db["masters"].find({"work": {"$in": ["A"]}}, {"work": 1}),
-        "report: page titles": db["pages"].find({"_id": {"$in": [PIRATE + "1"]}}),
+        "report, rematch: pages by URL": db["pages"].find({"_id": {"$in": [PIRATE + "1"]}}),
         "clusters of pages": db["cluster_members"].find({"_id": {"$in": [PIRATE + "1"]}}),
     }
     scans = [name for name, cursor in queries.items() if not uses_an_index(cursor)]

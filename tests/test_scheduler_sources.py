@@ -13,7 +13,8 @@ import pytest
 from tracker.config import ConfigError, Settings
 from tracker.matching.library import MasterLibrary
 from tracker.scheduler.jobs import job_plan, report_days
-from tracker.scheduler.sources import CollectionSource, Cursors, DropFolder, configured_sources
+from tracker.scheduler.sources import CollectionSource, DropFolder, configured_sources
+from tracker.stores.sources import SourceCollection, SourceCursorStore
 
 TEXT = "萧炎望着那测验魔石碑，面无表情，三十年河东，三十年河西，莫欺少年穷！"
 
@@ -40,7 +41,7 @@ def test_drop_folder_ingests_new_and_changed_files_once(runtime, library, tmp_pa
     write_jsonl(inbox / ".c.jsonl", record("c1"))  # being copied in: ignored
     write_jsonl(inbox / "d.jsonl.part", record("d1"))
     (inbox / "notes.md").write_text("not a master file")
-    drop, cursors = DropFolder(inbox), Cursors(runtime.db)
+    drop, cursors = DropFolder(inbox), SourceCursorStore(runtime.db)
 
     first = drop.pull(library, cursors, batch_size=10)
     assert (first.files, first.documents, first.added) == (2, 3, 3)
@@ -53,9 +54,13 @@ def test_drop_folder_ingests_new_and_changed_files_once(runtime, library, tmp_pa
     os.utime(inbox / "a.jsonl")  # touched, same content: not ingested again
     assert drop.pull(library, cursors, batch_size=10).documents == 0
 
+    stored_in = runtime.db["masters"].find_one({"_id": "a1"})["changed_in"]
     write_jsonl(inbox / "a.jsonl", record("a1"), record("a2"), record("a3"))  # grew
     changed = drop.pull(library, cursors, batch_size=10)
-    assert (changed.files, changed.documents, changed.added, changed.replaced) == (1, 3, 1, 2)
+    # a1 and a2 are read again but stored unchanged: left as they were, not replaced.
+    assert (changed.files, changed.documents, changed.added) == (1, 3, 1)
+    assert (changed.replaced, changed.unchanged) == (0, 2)
+    assert runtime.db["masters"].find_one({"_id": "a1"})["changed_in"] == stored_in
     assert runtime.db["masters"].count_documents({}) == 4
 
 
@@ -64,7 +69,7 @@ def test_a_malformed_file_is_skipped_until_it_changes(runtime, library, tmp_path
     inbox = tmp_path / "inbox"
     write_jsonl(inbox / "good.jsonl", record("g1"))
     (inbox / "bad.jsonl").write_text('{"id": "x1", "text": "fine"}\n{"id": "x2", "text": \n')
-    drop, cursors = DropFolder(inbox), Cursors(runtime.db)
+    drop, cursors = DropFolder(inbox), SourceCursorStore(runtime.db)
 
     summary = drop.pull(library, cursors, batch_size=10)
 
@@ -84,7 +89,7 @@ def test_a_malformed_file_is_skipped_until_it_changes(runtime, library, tmp_path
 def test_a_stopped_pull_resumes_after_the_last_committed_batch(runtime, library, tmp_path):
     inbox = tmp_path / "inbox"
     write_jsonl(inbox / "big.jsonl", *(record(f"d{i}") for i in range(7)))
-    drop, cursors = DropFolder(inbox), Cursors(runtime.db)
+    drop, cursors = DropFolder(inbox), SourceCursorStore(runtime.db)
     stop = threading.Event()
     ingest = library.ingest
 
@@ -119,8 +124,8 @@ def test_collection_source_reads_new_documents_in_cursor_order(runtime, library,
                 {"_id": 4, "updated_at": moment, **record("n4", "news")},
             ]
         )
-        source = CollectionSource(collection, "updated_at")
-        cursors = Cursors(runtime.db)
+        source = CollectionSource(SourceCollection(collection, "updated_at"))
+        cursors = SourceCursorStore(runtime.db)
 
         first = source.pull(library, cursors, batch_size=2)
         assert (first.documents, first.skipped) == (3, 1)
@@ -144,8 +149,8 @@ def test_collection_source_reads_new_documents_in_cursor_order(runtime, library,
         configured = replace(
             settings, master_source_db=source_db.name, master_source_collection="articles"
         )
-        _, by_id, client = configured_sources(configured, runtime.db)
-        assert client is None and by_id.cursor_field == "_id"
+        _, by_id = configured_sources(configured, runtime.db)
+        assert by_id.documents.client is None and by_id.cursor_field == "_id"
         assert by_id.source_id == f"mongo:{source_db.name}.articles"
     finally:
         runtime.mongo.drop_database(source_db.name)
@@ -180,7 +185,9 @@ timeout_s = 600
     )
     settings = Settings.load(config)
     plan = {spec.name: spec for spec in job_plan(settings)}
-    assert list(plan) == ["pull", "rematch", "report", "crawl:biquge", "crawl:news-mirror"]
+    assert list(plan) == [
+        *("pull", "rematch", "report", "takedown", "crawl:biquge", "crawl:news-mirror")
+    ]
     assert plan["crawl:biquge"].site.arguments == {"site": "biquge", "max_pages": 500}
     assert plan["crawl:news-mirror"].site.settings == {"DOWNLOAD_DELAY": 2}
     assert plan["crawl:news-mirror"].site.timeout_s == 600

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from scrapy.exceptions import DropItem, IgnoreRequest, NotConfigured
+from scrapy.exceptions import DropItem, IgnoreRequest
 from scrapy.http import HtmlResponse, Request, Response
 from scrapy.spidermiddlewares.httperror import HttpError
 from scrapy.utils.test import get_crawler
@@ -32,7 +32,6 @@ from tracker.crawling.middlewares.traps import (
     repeated_segments,
     strip_session_ids,
 )
-from tracker.crawling.middlewares.useragent import RotatingUserAgentMiddleware
 from tracker.reading.extract import (
     WARM_UP_PAGE,
     WARM_UP_TEXT,
@@ -190,24 +189,6 @@ def test_site_file_must_exist_and_be_yaml(tmp_path):
 
 
 # ---------------------------------------------------------------------------- middlewares
-
-
-def test_user_agents_rotate_and_explicit_ones_stay():
-    crawler = get_crawler(settings_dict={"TRACKER_USER_AGENTS": ["A", "B"]})
-    middleware = RotatingUserAgentMiddleware.from_crawler(crawler)
-    agents = []
-    for _ in range(4):
-        request = Request("http://x/")
-        middleware.process_request(request)
-        agents.append(request.headers[b"User-Agent"])
-    assert agents == [b"A", b"B", b"A", b"B"]
-    own = Request("http://x/", headers={"User-Agent": "mine"})
-    middleware.process_request(own)
-    assert own.headers[b"User-Agent"] == b"mine"
-    with pytest.raises(NotConfigured):
-        RotatingUserAgentMiddleware.from_crawler(
-            get_crawler(settings_dict={"TRACKER_USER_AGENTS": []})
-        )
 
 
 def test_proxies_rotate_and_failing_ones_rest():

@@ -1,9 +1,13 @@
 """The project's one way of writing times and quantities for people (command line, logs,
-reports): times in UTC as ``YYYY-MM-DD HH:MM UTC``, counts with thousands separators."""
+reports, the console): times in UTC as ``YYYY-MM-DD HH:MM UTC``, counts with thousands
+separators, shares as percentages, a count with its noun (``1 chapter``, ``3 articles``), and
+waits in words."""
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime
+from typing import Any
 
 
 def when(moment: datetime | str | None) -> str:
@@ -26,3 +30,30 @@ def count(value: float, unit: str = "") -> str:
     decimals."""
     text = f"{value:,.0f}" if float(value).is_integer() else f"{value:,.2f}"
     return f"{text} {unit}" if unit else text
+
+
+def share(value: Any) -> str:
+    """A share (0–1) as a percentage with one decimal (``22.5%``); ``-`` for none."""
+    return f"{float(value):.1%}" if is_number(value) else "-"
+
+
+def plural(number: int, noun: str) -> str:
+    """``1 chapter``, ``2 chapters``, ``1,024 articles`` (nouns that take an s)."""
+    return f"{count(number)} {noun}{'' if number == 1 else 's'}"
+
+
+def is_number(value: Any) -> bool:
+    """A number to show (not a bool, not None or a string)."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def duration(seconds: float) -> str:
+    """A wait in words, rounded up: ``45 seconds``, ``2 minutes``, ``1 hour 5 minutes``."""
+    whole = max(1, math.ceil(seconds))
+    if whole < 60:
+        return plural(whole, "second")
+    minutes = math.ceil(whole / 60)
+    if minutes < 60:
+        return plural(minutes, "minute")
+    hours, minutes = divmod(minutes, 60)
+    return plural(hours, "hour") + (f" {plural(minutes, 'minute')}" if minutes else "")

@@ -20,6 +20,10 @@ class MasterDocument:
     source: str = ""
 
 
+#: What a master document is: a book's chapter or a news article (reports name them so).
+CHAPTER, ARTICLE = "chapter", "article"
+
+
 def site_of(url: str) -> str:
     """The site a page belongs to: its host name, lower-case."""
     return (urlsplit(url).hostname or "").lower()

@@ -12,6 +12,7 @@ import importlib
 import logging
 import os
 import pkgutil
+import re
 import sys
 from types import ModuleType
 from typing import NoReturn
@@ -32,8 +33,42 @@ def command_modules() -> list[ModuleType]:
     return [module for module in modules if hasattr(module, "register")]
 
 
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's, but a paragraph of a description or epilog that holds indented lines (a
+    command's actions: :func:`actions_help`) keeps one entry a line, each wrapped under its
+    own text."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        import textwrap
+
+        def entry(line: str) -> str:
+            head = re.match(r"  \S+\s+", line)
+            hang = " " * len(head[0]) if head else ""
+            return textwrap.fill(
+                line, width, initial_indent=indent, subsequent_indent=indent + hang
+            )
+
+        return "\n\n".join(
+            "\n".join(entry(line) for line in block.splitlines())
+            if "\n  " in block
+            else super(HelpFormatter, self)._fill_text(block, width, indent)
+            for block in text.split("\n\n")
+        )
+
+
+def actions_help(actions: dict[str, str]) -> str:
+    """A command's actions for its --help (its epilog), one line each."""
+    width = max(map(len, actions)) + 2
+    return "actions:\n" + "\n".join(f"  {name:<{width}}{line}" for name, line in actions.items())
+
+
 class Parser(argparse.ArgumentParser):
-    """argparse, with its errors in the one-line form of every tracker error."""
+    """argparse, with its errors in the one-line form of every tracker error, and help texts
+    that keep a command's list of actions one a line."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"tracker: error: {message} (see `{self.prog} --help`)\n")
@@ -74,11 +109,15 @@ def entry() -> NoReturn:
     sys.exit(status)
 
 
-def _run(argv: list[str] | None = None) -> tuple[int, argparse.Namespace]:
+def _run(
+    argv: list[str] | None = None, checker: object | None = None
+) -> tuple[int, argparse.Namespace]:
+    """Run a command; ``checker``: the warm checker's checking service, which runs ``tracker
+    check`` commands with it (see :mod:`._warm`)."""
     # numpy's OpenBLAS starts a thread per core when loaded (0.05-0.1 s); nothing here uses it.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(argv, argparse.Namespace(checker=checker))
     args.argv = list(sys.argv[1:] if argv is None else argv)  # as given (a warm check resends it)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.WARNING,
@@ -100,7 +139,7 @@ def _run(argv: list[str] | None = None) -> tuple[int, argparse.Namespace]:
             raise
         return fail(f"{exc.filename}: {exc.strerror or exc}"), args
     except Exception as exc:
-        from tracker.cli._servers import describe
+        from tracker.servers.connect import describe
 
         message = describe(exc, settings) if settings is not None else None
         if message is None:

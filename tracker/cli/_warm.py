@@ -29,6 +29,7 @@ import socket
 import struct
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,6 @@ import tracker
 from tracker.config import Settings
 
 ANSWER_TIMEOUT_S = 300.0  # a check of a whole book can take minutes
-ENV_FLAG = "TRACKER_WARM_CHECKER"  # set in the checker: its own checks never ask a checker
 
 
 def run_dir(settings: Settings) -> Path:
@@ -65,7 +65,7 @@ def socket_path(settings: Settings) -> Path:
 
 
 def enabled(settings: Settings) -> bool:
-    return settings.check_warm_s > 0 and not os.environ.get(ENV_FLAG) and hasattr(socket, "AF_UNIX")
+    return settings.check_warm_s > 0 and hasattr(socket, "AF_UNIX")
 
 
 def ask(settings: Settings, argv: list[str], stdin: bytes | None) -> int | None:
@@ -99,7 +99,7 @@ def start(settings: Settings, config: str | None = None) -> None:
         os.close(fd)
     except FileExistsError:
         return
-    environment = {**os.environ, ENV_FLAG: "1", "TRACKER_DATA_DIR": str(settings.data_dir)}
+    environment = {**os.environ, "TRACKER_DATA_DIR": str(settings.data_dir)}
     if config:
         environment["TRACKER_CONFIG"] = str(Path(config).resolve())
     with contextlib.suppress(OSError):
@@ -135,20 +135,19 @@ def _columns() -> int:
 
 
 def serve() -> None:
-    """The checker process: load everything, answer requests until idle."""
-    from tracker.cli import _run, check
-    from tracker.cli._servers import connect
+    """The checker process: load everything, answer requests until idle. It holds one
+    checking service and runs every request's command with it (``args.checker``)."""
+    from tracker.cli import _run
+    from tracker.matching.checking import CheckingService
 
     settings = Settings.load()
     directory = run_dir(settings)
     path = socket_path(settings)
+    service = CheckingService(settings)
     try:
-        runtime = connect(settings)
-        detector = check._detector(runtime, settings)
-        detector.check("预热：词典与表格载入内存。" * 20)  # jieba and the tables, loaded now
+        service.warm_up()  # the servers, the library, jieba and the tables: loaded now
     finally:
         (directory / "check.starting").unlink(missing_ok=True)
-    check.WARM = (runtime, detector)
     path.unlink(missing_ok=True)
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     previous = os.umask(0o177)
@@ -171,10 +170,10 @@ def serve() -> None:
                 conn.settimeout(ANSWER_TIMEOUT_S)
                 try:
                     request = _receive(conn)
-                    if not _alive(runtime):
+                    if not service.alive():
                         _send(conn, {"retry": True})
                         return
-                    _send(conn, _answer(_run, request))
+                    _send(conn, _answer(partial(_run, checker=service), request))
                 except (OSError, ValueError):
                     continue
     finally:
@@ -205,15 +204,6 @@ def _answer(run: Any, request: dict[str, Any]) -> dict[str, Any]:
         else:
             os.environ["COLUMNS"] = saved[2]
     return {"code": code, "stdout": out.getvalue(), "stderr": err.getvalue()}
-
-
-def _alive(runtime: Any) -> bool:
-    try:
-        runtime.db.command("ping")
-        runtime.redis.ping()
-    except Exception:
-        return False
-    return True
 
 
 def _send(conn: socket.socket, message: dict[str, Any]) -> None:

@@ -1,8 +1,13 @@
 """``tracker check [FILE | URL | -]`` and ``tracker check --jsonl FILE``.
 
 Exit status, as a scanner's: a single text exits **1** when it copies master documents, **0**
-when it copies none, **2** on an error (one line ``tracker: error: …``). ``--jsonl`` exits 0
-unless it failed: its answers say the rest, malformed lines included.
+when it copies none, **2** on an error (one line ``tracker: error: …``), an empty master
+library included: with nothing to check against, no text can be called clean (as ``clamscan``
+without a virus database). ``--jsonl`` exits 0 unless it failed: its answers say the rest,
+malformed lines included.
+
+Reading and checking are the checking service's (:mod:`tracker.matching.checking`); this module
+is the command's options and output, and the warm checker's client side (:mod:`._warm`).
 
 An RSS/Atom feed is checked item by item, each under the URL a crawl stores it as
 (``--json``: ``{"items": [{"id", "matches"}]}``).
@@ -17,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import io
-import json
 import os
 import sys
 from collections import deque
@@ -27,22 +31,15 @@ from dataclasses import replace
 from itertools import chain, islice
 from typing import IO, TYPE_CHECKING
 
-import orjson
-
-from tracker.cli import _warm, add_size_limit, size_limit
+from tracker.cli import _warm, add_size_limit, fail, size_limit
 from tracker.cli._output import plain, print_table
-from tracker.cli._servers import connect
 from tracker.config import Settings
-from tracker.reading.readers import Input, InputError, input_texts, json_loads, read_input
+from tracker.reading.readers import InputError, json_loads
 
 if TYPE_CHECKING:
-    from tracker.matching.detector import Detector, Match
-    from tracker.servers.runtime import Runtime
+    from tracker.matching.checking import Answer, CheckingService
 
 DEFAULT_WORKERS = min(4, os.cpu_count() or 1)  # check --jsonl: one process per CPU, at most 4
-# (runtime, detector) of the warm checker process that runs this command for later checks
-# (tracker.cli._warm); None in a command's own process.
-WARM: tuple[Runtime, Detector] | None = None
 FOUND = 1  # exit status of a single text that copies master documents
 LONG_INPUT_BYTES = 2 << 20  # a file this large is checked in process, with a progress bar
 
@@ -51,8 +48,10 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
         "check",
         help="print the master documents a text copies (exit 1: copies found, 0: none, 2: error)",
-        description="Print the master documents a text copies. Exit status: 1 when it copies "
-        "some, 0 when it copies none, 2 on an error; with --jsonl, 0 unless the command failed.",
+        description="Print the master documents a text copies, to standard output. Exit "
+        "status: 1 when it copies some, 0 when it copies none, 2 on an error, an empty master "
+        "library included (nothing to check against); with --jsonl, 0 unless the command "
+        "failed.",
     )
     parser.add_argument(
         "source",
@@ -81,6 +80,15 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
+    from tracker.matching.checking import EmptyLibrary
+
+    try:
+        return _run_check(args, settings)
+    except EmptyLibrary as exc:
+        return fail(str(exc))
+
+
+def _run_check(args: argparse.Namespace, settings: Settings) -> int:
     max_bytes = size_limit(args, settings)
     if args.jsonl:
         return _run_jsonl(args.jsonl, settings, args.workers, max_bytes)
@@ -88,7 +96,9 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         raise InputError(
             "nothing to check: give a file or a URL, or pipe a text in (… | tracker check)"
         )
-    cold = WARM is None
+    # The warm checker runs this command with its own service (tracker.cli._warm.serve).
+    service: CheckingService | None = getattr(args, "checker", None)
+    cold = service is None
     long_file = (
         args.source != "-"
         and os.path.isfile(args.source)
@@ -101,37 +111,30 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             return code
         if stdin is not None:  # not answered: read what was read again, here
             sys.stdin = io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8")
-    source = read_input(args.source, max_bytes)
-    texts = input_texts(source)  # a bad input fails before any server is started
-    runtime, detector = WARM if WARM is not None else (connect(settings, redis=True), None)
+    if service is None:
+        from tracker.matching.checking import CheckingService
+
+        service = CheckingService(settings)
     try:
-        detector = detector or _detector(runtime, settings)
-        found = detector.check_many([text for _, text in texts], progress=_progress())
+        answer = service.check(service.read(args.source, max_bytes), progress=_progress())
     finally:
         if cold:
-            runtime.close()
+            service.close()  # an open MongoClient makes the interpreter's exit wait
     if cold and _warm.enabled(settings):
         _warm.start(settings, args.config)  # later checks: answered by a warm process
+    _print_answer(answer, args)
+    return FOUND if answer.copied else 0
+
+
+def _print_answer(answer: Answer, args: argparse.Namespace) -> None:
     if args.json:
-        print(dumps(answer(source, texts, found)))
-    elif not source.is_feed:
-        _print_matches(found[0], args)
+        print(answer.to_json())
+    elif not answer.feed:
+        _print_matches(answer.found[0], args)
     else:  # a feed: its items one by one
-        for (name, _), matches in zip(texts, found, strict=True):
+        for name, matches in zip(answer.names, answer.found, strict=True):
             print(f"\n{plain(name)}")
             _print_matches(matches, args)
-    return FOUND if any(found) else 0
-
-
-def answer(source: Input, texts: list[tuple[str, str]], found: list[list[Match]]) -> dict:
-    """What ``--json`` prints for an input (the web console's ``POST /api/check`` answers the
-    same): ``{"matches": [...]}``, or for a feed ``{"items": [{"id", "matches"}]}``; ``texts``
-    and ``found`` are :func:`input_texts` and the matches of each."""
-    if source.is_feed:
-        return {
-            "items": [{"id": name, "matches": m} for (name, _), m in zip(texts, found, strict=True)]
-        }
-    return {"matches": found[0]}
 
 
 def _progress():
@@ -203,12 +206,6 @@ JSONL_BATCH = 16  # texts checked together: one index round trip, one master fet
 Line = tuple[int, object, str | None, str | None]  # line number, id, text, error
 
 
-def _detector(runtime: Runtime, settings: Settings):
-    from tracker.matching.library import MasterLibrary
-
-    return MasterLibrary.from_runtime(runtime).detector(settings)
-
-
 def _open_jsonl(path: str) -> IO[bytes]:
     if path == "-":
         return sys.stdin.buffer
@@ -273,39 +270,47 @@ def _run_jsonl(path: str, settings: Settings, workers: int, max_bytes: int) -> i
 
     pending = batches(lines(), JSONL_BATCH)
     head = list(islice(pending, 2))
-    runtime = connect(settings)  # starts the embedded servers once, for all the workers
-    if workers <= 1 or len(head) < 2:
-        try:
-            detector = _detector(runtime, settings)
+    from tracker.matching.checking import CheckingService
+
+    # Starts the embedded servers once, for all the workers, and refuses an empty library
+    # before any line is answered.
+    service = CheckingService(settings)
+    try:
+        service.ensure_masters()
+        if workers <= 1 or len(head) < 2:
             for batch in chain(head, pending):
-                _print_batch(batch, _check_texts(_texts(batch), detector))
-        finally:
-            runtime.close()  # an open MongoClient makes the interpreter's exit wait 0.3-0.7 s
-    else:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
-        from tracker.fingerprints.simhash import simhash_text
-        from tracker.text.normalize import normalize
-
+                _print_batch(batch, _check_texts(_texts(batch), service))
+            return _said(errors)
+        runtime = service.runtime
         resolved = replace(settings, mongo_url=runtime.mongo_url, redis_url=runtime.redis_url)
-        runtime.close()
-        # Forked workers start at once with the tables and dictionaries loaded here; the
-        # connections of this process are closed, so nothing is shared.
-        simhash_text(normalize("预热词典").chars)
-        methods = multiprocessing.get_all_start_methods()
-        context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-        with ProcessPoolExecutor(
-            workers, mp_context=context, initializer=_start_worker, initargs=(resolved,)
-        ) as pool:
-            in_flight: deque[tuple[list[Line], Future[list[str]]]] = deque()
-            for batch in chain(head, pending):
-                in_flight.append((batch, pool.submit(_check_texts, _texts(batch))))
-                while len(in_flight) > 2 * workers:  # bounded: input may be larger than memory
-                    done, future = in_flight.popleft()
-                    _print_batch(done, future.result())
-            for done, future in in_flight:
+    finally:
+        service.close()  # an open MongoClient makes the interpreter's exit wait 0.3-0.7 s
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from tracker.fingerprints.simhash import simhash_text
+    from tracker.text.normalize import normalize
+
+    # Forked workers start at once with the tables and dictionaries loaded here; the
+    # connections of this process are closed, so nothing is shared.
+    simhash_text(normalize("预热词典").chars)
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+    with ProcessPoolExecutor(
+        workers, mp_context=context, initializer=_start_worker, initargs=(resolved,)
+    ) as pool:
+        in_flight: deque[tuple[list[Line], Future[list[str]]]] = deque()
+        for batch in chain(head, pending):
+            in_flight.append((batch, pool.submit(_check_texts, _texts(batch))))
+            while len(in_flight) > 2 * workers:  # bounded: input may be larger than memory
+                done, future = in_flight.popleft()
                 _print_batch(done, future.result())
+        for done, future in in_flight:
+            _print_batch(done, future.result())
+    return _said(errors)
+
+
+def _said(errors: int) -> int:
     if errors:
         print(f"tracker check: {errors} line(s) not checked, see their errors", file=sys.stderr)
     return 0
@@ -315,26 +320,30 @@ def _texts(batch: list[Line]) -> list[str]:
     return [text for _, _, text, _ in batch if text is not None]
 
 
-_WORKER_DETECTOR = None
+_WORKER_SERVICE: CheckingService | None = None  # in a --jsonl worker process: its own
 
 
 def _start_worker(settings: Settings) -> None:
-    from tracker.servers.runtime import Runtime
+    from tracker.matching.checking import CheckingService
 
-    global _WORKER_DETECTOR
-    _WORKER_DETECTOR = _detector(Runtime(settings), settings)
+    global _WORKER_SERVICE
+    _WORKER_SERVICE = CheckingService(settings)
 
 
-def _check_texts(texts: list[str], detector=None) -> list[str]:
+def _check_texts(texts: list[str], service: CheckingService | None = None) -> list[str]:
     """The JSON of each text's matches (serialised where they are found: a worker sends
     back strings, not objects)."""
-    detector = detector or _WORKER_DETECTOR
-    if detector is None:
+    from tracker.matching.checking import dumps
+
+    service = service or _WORKER_SERVICE
+    if service is None:
         raise RuntimeError("worker not started")
-    return [dumps(matches) for matches in detector.check_many(texts)] if texts else []
+    return [dumps(matches) for matches in service.check_texts(texts)]
 
 
 def _print_batch(batch: list[Line], results: list[str]) -> None:
+    from tracker.matching.checking import dumps
+
     answers = iter(results)
     for lineno, record_id, _, error in batch:
         if error is not None:
@@ -342,17 +351,3 @@ def _print_batch(batch: list[Line], results: list[str]) -> None:
         else:
             print(f'{{"id":{dumps(record_id)},"matches":{next(answers)}}}')
     sys.stdout.flush()
-
-
-def dumps(value: object) -> str:
-    try:
-        return orjson.dumps(value).decode()  # Match dataclasses natively, no asdict copy
-    except TypeError:  # a lone surrogate in a page's text: only escaped can it be printed
-        return json.dumps(value, default=_as_dict)
-
-
-def _as_dict(value: object) -> dict:
-    to_dict = getattr(value, "to_dict", None)
-    if to_dict is not None:
-        return to_dict()
-    raise TypeError(f"{type(value).__name__} is not JSON serialisable")

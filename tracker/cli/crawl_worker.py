@@ -33,6 +33,9 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
         "crawl-worker",
         help="join the distributed crawls the scheduler runs (one worker of a crawl fleet)",
+        description="One worker of the crawl fleet, until Ctrl-C or SIGTERM: it joins each "
+        "distributed crawl the scheduler runs (posted in Redis) as a `scrapy crawl` of the same "
+        "spider, arguments and settings, taking its requests from the crawl's shared queue.",
     )
     parser.add_argument(
         "--poll", type=float, default=5.0, metavar="S", help="seconds between looks at the board"
@@ -41,8 +44,8 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    from tracker.cli._servers import connect
     from tracker.crawling.crawl_board import board_for
+    from tracker.servers.connect import connect
 
     logging.basicConfig(
         force=True,

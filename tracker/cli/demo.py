@@ -3,6 +3,12 @@
 Ingests the bundled public-domain master sample, serves a bundled pirate-style site on
 127.0.0.1, crawls it with the ``novel`` spider in a ``scrapy crawl`` subprocess, checks that every
 planted copy was found and no innocent page flagged, and writes the day's report.
+
+Where: on a fresh install (no master, no page) the demo writes into the tracker's own database
+and key prefix, so ``tracker serve``, ``report`` and ``check`` show its findings next; a later
+demo replaces them while the library holds nothing else (:mod:`tracker.stores.demo` tells). A
+library that holds the user's own data is left alone: the demo then has a database and key
+prefix of its own, and says how to look at them.
 """
 
 from __future__ import annotations
@@ -12,22 +18,48 @@ import tempfile
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tracker.config import Settings
 from tracker.servers.services import mask_password
+
+if TYPE_CHECKING:
+    from tracker.matching.library import MasterLibrary
+    from tracker.servers.runtime import Runtime
+    from tracker.stores.demo import Holds
+
+SITE_HOST = "127.0.0.1"  # where tracker.demo serves its pirate site (the site its pages are of)
 
 
 def register(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
         "demo",
         help="ingest a sample library, crawl a local pirate site, and report what was copied",
+        description="The whole loop on this machine: ingest the bundled public-domain sample "
+        "library, serve a pirate-style site on 127.0.0.1, crawl it with `scrapy crawl novel`, "
+        "check that every planted copy was found and no innocent page flagged, and write the "
+        "day's report to <data_dir>/reports/demo-report-DATE.html (its own name: `tracker "
+        "report` writes report-DATE.html). It uses its own database (tracker_demo) and Redis "
+        "keys (tracker-demo:*). Exit status: 0 every copy found, 1 a copy missed or an "
+        "innocent page flagged, 2 error.",
     )
     parser.add_argument(
         "--keep-db",
         action="store_true",
-        help="keep the demo database instead of starting from a clean one",
+        help="keep the previous demo's data instead of starting from a clean one",
+    )
+    parser.add_argument(
+        "--clear",
+        action="store_true",
+        help="remove the demo's data from your library (when it holds nothing else) and exit",
     )
     parser.set_defaults(func=run)
+
+
+def apart(settings: Settings) -> Settings:
+    """The database and key prefix of a demo kept apart from the user's library."""
+    prefix = settings.redis_prefix.rstrip(":") + "-demo:"
+    return replace(settings, mongo_db=f"{settings.mongo_db}_demo", redis_prefix=prefix)
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
@@ -38,41 +70,70 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     from tracker.reports.build import build_report, summary_line
     from tracker.reports.render import to_html
     from tracker.servers.runtime import Runtime
+    from tracker.stores.demo import DemoStore, Holds
+    from tracker.stores.pages import PageStore
 
-    # The demo has a database and key prefix of its own, so it never mixes with real data.
-    settings = replace(settings, mongo_db="tracker_demo", redis_prefix="tracker-demo:")
+    documents = [doc for path in master_paths() for doc in read_documents(path)]
     runtime = Runtime(settings)
     print(
         f"servers: MongoDB {mask_password(runtime.mongo_url)}  "
         f"Redis {mask_password(runtime.redis_url)}"
     )
-    print(
-        f"the demo uses database {settings.mongo_db} and Redis keys {settings.redis_prefix}*, "
-        "apart from your own library"
-    )
-    if not args.keep_db:
-        runtime.mongo.drop_database(settings.mongo_db)
+    holds = DemoStore(runtime.db).holds()
+    if args.clear:
+        return _clear(runtime, holds, [doc.doc_id for doc in documents])
+    fresh = not args.keep_db
+    where = f"database {settings.mongo_db} and Redis keys {settings.redis_prefix}*"
+    if holds is Holds.DATA:
+        runtime.close()
+        settings = apart(settings)
+        runtime = Runtime(settings)
+        look = f"TRACKER_MONGO_DB={settings.mongo_db} TRACKER_REDIS_PREFIX={settings.redis_prefix}"
+        print(
+            f"your library ({where}) holds your own data: the demo leaves it alone and uses "
+            f"database {settings.mongo_db} and Redis keys {settings.redis_prefix}*"
+        )
+        look_at = (
+            f"to look at the demo's data: {look} tracker report --format json  (or serve, "
+            "check, index list…); without them, tracker commands use your own library"
+        )
+        if fresh:
+            runtime.mongo.drop_database(settings.mongo_db)
+    else:
+        earlier = " (an earlier demo's data, replaced)" if holds is Holds.DEMO and fresh else ""
+        print(
+            f"the demo writes into your library ({where}), which holds no data of yours"
+            f"{earlier}: `tracker report` and `tracker serve` show its findings next"
+        )
+        look_at = (
+            "the demo's data is in your library: `tracker report --format json`, `tracker "
+            "serve` (after `tracker user add`), `tracker check FILE`; once you ingest your own "
+            "masters, later demos keep apart from them (`tracker demo --clear` removes it first)"
+        )
+        if fresh:
+            DemoStore(runtime.db).clear()
+    store = DemoStore(runtime.db) if holds is not Holds.DATA else None
+    if store is not None:
+        store.mark(doc.doc_id for doc in documents)  # before the ingest: a demo cut short too
     # A fresh demo library: the index of the last demo is cleared, not verified against the
-    # database just dropped (that would rebuild it, with a warning, only to clear it).
-    library = MasterLibrary.from_runtime(runtime, verify=args.keep_db)
-    if not args.keep_db:
-        library.index.clear()
-    documents = [doc for path in master_paths() for doc in read_documents(path)]
+    # database just emptied (that would rebuild it, with a warning, only to clear it).
+    library = MasterLibrary.from_runtime(runtime, verify=not fresh)
+    if fresh:
+        _clear_redis(runtime, library)
     summary = library.ingest(documents)
+    if store is not None:
+        store.mark((doc.doc_id for doc in documents), library.store.version())
     print(
         f"master library: {summary.added + summary.replaced} documents from "
         f"{len(summary.works)} works"
-    )
-    look = f"TRACKER_MONGO_DB={settings.mongo_db} TRACKER_REDIS_PREFIX={settings.redis_prefix}"
-    look_at = (
-        f"to look at the demo's data: {look} tracker index list  (or report, check…); "
-        "without them, tracker commands use your own library"
     )
 
     with tempfile.TemporaryDirectory(prefix="tracker-demo-site-") as tmp:
         manifest = build_site(Path(tmp))
         with serve(manifest.root) as site:
             print(f"crawling the local pirate site {site.url}")
+            if store is not None:
+                store.add_site(site.url)
             log_file = Path(settings.data_dir) / "logs" / "demo-crawl.log"
             log_file.parent.mkdir(parents=True, exist_ok=True)
             code = run_crawl(
@@ -83,8 +144,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
                 print(look_at)
                 return 1
             found = {
-                doc["_id"]: sorted(doc.get("matched_doc_ids", []))
-                for doc in runtime.db["pages"].find({}, {"matched_doc_ids": 1})
+                url: sorted(doc_ids)
+                for url, doc_ids in PageStore(runtime.db).matched_doc_ids().items()
             }
             ok = _verify(manifest, site.url, found)
 
@@ -106,6 +167,41 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     )
     print(look_at)
     return 0 if ok else 1
+
+
+def _clear_redis(runtime: Runtime, library: MasterLibrary) -> None:
+    """Empty what the demo keeps in Redis: the master index, the stored pages' index, the
+    mirror groups' centres and what is known of the local site's lines."""
+    from tracker.index.page_index import PageIndex
+    from tracker.reports.clustering import PageClusterer
+    from tracker.text.site_boilerplate import SiteBoilerplate
+
+    library.index.clear()
+    PageIndex.from_runtime(runtime).clear()
+    PageClusterer.from_runtime(runtime).index.clear()
+    SiteBoilerplate(runtime.redis, runtime.settings.redis_prefix).forget(SITE_HOST)
+
+
+def _clear(runtime: Runtime, holds: Holds, sample_ids: list[str]) -> int:
+    """``tracker demo --clear``: the demo's data out of the user's library, when it holds
+    nothing else."""
+    from tracker.matching.library import MasterLibrary
+    from tracker.stores.demo import DemoStore, Holds
+
+    if holds is Holds.NOTHING:
+        print("your library holds no data: nothing to remove")
+        return 0
+    if holds is Holds.DATA:
+        print(
+            "your library holds your own data: the demo's is removed only from a library "
+            "holding nothing else; its masters: `tracker index delete "
+            f"{' '.join(sample_ids)}`"
+        )
+        return 1
+    DemoStore(runtime.db).clear()
+    _clear_redis(runtime, MasterLibrary.from_runtime(runtime, verify=False))
+    print(f"removed the demo's data from your library (database {runtime.settings.mongo_db})")
+    return 0
 
 
 def _verify(manifest, base_url: str, found: dict[str, list[str]]) -> bool:

@@ -7,22 +7,46 @@ import argparse
 from typing import TYPE_CHECKING
 
 from tracker.cli._output import print_table
-from tracker.cli._servers import connect
 from tracker.config import Settings
 from tracker.formats import count, when
+from tracker.servers.connect import connect
 
 if TYPE_CHECKING:
     from tracker.index.layout import IndexLayout, Tables
+    from tracker.index.storage import StorageMemory
     from tracker.servers.runtime import Runtime
 
 
 def register(commands: argparse._SubParsersAction) -> None:
+    from tracker.cli import actions_help
+
     parser = commands.add_parser(
         "index",
         help="list the master library's works (list), compare the Redis index with MongoDB "
         "(stats), repair it (verify), rebuild it, or delete master documents",
+        description="The master library (in MongoDB) and its index (in Redis). Exit status: 0 "
+        "done; 1 stats: the index and MongoDB differ, delete: some ids not found, list: no such "
+        "work; 2 error.",
+        epilog=actions_help(
+            {
+                "list": "the library's works: documents, size, first and last ingested "
+                "(--work W: the documents of W)",
+                "stats": "MongoDB's masters and library version beside the index's, its layout "
+                "and memory (read only)",
+                "verify": "repair the index: finish half-done changes, or rebuild it; file "
+                "stored pages missing from the page index",
+                "rebuild": "rebuild the index and the page index from MongoDB, in the layout "
+                "the settings ask for",
+                "delete": "delete the master documents DOC_ID… (their matches are closed)",
+            }
+        ),
     )
-    parser.add_argument("action", choices=("list", "stats", "verify", "rebuild", "delete"))
+    parser.add_argument(
+        "action",
+        choices=ACTIONS,
+        metavar="ACTION",
+        help="list, stats, verify, rebuild or delete (below)",
+    )
     parser.add_argument("doc_ids", nargs="*", default=[], metavar="DOC_ID", help="for delete")
     parser.add_argument("--work", metavar="W", help="for list: the documents of work W")
     parser.add_argument("--wide", action="store_true", help="for list: one line per row")
@@ -38,20 +62,31 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def stats(args: argparse.Namespace, runtime: Runtime) -> int:
-    """Both sides, read only: MongoDB's library version and masters, the index's."""
+    """Both sides, read only: MongoDB's library version and masters, the index's, and the
+    Redis memory the index's own keys take (not the server's, which holds more)."""
+    from tracker.index.page_index import PageIndex
     from tracker.matching.library import MasterLibrary
     from tracker.servers.redis_cluster import used_memory
+    from tracker.stores.pages import PageStore
 
     library = MasterLibrary.from_runtime(runtime, verify=False)
     found = library.verify(repair=False, thorough=True)
-    memory = used_memory(runtime.redis)
-    per_doc = memory / found.mongo_count if found.mongo_count else 0
+    masters = library.index.storage.memory()
+    pages = PageIndex.from_runtime(runtime).storage.memory()
+    everywhere = " (all primaries)" if runtime.settings.redis_cluster else ""
+    print(f"MongoDB: {found.mongo_count} master documents, library version {found.mongo_version}")
+    if found.index_version is None and found.action == "ok":
+        print("index:   empty: nothing ingested yet (`tracker ingest` or `tracker demo`)")
+    else:
+        print(
+            f"index:   {_or_none(found.index_count)} master documents, library version "
+            f"{_or_none(found.index_version)}\n         {_memory(masters)}"
+            f"{_per_document(masters, found.mongo_count)}"
+        )
+    print(f"pages:   {count(PageStore(runtime.db).count())} stored; their index {_memory(pages)}")
     print(
-        f"MongoDB: {found.mongo_count} master documents, library version {found.mongo_version}\n"
-        f"index:   {_or_none(found.index_count)} master documents, library version "
-        f"{_or_none(found.index_version)}; Redis used_memory {memory:,} bytes "
-        f"{'(all primaries) ' if runtime.settings.redis_cluster else ''}"
-        f"({per_doc:,.0f} bytes per document)"
+        f"Redis:   used_memory {used_memory(runtime.redis):,} bytes{everywhere}: the whole "
+        "server, its own baseline and every other key included"
     )
     _print_layout(library.index.layout, runtime.settings, found.mongo_count)
     _print_tables(library.index.tables)
@@ -59,6 +94,32 @@ def stats(args: argparse.Namespace, runtime: Runtime) -> int:
         print(f"they differ ({found.reason}): run `tracker index verify` to repair the index")
         return 1
     return 0
+
+
+#: A per-document figure is shown once the records are most of the index's bytes: while most
+#: buckets hold a posting or two, Redis's bytes per key are most of it, and dividing them by
+#: the documents predicts nothing about a larger library (9 chapters: ~11 KB each; 100,000
+#: chapters: ~780 bytes each, see bench/README.md).
+MEANINGFUL_PAYLOAD = 0.5
+
+
+def _memory(memory: StorageMemory) -> str:
+    if not memory.keys:
+        return "no keys"
+    how = "" if memory.exact else f", estimated from {memory.sampled:,} keys"
+    return f"{memory.keys:,} keys, {memory.bytes:,} bytes (MEMORY USAGE{how})"
+
+
+def _per_document(memory: StorageMemory, documents: int) -> str:
+    if not documents or not memory.keys:
+        return ""
+    if 1.0 - memory.overhead < MEANINGFUL_PAYLOAD:
+        return (
+            f"; per document: not meaningful yet ({memory.overhead:.0%} of it is Redis's "
+            "bytes per key, which a larger library shares; about 780 bytes a chapter at "
+            "100,000)"
+        )
+    return f"; {memory.bytes / documents:,.0f} bytes per document"
 
 
 def _print_layout(layout: IndexLayout, settings: Settings, masters: int) -> None:
@@ -149,13 +210,13 @@ def delete(args: argparse.Namespace, runtime: Runtime) -> int:
 def list_works(args: argparse.Namespace, runtime: Runtime) -> int:
     """The works of the library (documents, size, when ingested), or with ``--work`` the
     documents of one; read only, from MongoDB."""
-    masters = runtime.read_db["masters"]
-    fields = {"work": 1, "title": 1, "length": 1, "added_at": 1, "updated_at": 1}
-    alive = {"deleted": {"$ne": True}}
+    from tracker.stores.masters import MasterStore
+
+    masters = MasterStore(runtime.read_db)
     if args.work:
         rows = [
-            (d["_id"], d.get("title", ""), count(d.get("length", 0)), when(d.get("updated_at")))
-            for d in masters.find({**alive, "work": args.work}, fields).sort("n", 1)
+            (d.doc_id, d.title, count(d.length), when(d.updated_at))
+            for d in masters.listing(args.work)
         ]
         if not rows:
             print(f"no work named {args.work!r}: `tracker index list` shows the works")
@@ -163,13 +224,13 @@ def list_works(args: argparse.Namespace, runtime: Runtime) -> int:
         print_table(("doc_id", "title", "size", "ingested"), rows, args.wide, ("size",))
         return 0
     works: dict[str, list] = {}
-    for d in masters.find(alive, fields):
-        entry = works.setdefault(d.get("work", ""), [0, 0, None, None])
+    for d in masters.listing():
+        entry = works.setdefault(d.work, [0, 0, None, None])
         entry[0] += 1
-        entry[1] += int(d.get("length", 0) or 0)
-        for i, key, pick in ((2, "added_at", min), (3, "updated_at", max)):
-            if d.get(key) is not None:
-                entry[i] = d[key] if entry[i] is None else pick(entry[i], d[key])
+        entry[1] += d.length
+        for i, moment, pick in ((2, d.added_at, min), (3, d.updated_at, max)):
+            if moment is not None:
+                entry[i] = moment if entry[i] is None else pick(entry[i], moment)
     if not works:
         print(f"the master library in database {runtime.settings.mongo_db!r} is empty")
         return 0

@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tracker.cli import add_size_limit, fail, size_limit
-from tracker.cli._servers import connect
 from tracker.config import Settings
 from tracker.reading.readers import SUPPORTED, Reading, iter_masters, master_files
+from tracker.servers.connect import connect
 
 PARTIAL = 1  # exit status: stored, but some inputs were refused
 MAX_LISTED = 10  # unsupported files and warnings named in the summary

@@ -16,6 +16,11 @@ def register(commands: argparse._SubParsersAction) -> None:
         "rematch",
         help="match stored pages against masters added since they were crawled; "
         "finish pages whose matching failed",
+        description="Match the stored pages again where the library changed since they were "
+        "matched (masters added or replaced: only the pages sharing anchors with them are "
+        "checked), and finish the pages whose matching failed. The matches found count as "
+        "found today. The scheduler runs it after every pull that changed the library. Prints "
+        "a summary (--json: as JSON); exit status 0 done, 2 error.",
     )
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     parser.set_defaults(func=run)
@@ -25,8 +30,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from tracker.cli._servers import connect
     from tracker.matching.rematch import Rematcher
+    from tracker.servers.connect import connect
 
     console = Console(stderr=True)
     runtime = connect(settings)

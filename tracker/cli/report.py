@@ -3,10 +3,14 @@ infringements seen on one UTC day.
 
 Reading a report changes nothing stored: mirror groups are made when pages are crawled, and the
 figures trends are drawn from are stored by the scheduler's report job (``tracker run-job
-report``). JSON and CSV go to standard output unless
-``--out`` is given; HTML is always written to a file (``<data_dir>/reports/report-DATE.html`` by
-default) and takedown notices to a folder (``<data_dir>/reports/notices-DATE/``, one
-``notice-SITE.txt`` per site), whose paths are printed. A summary line goes to standard error.
+report``).
+
+Where the report goes is one rule, ``--out``: ``--out PATH`` writes any format to PATH (notices:
+a folder of ``notice-SITE.txt``, one per site), ``--out -`` to standard output (notices: each
+after a line naming its file). Without it, the text formats (JSON, CSV) go to standard output
+and the page formats to files of the data directory: HTML to
+``<data_dir>/reports/report-DATE.html``, notices to ``<data_dir>/reports/notices-DATE/``. A
+file's path is printed; a summary line goes to standard error.
 """
 
 from __future__ import annotations
@@ -23,7 +27,16 @@ FORMATS = ("json", "csv", "html", "notices")
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser("report", help="report the infringing pages seen on one day")
+    parser = commands.add_parser(
+        "report",
+        help="report the infringing pages seen on one day",
+        description="Report the infringing pages seen on one UTC day: per work, site and page "
+        "the masters copied, with evidence, mirror groups and trends. Reading a report changes "
+        "nothing stored. Where it goes: --out PATH for any format (notices: a folder), --out - "
+        "for standard output; without --out, json and csv go to standard output, html to "
+        "<data_dir>/reports/report-DATE.html and notices to <data_dir>/reports/notices-DATE/ "
+        "(the paths printed). A summary line goes to standard error.",
+    )
     parser.add_argument(
         "--date",
         type=parse_day,
@@ -32,10 +45,17 @@ def register(commands: argparse._SubParsersAction) -> None:
         help="the UTC day to report (default: today)",
     )
     parser.add_argument(
-        "--format", choices=FORMATS, default="json", help="output format (default: json)"
+        "--format",
+        choices=FORMATS,
+        default="json",
+        help="json (default), csv, html, or notices: a takedown notice draft per site",
     )
     parser.add_argument(
-        "--out", metavar="PATH", help="write the report to PATH (for notices: a folder)"
+        "--out",
+        metavar="PATH",
+        help="write the report to PATH (notices: a folder), or - for standard output "
+        "(default: json and csv to standard output, html and notices to the data directory's "
+        "reports folder)",
     )
     parser.set_defaults(func=run)
 
@@ -53,35 +73,49 @@ def parse_day(value: str) -> date:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    from tracker.cli._servers import connect
+    from tracker.enforcement.compliance import Compliance
     from tracker.reports import summary_line, to_csv, to_html, to_json
     from tracker.reports.build import build_report
-    from tracker.reports.daily import write_notices
+    from tracker.servers.connect import connect
 
     renderers = {"json": to_json, "csv": to_csv, "html": to_html}
     day = args.date or datetime.now(UTC).date()
     runtime = connect(settings, redis=False)
     try:
-        report = build_report(runtime.read_db, day)  # settled data: mongo_read_preference
+        report = build_report(  # settled data: mongo_read_preference
+            runtime.read_db, day, compliance=Compliance.of(settings)
+        )
     finally:
         runtime.close()
     if args.format == "notices":
-        folder = Path(args.out).expanduser() if args.out else None
-        folder = folder or settings.data_dir / "reports" / f"notices-{report['date']}"
-        for path in write_notices(report, folder):
-            print(path)
-        print(summary_line(report), file=sys.stderr)
-        return 0
-    text = renderers[args.format](report)
-    out = args.out
-    if out is None and args.format == "html":
-        out = settings.data_dir / "reports" / f"report-{report['date']}.html"
-    if out is None:
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        _notices(report, args.out, settings)
     else:
-        path = Path(out).expanduser()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-        print(path)
+        text = renderers[args.format](report)
+        text = text if text.endswith("\n") else text + "\n"  # the same bytes wherever it goes
+        out = args.out
+        if out is None and args.format == "html":
+            out = settings.data_dir / "reports" / f"report-{report['date']}.html"
+        if out is None or out == "-":
+            sys.stdout.write(text)
+        else:
+            path = Path(out).expanduser()
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+            print(path)
     print(summary_line(report), file=sys.stderr)
     return 0
+
+
+def _notices(report: dict, out: str | None, settings: Settings) -> None:
+    """The notice drafts: files of a folder (their paths printed), or with ``-`` each on
+    standard output after a line naming it."""
+    from tracker.reports.daily import notice_files, write_notices
+
+    if out == "-":
+        for name, text in notice_files(report).items():
+            sys.stdout.write(f"==> {name} <==\n{text}" + ("" if text.endswith("\n") else "\n"))
+        return
+    folder = Path(out).expanduser() if out else None
+    folder = folder or settings.data_dir / "reports" / f"notices-{report['date']}"
+    for path in write_notices(report, folder):
+        print(path)

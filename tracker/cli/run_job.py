@@ -15,17 +15,35 @@ from tracker.config import Settings
 
 
 def register(commands: argparse._SubParsersAction) -> None:
+    from tracker.cli import actions_help
+
     parser = commands.add_parser(
-        "run-job", help="run one scheduler job now: pull, report or crawl:SITE"
+        "run-job",
+        help="run one scheduler job now: pull, rematch, report, takedown or crawl:SITE",
+        description="Run one of the scheduler's jobs now, recorded in the job ledger like a "
+        "scheduled run and never alongside the same job; prints the run's record as JSON. Exit "
+        "status: 0 ok, 1 the job failed or was skipped (running already), 2 error.",
+        epilog=actions_help(
+            {
+                "pull": "ingest the drop folder's new files and the MongoDB source's new documents",
+                "rematch": "match the stored pages against the masters added since they were "
+                "matched (tracker rematch)",
+                "report": "store and write the reports of the last ended UTC day (and of up to "
+                "7 missed days) to <data_dir>/reports/",
+                "takedown": "re-fetch every noticed URL and record whether it was taken down, "
+                "then send again what is pending (notices, time-stamps, alerts)",
+                "crawl:SITE": "crawl the site SITE of the settings' [[sites]]",
+            }
+        ).replace("actions:", "jobs:"),
     )
     parser.add_argument("name", metavar="NAME", help="the job (see `tracker schedule --list`)")
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    from tracker.cli._servers import connect
     from tracker.scheduler.jobs import JobContext
-    from tracker.scheduler.runs import OK
+    from tracker.servers.connect import connect
+    from tracker.stores.job_runs import OK
 
     runtime = connect(settings)
     try:

@@ -30,6 +30,10 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
         "schedule",
         help="run the scheduler: pull new master work, crawl the sites, write the daily report",
+        description="Run the daily work until Ctrl-C or SIGTERM (no new runs, running jobs "
+        "finish; a second signal stops at once): pull new masters, rematch, crawl each site on "
+        "its cron, write the daily report. One scheduler acts at a time (a Redis lock); "
+        "another waits. --list shows the jobs with their next and last runs instead.",
     )
     parser.add_argument(
         "--list", action="store_true", help="show the jobs with their next and last runs, and exit"
@@ -39,7 +43,7 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    from tracker.cli._servers import connect
+    from tracker.servers.connect import connect
 
     runtime = connect(settings)
     try:

@@ -16,7 +16,14 @@ DEFAULT_PORT = 8080
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser("serve", help="serve the web console")
+    parser = commands.add_parser(
+        "serve",
+        help="serve the web console",
+        description="Serve the web console (dashboard, pages, evidence, works, sites, jobs, "
+        "checks, reports, and the JSON API at /docs) on uvicorn until Ctrl-C or SIGTERM. Users: "
+        "`tracker user add`. It listens on 127.0.0.1 unless told otherwise: serve others "
+        "through a TLS-terminating proxy.",
+    )
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="port (8080)")
     parser.add_argument(
@@ -31,8 +38,8 @@ def register(commands: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace, settings: Settings) -> int:
     import uvicorn
 
-    from tracker.cli._servers import connect
     from tracker.console import create_app
+    from tracker.servers.connect import connect
 
     if not 0 < args.port < 65536:
         from tracker.config import ConfigError

@@ -17,13 +17,22 @@ from tracker.reading.readers import InputError
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    from tracker.console.users import ROLES
-
-    parser = commands.add_parser("user", help="add, list or remove the web console's users")
+    # The roles are checked by run, with the console's users: importing them here would load
+    # the web stack (FastAPI, argon2) for every command's --help.
+    parser = commands.add_parser(
+        "user",
+        help="add, list or remove the web console's users",
+        description="The web console's users: a viewer reads everything; an operator also "
+        "checks texts and URLs and runs jobs. Passwords come from standard input "
+        "(--password-stdin) or a terminal, never the command line. Exit status: 0 done, "
+        "1 remove: no such user, 2 error.",
+    )
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     add = actions.add_parser("add", help="create a user (or --replace its password and role)")
     add.add_argument("name", metavar="NAME")
-    add.add_argument("--role", choices=ROLES, required=True, help="viewer reads; operator acts")
+    add.add_argument(
+        "--role", required=True, metavar="viewer|operator", help="viewer reads; operator acts"
+    )
     add.add_argument(
         "--password-stdin",
         action="store_true",
@@ -38,19 +47,21 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     from tracker.cli._output import print_table
-    from tracker.cli._servers import connect
-    from tracker.console.users import UserError, UserStore, check_name
+    from tracker.console.users import ROLES, UserError, Users, check_name
     from tracker.formats import when
+    from tracker.servers.connect import connect
 
     try:
         if args.action in ("add", "remove"):
             check_name(args.name)  # before any server is started
+        if args.action == "add" and args.role not in ROLES:
+            raise UserError(f"unknown role {args.role!r}: use {' or '.join(ROLES)}")
         password = _password(args) if args.action == "add" else ""
     except UserError as exc:
         raise InputError(str(exc)) from None
     runtime = connect(settings, redis=False)
     try:
-        users = UserStore(runtime.db)
+        users = Users(runtime.db)
         if args.action == "add":
             try:
                 user = users.add(args.name, args.role, password, replace=args.replace)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import io
 import json
 import zipfile
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, HTTPException, Query, Request
@@ -32,21 +32,11 @@ from tracker.console.deps import (
 from tracker.console.evidence import page_matches
 from tracker.console.figures import paged
 from tracker.console.jobs import job_rows, known_job, start_job
-from tracker.reading.readers import Input, InputError, input_texts, read_url
+from tracker.matching.checking import Answer
+from tracker.stores.pages import PageStore
 
 router = APIRouter(prefix="/api", tags=["api"])
 
-PAGE_FIELDS = {
-    "title": 1,
-    "site": 1,
-    "status": 1,
-    "extractor": 1,
-    "first_seen": 1,
-    "last_seen": 1,
-    "changed_at": 1,
-    "match_state": 1,
-    "matched_doc_ids": 1,
-}
 MAX_URL = 4096
 
 
@@ -91,7 +81,7 @@ def api_page(
     "master_start", "master_end", "text"}], "active", "first_seen", "last_seen"}]}``; 404
     when the page is not stored."""
     db = deps.console(request).runtime.db
-    doc = db["pages"].find_one({"_id": url}, PAGE_FIELDS)
+    doc = PageStore(db).details(url)
     if doc is None:
         raise HTTPException(404, "no such page is stored")
     page = {"url": doc.pop("_id"), **doc}
@@ -106,36 +96,21 @@ class CheckRequest(BaseModel):
     url: str | None = Field(None, min_length=1, max_length=MAX_URL, description="http(s) URL")
 
 
-def run_check(console, text: str | None, url: str | None) -> str:
-    """What ``tracker check --json`` prints for this text or URL (as JSON text)."""
-    from tracker.cli.check import answer, dumps
-
-    if (text is None) == (url is None):
-        raise InputError("give either a text or a URL")
-    max_bytes = console.settings.max_input_mb << 20
-    if url is not None:
-        allow = console.settings.console_allow_private_urls
-        source = read_url(url.strip(), max_bytes, allow_private=allow)
-    else:
-        data = text.encode("utf-8", "surrogatepass")
-        if len(data) > max_bytes:
-            limit = console.settings.max_input_mb
-            raise InputError(f"text: larger than the input limit of {limit} MiB")
-        source = Input("text", data)  # read as standard input is: HTML is recognised
-    texts = input_texts(source)
-    with console.check_lock:
-        found = console.detector().check_many([t for _, t in texts])
-    return dumps(answer(source, texts, found))
+def run_check(console, text: str | None, url: str | None) -> Answer:
+    """What ``tracker check --json`` prints for this text or URL."""
+    checker = console.checker
+    return checker.check(checker.read_request(text, url))
 
 
 @router.post("/check", summary="Check a text or a URL (operators)")
 async def api_check(request: Request, body: CheckRequest, _: Operator) -> Response:
     """The object ``tracker check --json`` prints: ``{"matches": [...]}`` (a feed:
     ``{"items": [{"id", "matches"}]}``). A URL is fetched only from public addresses unless
-    the ``console_allow_private_urls`` setting allows the others."""
+    the ``console_allow_private_urls`` setting allows the others. 409 when the master library
+    is empty: nothing to check against."""
     _json_body(request)
-    text = await run_in_threadpool(run_check, deps.console(request), body.text, body.url)
-    return Response(text, media_type="application/json")
+    answer = await run_in_threadpool(run_check, deps.console(request), body.text, body.url)
+    return Response(answer.to_json(), media_type="application/json")
 
 
 def _json_body(request: Request) -> None:
@@ -173,6 +148,95 @@ def api_report(
     disposition = "inline" if fmt == "html" else "attachment"
     headers = {"Content-Disposition": f'{disposition}; filename="{name}"'}
     return Response(body, media_type=media, headers=headers)
+
+
+@router.get("/evidence", summary="A page's evidence bundle, as a zip")
+def api_evidence(
+    request: Request,
+    _: Viewer,
+    url: Annotated[str, Query(min_length=1, max_length=MAX_URL)],
+    capture: Annotated[str | None, Query(max_length=64, pattern="^[0-9a-f]+$")] = None,
+) -> Response:
+    """The bundle ``tracker evidence export`` writes (``manifest.json``, the WARC records,
+    the screenshot, ``timestamp.tsr`` once stamped, ``README.txt``) in a folder
+    ``evidence-ID/`` of a zip: of the capture ``capture``, else the page's newest. Reading
+    only: a capture not stamped yet comes without its token (``POST /api/evidence/stamp``).
+    404 when the page was never captured."""
+    from tracker.enforcement.bundle import EvidenceError, bundle_of, find_capture
+    from tracker.stores.evidence import CaptureStore
+
+    console = deps.console(request)
+    store = CaptureStore(console.runtime.db)
+    try:
+        found = find_capture(store, url, capture)
+    except EvidenceError as exc:
+        raise HTTPException(404, str(exc)) from None
+    try:
+        bundle = bundle_of(store, console.settings, found, stamping=False)
+    except EvidenceError as exc:
+        raise HTTPException(422, str(exc)) from None
+    folder = f"evidence-{found['_id']}"
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in bundle.files.items():
+            archive.writestr(f"{folder}/{name}", data)
+    headers = {"Content-Disposition": f'attachment; filename="{folder}.zip"'}
+    return Response(buffer.getvalue(), media_type="application/zip", headers=headers)
+
+
+class StampRequest(BaseModel):
+    """The page whose newest capture is to be time-stamped."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    url: str = Field(min_length=1, max_length=MAX_URL)
+
+
+@router.post("/evidence/stamp", summary="Time-stamp a page's newest capture (operators)")
+def api_stamp(request: Request, body: StampRequest, _: Operator) -> Response:
+    """As ``tracker evidence stamp URL``: ``{"capture", "state": "stamped"|"pending", "error"}``
+    (a TSA that failed leaves the stamp pending); 404 when the page was never captured, 422
+    when no ``tsa_url`` is set."""
+    from tracker.enforcement.bundle import EvidenceError, find_capture, stamp_captures
+    from tracker.stores.evidence import CaptureStore
+
+    _json_body(request)
+    console = deps.console(request)
+    if not console.settings.tsa_url:
+        raise HTTPException(422, "no time-stamping authority: set tsa_url")
+    store = CaptureStore(console.runtime.db)
+    try:
+        found = find_capture(store, body.url)
+    except EvidenceError as exc:
+        raise HTTPException(404, str(exc)) from None
+    summary = stamp_captures(store, console.settings, [found])
+    state = "stamped" if summary.stamped else "pending"
+    error = "" if summary.stamped else summary.lines[-1].split(": ", 1)[-1]
+    return json_response({"capture": found["_id"], "state": state, "error": error})
+
+
+@router.get("/takedown", summary="Takedown tracking: compliance per site, a site's URLs")
+def api_takedown(request: Request, _: Viewer, site: SiteParam = None) -> Response:
+    """``{"takedown": [{"site", "noticed", "removed", "live", "reappeared", "unchecked",
+    "removal_rate", "median_hours_to_removal", "first_noticed", "noncompliant"}]}`` as they
+    stand now (the report's ``takedown``); with ``site``, also its noticed ``urls``: ``{"url",
+    "state", "first_noticed", "last_noticed", "checked_at", "removed_at", "reappeared",
+    "last_status", "doc_ids", "changes": [{"at", "state", "status", "reason"}]}``."""
+    from tracker.enforcement.compliance import Compliance, takedown_figures
+    from tracker.stores.takedowns import TakedownStore
+
+    console = deps.console(request)
+    docs = TakedownStore(console.runtime.read_db).all(site)
+    answer: dict[str, Any] = {
+        "takedown": takedown_figures(docs, datetime.now(UTC), Compliance.of(console.settings))
+    }
+    if site:
+        keys = ("state", "first_noticed", "last_noticed", "checked_at", "removed_at",
+                "reappeared", "last_status", "doc_ids", "changes")  # fmt: skip
+        answer["urls"] = [
+            {"url": doc["_id"], **{key: doc.get(key) for key in keys}}
+            for doc in sorted(docs, key=lambda d: d["_id"])
+        ]
+    return json_response(answer)
 
 
 @router.get("/jobs", summary="The scheduler's jobs, next and last runs")

@@ -11,12 +11,10 @@ it passes the limit (a chunked one).
 from __future__ import annotations
 
 import logging
-import threading
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
@@ -26,11 +24,17 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from tracker import __version__
 from tracker.config import Settings
 from tracker.console.auth import Authenticator, Forbidden, NotAuthenticated
 from tracker.console.figures import DayReports
-from tracker.console.users import UserStore
+from tracker.console.throttle import LoginThrottle, Throttled
+from tracker.console.users import Users
+from tracker.enforcement.compliance import Compliance
+from tracker.html import STATIC as SHARED_STATIC  # the style the console shares with the report
+from tracker.matching.checking import CheckingService, EmptyLibrary
 from tracker.reading.readers import InputError
+from tracker.servers.connect import describe
 from tracker.servers.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -57,30 +61,19 @@ class Console:
     settings: Settings
     runtime: Runtime
     config: str | None = None  # the --config file, handed to the jobs it starts
-    users: UserStore = field(init=False)
+    users: Users = field(init=False)
     auth: Authenticator = field(init=False)
     reports: DayReports = field(init=False)
-    _detector: Any = field(default=None, init=False)
-    _detector_version: int | None = field(default=None, init=False)
-    check_lock: threading.Lock = field(default_factory=threading.Lock, init=False)
+    checker: CheckingService = field(init=False)  # the Check page's and POST /api/check's
 
     def __post_init__(self) -> None:
-        self.users = UserStore(self.runtime.db)
-        self.auth = Authenticator(self.settings, self.users)
-        self.reports = DayReports(self.runtime.db, self.settings.console_cache_s)
-
-    def detector(self):
-        """The checker, made on the first check and again whenever the library changed (call
-        under :attr:`check_lock`)."""
-        from tracker.matching.library import MasterLibrary
-        from tracker.stores.masters import MasterStore
-
-        version = MasterStore(self.runtime.db).version()
-        if self._detector is None or version != self._detector_version:
-            library = MasterLibrary.from_runtime(self.runtime)
-            self._detector = library.detector(self.settings)
-            self._detector_version = version
-        return self._detector
+        self.users = Users(self.runtime.db)
+        throttle = LoginThrottle.from_settings(self.runtime.redis, self.settings)
+        self.auth = Authenticator(self.settings, self.users, throttle)
+        self.reports = DayReports(
+            self.runtime.db, self.settings.console_cache_s, Compliance.of(self.settings)
+        )
+        self.checker = CheckingService(self.settings, self.runtime)
 
 
 def create_app(
@@ -101,7 +94,7 @@ def create_app(
     app = FastAPI(
         title="tracker console",
         summary="Infringing pages, evidence, checks, jobs and reports of the piracy tracker.",
-        version=_version(),
+        version=__version__,
         docs_url=None,  # drawn by views.docs with the bundled Swagger UI (no CDN, no inline JS)
         redoc_url=None,
         openapi_url=None,  # served behind the login by views
@@ -113,20 +106,12 @@ def create_app(
     swagger = _swagger_assets()
     if swagger is not None:  # before /static, which would answer its paths with 404
         app.mount("/static/swagger", StaticFiles(directory=swagger), name="swagger")
+    app.mount("/static/shared", StaticFiles(directory=SHARED_STATIC), name="shared")
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     _errors(app)
     app.add_middleware(SecurityHeaders)
     app.add_middleware(BodyLimit, limit=max(1, settings.console_max_body_kb) << 10)
     return app
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("tracker")
-    except PackageNotFoundError:
-        return "dev"
 
 
 def _swagger_assets() -> Path | None:
@@ -156,6 +141,15 @@ def _errors(app: FastAPI) -> None:
             )
         return views.login_page(request, status_code=401)
 
+    @app.exception_handler(Throttled)
+    async def throttled(request: Request, exc: Throttled) -> Response:
+        headers = {"Retry-After": exc.retry_after}
+        if wants_json(request):
+            return JSONResponse({"error": exc.message}, status_code=429, headers=headers)
+        response = views.login_page(request, 429, exc.message.capitalize() + ".")
+        response.headers.update(headers)
+        return response
+
     @app.exception_handler(Forbidden)
     async def forbidden(request: Request, exc: Forbidden) -> Response:
         return _error(request, 403, "this needs the operator role")
@@ -176,10 +170,12 @@ def _errors(app: FastAPI) -> None:
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
         return _error(request, exc.status_code, str(exc.detail), getattr(exc, "headers", None))
 
+    @app.exception_handler(EmptyLibrary)
+    async def empty_library(request: Request, exc: EmptyLibrary) -> Response:
+        return _error(request, 409, str(exc))
+
     @app.exception_handler(Exception)
     async def server_error(request: Request, exc: Exception) -> Response:
-        from tracker.cli._servers import describe
-
         message = describe(exc, request.app.state.console.settings)
         if message is None:
             log.exception("console error on %s", request.url.path)

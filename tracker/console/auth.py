@@ -11,6 +11,9 @@
   page cannot send without a CORS preflight that the console never grants.
 * **HTTP Basic** verifications (argon2id, ~50 ms) are remembered for a minute under an HMAC of
   the name and password, so an API client sending them with each request is not slowed down.
+* **Guessing** is throttled per account and per client address (:mod:`tracker.console.throttle`),
+  for the sign-in form and HTTP Basic alike: a locked account or address is refused before any
+  password is checked, remembered ones included.
 """
 
 from __future__ import annotations
@@ -29,7 +32,8 @@ from itsdangerous import BadSignature, URLSafeTimedSerializer
 from starlette.requests import Request
 
 from tracker.config import Settings
-from tracker.console.users import User, UserStore
+from tracker.console.throttle import LoginThrottle, Standing, Throttled
+from tracker.console.users import User, Users
 from tracker.servers.services import private_secret
 
 SESSION_COOKIE = "tracker_session"
@@ -60,8 +64,9 @@ def signing_key(settings: Settings) -> str:
 
 
 class Authenticator:
-    def __init__(self, settings: Settings, users: UserStore) -> None:
+    def __init__(self, settings: Settings, users: Users, throttle: LoginThrottle) -> None:
         self.users = users
+        self.throttle = throttle
         self.key = signing_key(settings).encode()
         self.max_age = max(1, settings.console_session_hours) * 3600
         self.sessions = URLSafeTimedSerializer(self.key, salt="tracker-console-session")
@@ -75,7 +80,7 @@ class Authenticator:
         sent) or the session cookie; None when neither is valid."""
         header = request.headers.get("authorization", "")
         if header[:6].lower() == "basic ":
-            user = self._basic_user(header[6:].strip())
+            user = self._basic_user(header[6:].strip(), client_address(request))
             return Principal(user, "basic", self.csrf_token(user, "basic")) if user else None
         cookie = request.cookies.get(SESSION_COOKIE)
         if not cookie:
@@ -108,9 +113,36 @@ class Authenticator:
     def same(token: object, expected: str) -> bool:
         return isinstance(token, str) and hmac.compare_digest(token.encode(), expected.encode())
 
+    # -------------------------------------------------------------------------- sign in
+
+    def sign_in(self, name: str, password: str, address: str) -> User | None:
+        """The user whose name and password these are, else None (a failure counted); raises
+        :class:`Throttled` while the account or the address is locked."""
+        return self._verify(name, password, address, self._unless_locked(name, address))
+
+    def _unless_locked(self, name: str, address: str) -> Standing:
+        standing = self.throttle.standing(name, address)
+        if standing.wait > 0:
+            raise Throttled(standing.wait)
+        return standing
+
+    def _verify(self, name: str, password: str, address: str, standing: Standing) -> User | None:
+        user = self.users.verify(name, password)
+        if user is None:
+            wait = self.throttle.failed(name, address)
+            if wait > 0:
+                raise Throttled(wait)
+            return None
+        self._succeeded(user, standing)
+        return user
+
+    def _succeeded(self, user: User, standing: Standing) -> None:
+        if standing.failures:  # a write only where there are failures to forget
+            self.throttle.succeeded(user.name)
+
     # ---------------------------------------------------------------------------- basic
 
-    def _basic_user(self, encoded: str) -> User | None:
+    def _basic_user(self, encoded: str, address: str) -> User | None:
         try:
             decoded = base64.b64decode(encoded, validate=True).decode("utf-8")
         except (binascii.Error, UnicodeDecodeError):
@@ -118,6 +150,7 @@ class Authenticator:
         name, colon, password = decoded.partition(":")
         if not colon:
             return None
+        standing = self._unless_locked(name, address)  # a remembered password too
         digest = hmac.new(self.key, f"{name}\x00{password}".encode(), "sha256").hexdigest()
         now = time.monotonic()
         with self._basic_lock:
@@ -125,8 +158,9 @@ class Authenticator:
         if cached and cached[0] > now:
             current = self.users.get(name)  # removed, or given a new password meanwhile?
             if current is not None and current.session_key == cached[1].session_key:
+                self._succeeded(current, standing)
                 return current
-        user = self.users.verify(name, password)
+        user = self._verify(name, password, address, standing)
         with self._basic_lock:
             if user is None:
                 self._basic.pop(digest, None)
@@ -137,6 +171,13 @@ class Authenticator:
                     self._basic.clear()
             self._basic[digest] = (now + BASIC_CACHE_S, user)
         return user
+
+
+def client_address(request: Request) -> str:
+    """The client's address as uvicorn resolved it (behind a proxy trusted with
+    ``--forwarded-allow-ips``, the address it forwards for; never a header sent by anyone
+    else)."""
+    return request.client.host if request.client else ""
 
 
 def safe_next(target: object) -> str:

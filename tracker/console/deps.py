@@ -12,7 +12,6 @@ from fastapi import Depends, HTTPException, Query, Request
 
 from tracker.console.auth import Forbidden, NotAuthenticated, Principal
 
-DATE_PATTERN = r"^\d{4}-\d{2}-\d{2}$"
 MAX_PER_PAGE = 500
 
 

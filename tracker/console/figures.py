@@ -24,6 +24,7 @@ from typing import Any
 
 from pymongo.database import Database
 
+from tracker.enforcement.compliance import Compliance
 from tracker.reports.build import build_report
 
 log = logging.getLogger(__name__)
@@ -68,9 +69,10 @@ class DayView:
 class DayReports:
     """Day reports of one database, kept ``max_age`` seconds and refreshed in the background."""
 
-    def __init__(self, db: Database, max_age: float) -> None:
+    def __init__(self, db: Database, max_age: float, compliance: Compliance | None = None) -> None:
         self.db = db
         self.max_age = max_age
+        self.compliance = compliance
         self._views: OrderedDict[date, DayView] = OrderedDict()
         self._building: dict[date, threading.Event] = {}
         self._lock = threading.Lock()
@@ -139,7 +141,7 @@ class DayReports:
 
     def _build(self, day: date) -> DayView:
         started = time.monotonic()
-        view = DayView.of(build_report(self.db, day))
+        view = DayView.of(build_report(self.db, day, compliance=self.compliance))
         log.info("report of %s built in %.2f s", day, time.monotonic() - started)
         with self._lock:
             self._views[day] = view

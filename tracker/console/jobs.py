@@ -19,10 +19,10 @@ from typing import Any
 
 from tracker.config import Settings
 from tracker.crawling.crawl import crawl_environment
-from tracker.scheduler.runs import JobRuns
 from tracker.scheduler.service import list_jobs, lock_name
 from tracker.servers.locks import HeldLock
 from tracker.servers.runtime import Runtime
+from tracker.stores.job_runs import JobRunStore
 
 HISTORY = 5
 START_WAIT_S = 10.0
@@ -31,7 +31,7 @@ START_WAIT_S = 10.0
 def job_rows(settings: Settings, runtime: Runtime) -> dict[str, Any]:
     """The jobs with their schedule, next and last runs and latest runs, and who holds the
     scheduler lock (as ``tracker schedule --list`` shows them)."""
-    runs = JobRuns(runtime.db)
+    runs = JobRunStore(runtime.db)
     rows = list_jobs(settings, runtime)
     for row in rows:
         row["history"] = runs.history(row["job"], limit=HISTORY)
@@ -69,7 +69,7 @@ def start_job(
             env=env,
             start_new_session=True,  # outlives a console restart, as a shell's would
         )
-    runs = JobRuns(runtime.db)
+    runs = JobRunStore(runtime.db)
 
     def entry() -> dict[str, Any] | None:
         # The job's latest runs (its job+started_at index), not a filter on pid (unindexed).

@@ -1,5 +1,5 @@
-"""The console's users in MongoDB (``users``): one document per user, ``_id`` = the name, with
-the role and an argon2id hash of the password (argon2-cffi, RFC 9106 parameters).
+"""The console's users: names and roles checked, passwords hashed with argon2id (argon2-cffi,
+RFC 9106 parameters) and verified; stored by :class:`tracker.stores.users.UserStore`.
 
 Roles: a *viewer* reads everything; an *operator* also checks texts and URLs and runs scheduler
 jobs. ``session_key`` changes whenever the password or role does, which ends every session
@@ -17,6 +17,8 @@ from typing import Any
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 from pymongo.database import Database
+
+from tracker.stores.users import StoredUser, UserStore
 
 VIEWER, OPERATOR = "viewer", "operator"
 ROLES = (VIEWER, OPERATOR)
@@ -44,9 +46,9 @@ class User:
         return self.role == OPERATOR
 
 
-class UserStore:
+class Users:
     def __init__(self, db: Database) -> None:
-        self.users = db["users"]
+        self.store = UserStore(db)
 
     def add(self, name: str, role: str, password: str, *, replace: bool = False) -> User:
         """Create user ``name`` (or, with ``replace``, give an existing one a new password and
@@ -58,46 +60,36 @@ class UserStore:
             raise UserError(f"the password is shorter than {MIN_PASSWORD} characters")
         if len(password) > MAX_PASSWORD:
             raise UserError(f"the password is longer than {MAX_PASSWORD} characters")
-        existing = self.users.find_one({"_id": name}, {"_id": 1})
-        if existing and not replace:
+        if not replace and self.store.exists(name):
             raise UserError(f"user {name!r} exists already (--replace gives it a new password)")
-        now = datetime.now(UTC)
-        fields = {
-            "role": role,
-            "password_hash": _HASHER.hash(password),
-            "session_key": secrets.token_urlsafe(12),
-            "updated_at": now,
-        }
-        self.users.update_one(
-            {"_id": name}, {"$set": fields, "$setOnInsert": {"created_at": now}}, upsert=True
-        )
-        return User(name, role, fields["session_key"])
+        session_key = secrets.token_urlsafe(12)
+        self.store.save(name, role, _HASHER.hash(password), session_key, datetime.now(UTC))
+        return User(name, role, session_key)
 
     def remove(self, name: str) -> bool:
-        return self.users.delete_one({"_id": name}).deleted_count > 0
+        return self.store.remove(name)
 
     def list(self) -> list[dict[str, Any]]:
-        """Every user, by name, without the password hashes (a handful of documents: the
-        empty filter's collection scan costs nothing here)."""
-        return list(self.users.find({}, {"password_hash": 0, "session_key": 0}).sort("_id", 1))
+        """Every user, by name, without the password hashes."""
+        return self.store.listing()
 
     def get(self, name: str) -> User | None:
         if not isinstance(name, str) or not NAME.fullmatch(name):
             return None
-        doc = self.users.find_one({"_id": name}, {"role": 1, "session_key": 1})
-        return _user(doc) if doc else None
+        stored = self.store.get(name)
+        return _user(stored) if stored else None
 
     def verify(self, name: str, password: str) -> User | None:
         """The user whose name and password these are, else None (in the same time either
         way)."""
-        doc = None
+        stored = None
         if isinstance(name, str) and NAME.fullmatch(name) and len(password) <= MAX_PASSWORD:
-            doc = self.users.find_one({"_id": name})
+            stored = self.store.get(name, with_hash=True)
         try:
-            _HASHER.verify(doc["password_hash"] if doc else _DUMMY_HASH, password)
+            _HASHER.verify(stored.password_hash if stored else _DUMMY_HASH, password)
         except (VerificationError, InvalidHashError):
             return None
-        return _user(doc) if doc else None
+        return _user(stored) if stored else None
 
 
 def check_name(name: str) -> None:
@@ -108,8 +100,7 @@ def check_name(name: str) -> None:
         )
 
 
-def _user(doc: dict[str, Any]) -> User | None:
-    role = doc.get("role")
-    if role not in ROLES:
+def _user(stored: StoredUser) -> User | None:
+    if stored.role not in ROLES:
         return None
-    return User(str(doc["_id"]), role, str(doc.get("session_key") or ""))
+    return User(stored.name, stored.role, stored.session_key)

@@ -1,59 +1,56 @@
-"""The console's pages: server-rendered Jinja2 templates, every value escaped (autoescape on
-for every template), links only for http(s) URLs, forms carrying their CSRF token."""
+"""The console's pages: server-rendered Jinja2 templates (``tracker/html/templates/console/``,
+in the environment of :mod:`tracker.html`, the report's too), every value escaped (autoescape
+on for every template), links only for http(s) URLs, forms carrying their CSRF token."""
 
 from __future__ import annotations
 
 import json
 import secrets
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
-from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.datastructures import FormData
 
 from tracker.console import deps
-from tracker.console.api import MAX_URL, PAGE_FIELDS, json_response, run_check
-from tracker.console.auth import LOGIN_COOKIE, SESSION_COOKIE, Principal, safe_next
+from tracker.console.api import MAX_URL, json_response, run_check
+from tracker.console.auth import (
+    LOGIN_COOKIE,
+    SESSION_COOKIE,
+    Principal,
+    client_address,
+    safe_next,
+)
 from tracker.console.deps import DateParam, Operator, PageParam, ScoreParam, SiteParam, Viewer
 from tracker.console.deps import WorkParam as WorkFilter
 from tracker.console.evidence import master_texts, page_matches, passages
 from tracker.console.figures import Paged, paged
 from tracker.console.jobs import job_rows, known_job, start_job
-from tracker.formats import count, when
+from tracker.console.throttle import Throttled
+from tracker.html import environment
+from tracker.matching.checking import EmptyLibrary
 from tracker.reading.readers import InputError
-from tracker.reports.charts import daily_bars, sparkline
-from tracker.reports.render import charts, is_http_url
-from tracker.scheduler.runs import RUNNING, JobRuns
+from tracker.reports.build import COPIED_SHARE
+from tracker.reports.charts import daily_bars, report_charts, sparkline
+from tracker.stores.crawl_runs import CrawlRunStore
+from tracker.stores.evidence import CaptureStore
+from tracker.stores.job_runs import RUNNING, JobRunStore
+from tracker.stores.pages import PageStore
+from tracker.stores.reports import ReportStore
 
 router = APIRouter(include_in_schema=False)
 
-HERE = Path(__file__).parent
 PER_PAGE = 50
 MATCHES_PER_PAGE = 10
 CHAPTERS_PER_PAGE = 100
 RUNS_PER_PAGE = 20
 MAX_FORM_FIELDS = 10
 
-_env = Environment(
-    loader=FileSystemLoader(HERE / "templates"),
-    autoescape=select_autoescape(default=True, default_for_string=True),
-    trim_blocks=True,
-    lstrip_blocks=True,
-)
-_env.filters.update(
-    when=when,
-    count=lambda v: count(v) if isinstance(v, int | float) else "-",
-    pct=lambda v: f"{float(v):.1%}" if isinstance(v, int | float) else "-",
-    score=lambda v: f"{float(v):.3f}" if isinstance(v, int | float) else "-",
-    http=lambda v: isinstance(v, str) and is_http_url(v),
-    pretty=lambda v: json.dumps(v, ensure_ascii=False, indent=2, default=str),
-)
-templates = Jinja2Templates(env=_env)
+templates = Jinja2Templates(env=environment())
+TEMPLATES = "console/"  # the console's folder of tracker/html/templates
 
 WorkName = Annotated[str, Query(min_length=1, max_length=300)]
 SiteName = Annotated[str, Query(min_length=1, max_length=300)]
@@ -63,7 +60,7 @@ def render(request: Request, template: str, status_code: int = 200, **context: A
     principal: Principal | None = getattr(request.state, "principal", None)
     return templates.TemplateResponse(
         request,
-        template,
+        TEMPLATES + template,
         {"principal": principal, "user": principal.user if principal else None, **context},
         status_code=status_code,
     )
@@ -102,7 +99,7 @@ def login_page(
         target = "/" if target.startswith("/login") else target
     response = templates.TemplateResponse(
         request,
-        "login.html",
+        TEMPLATES + "login.html",
         {
             "principal": None,
             "user": None,
@@ -134,7 +131,13 @@ async def login_submit(request: Request) -> Response:
     name, password = form.get("name"), form.get("password")
     user = None
     if isinstance(name, str) and isinstance(password, str):
-        user = await run_in_threadpool(console.users.verify, name.strip(), password)
+        address = client_address(request)
+        try:
+            user = await run_in_threadpool(console.auth.sign_in, name.strip(), password, address)
+        except Throttled as locked:
+            response = login_page(request, 429, locked.message.capitalize() + ".", target)
+            response.headers["Retry-After"] = locked.retry_after
+            return response
     if user is None:
         return login_page(request, 401, "Wrong name or password.", target)
     response = RedirectResponse(target, status_code=303)
@@ -177,7 +180,7 @@ def dashboard(request: Request, _: Viewer, date: DateParam = None) -> HTMLRespon
         nav="dashboard",
         day=day.isoformat(),
         report=report,
-        charts=charts(report),
+        charts=report_charts(report),
         new_pages=new_pages[:10],
         new_total=len(new_pages),
         titles=view.titles,
@@ -222,7 +225,7 @@ def evidence(
     page: PageParam = 1,
 ) -> HTMLResponse:
     db = deps.console(request).runtime.db
-    doc = db["pages"].find_one({"_id": url}, PAGE_FIELDS)
+    doc = PageStore(db).details(url)
     matches = page_matches(db, url)
     if doc is None and not matches:
         raise HTTPException(404, "no such page is stored")
@@ -239,6 +242,7 @@ def evidence(
         }
         for match in shown.items
     ]
+    fields = {"at": 1, "status": 1, "payload_sha256": 1, "stamp.state": 1, "screenshot": 1}
     return render(
         request,
         "page.html",
@@ -248,6 +252,7 @@ def evidence(
         found=shown,
         rows=rows,
         query={"url": url},
+        captures=CaptureStore(db).of_url(url, {**fields, "source": 1}),
     )
 
 
@@ -287,6 +292,7 @@ def work(
         work=entry,
         found=paged(entry["pages"], page, PER_PAGE),
         chapters=paged(entry["chapters_found"], chapters, CHAPTERS_PER_PAGE),
+        copied_share=COPIED_SHARE,
         query={"name": name, "date": day.isoformat(), "page": page, "chapters": chapters},
     )
 
@@ -304,6 +310,7 @@ def sites(request: Request, _: Viewer, date: DateParam = None, page: PageParam =
         day=day.isoformat(),
         found=paged(report["sites"], page, PER_PAGE),
         sparkline=lambda trend: sparkline([t["pages"] for t in trend]),
+        takedown=report.get("takedown", []),
         runs=runs[:RUNS_PER_PAGE],
         query={"date": day.isoformat()},
     )
@@ -323,11 +330,12 @@ def site(
         [(t["date"], t["pages"], None) for t in trend],
         title=f"Infringing pages per day on this site, last {len(trend)} days",
     )
+    compliance = next((t for t in view.report.get("takedown", ()) if t["site"] == name), None)
     works = {}
     for w in view.report["works"]:
         for s in w["sites"]:
             if s["site"] == name:
-                works[w["work"]] = s
+                works[w["work"]] = (s, w)
     return render(
         request,
         "site.html",
@@ -342,16 +350,13 @@ def site(
         runs=runs[:RUNS_PER_PAGE],
         more_runs=len(runs) > RUNS_PER_PAGE,
         page=page,
+        compliance=compliance,
     )
 
 
 def crawl_runs(db, site: str | None, page: int) -> list[dict[str, Any]]:
-    """The latest crawl runs (of ``site``), newest first: one page and the next run, through
-    the ``finished_at`` and ``sites, finished_at`` indexes."""
-    query = {} if site is None else {"sites": site}
-    cursor = db["crawl_runs"].find(query, {"stats": 0, "clustering": 0})
-    cursor = cursor.sort("finished_at", -1).skip((page - 1) * RUNS_PER_PAGE)
-    return list(cursor.limit(RUNS_PER_PAGE + 1))
+    """The latest crawl runs (of ``site``), newest first: one page and the next run."""
+    return CrawlRunStore(db).latest(site, (page - 1) * RUNS_PER_PAGE, RUNS_PER_PAGE + 1)
 
 
 @router.get("/jobs")
@@ -379,7 +384,7 @@ async def run_job(request: Request, principal: Operator) -> Response:
 def run(
     request: Request, _: Viewer, id: Annotated[str, Query(min_length=1, max_length=300)]
 ) -> HTMLResponse:
-    record = JobRuns(deps.console(request).runtime.db).get(id)
+    record = JobRunStore(deps.console(request).runtime.db).get(id)
     if record is None:
         raise HTTPException(404, "no such run in the ledger")
     return render(
@@ -400,14 +405,15 @@ async def check_submit(request: Request, principal: Operator) -> HTMLResponse:
     try:
         if text.strip() and url:
             raise InputError("give either a text or a URL, not both")
-        answer = json.loads(
-            await run_in_threadpool(run_check, console, text if text.strip() else None, url or None)
+        checked = await run_in_threadpool(
+            run_check, console, text if text.strip() else None, url or None
         )
-    except InputError as exc:
+    except (InputError, EmptyLibrary) as exc:
         return render(
-            request, "check.html", 422, nav="check", result=None, error=str(exc), text=text,
-            url=url,
+            request, "check.html", 409 if isinstance(exc, EmptyLibrary) else 422, nav="check",
+            result=None, error=str(exc), text=text, url=url,
         )  # fmt: skip
+    answer = json.loads(checked.to_json())  # as the API answers it, then with the passages
     items = answer["items"] if "items" in answer else [{"id": None, "matches": answer["matches"]}]
     masters = master_texts(
         console.runtime.db, (m["doc_id"] for item in items for m in item["matches"])
@@ -423,15 +429,9 @@ async def check_submit(request: Request, principal: Operator) -> HTMLResponse:
 
 @router.get("/reports")
 def reports(request: Request, _: Viewer, page: PageParam = 1) -> HTMLResponse:
-    db = deps.console(request).runtime.db
-    total = db["reports"].estimated_document_count()
-    stored = list(
-        db["reports"]
-        .find({}, {"summary": 1, "generated_at": 1})  # one document a day: a small scan
-        .sort("_id", -1)
-        .skip((page - 1) * PER_PAGE)
-        .limit(PER_PAGE)
-    )
+    store = ReportStore(deps.console(request).runtime.db)
+    total = store.count()
+    stored = store.latest((page - 1) * PER_PAGE, PER_PAGE)
     return render(
         request,
         "reports.html",

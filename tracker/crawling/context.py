@@ -23,6 +23,7 @@ from tracker.index.page_index import PageIndex
 from tracker.matching.detector import Detector
 from tracker.matching.library import MasterLibrary
 from tracker.servers.runtime import Runtime
+from tracker.stores.evidence import CaptureStore
 from tracker.stores.pages import MatchStore, PageStore
 from tracker.stores.rematch import RematchMark, RematchStore
 
@@ -41,7 +42,7 @@ RETRY_PAUSES_S = (1.0, 2.0, 4.0)
 FAIL_FAST_S = 5.0  # after a server stayed away through the retries, fail at once this long
 MARK_REFRESH_S = 30.0
 
-_COMPONENTS = ("library", "detector", "pages", "matches", "page_index", "rematches")
+_COMPONENTS = ("library", "detector", "pages", "matches", "page_index", "rematches", "captures")
 
 
 class TrackerContext:
@@ -75,6 +76,10 @@ class TrackerContext:
     @cached_property
     def rematches(self) -> RematchStore:
         return RematchStore(self.runtime.db)
+
+    @cached_property
+    def captures(self) -> CaptureStore:
+        return CaptureStore(self.runtime.db)
 
     def warm_up(self) -> None:
         """Connect to both servers and build the components, so that a crawl's first pages
@@ -138,13 +143,21 @@ class TrackerContext:
 _CREATING = threading.Lock()
 
 
+def crawler_component(crawler: Crawler, name: str, make: Callable[[], T]) -> T:
+    """The crawler's component ``name``, made by ``make`` on first use (by whichever thread
+    comes first; the others wait for it)."""
+    component = getattr(crawler, name, None)
+    if component is None:
+        with _CREATING:
+            component = getattr(crawler, name, None)
+            if component is None:
+                component = make()
+                setattr(crawler, name, component)
+    return component
+
+
 def tracker_context(crawler: Crawler) -> TrackerContext:
     """The crawler's context, made on first use (by whichever thread comes first)."""
-    context = getattr(crawler, "_tracker_context", None)
-    if context is None:
-        with _CREATING:
-            context = getattr(crawler, "_tracker_context", None)
-            if context is None:
-                context = TrackerContext(Runtime(Settings.load()))
-                crawler._tracker_context = context  # type: ignore[attr-defined]
-    return context
+    return crawler_component(
+        crawler, "_tracker_context", lambda: TrackerContext(Runtime(Settings.load()))
+    )

@@ -13,33 +13,23 @@ from pathlib import Path
 
 from tracker.config import Settings
 
-#: Where the servers are: taken from ``settings``, never inherited from this environment.
-_SERVERS = ("MONGO_URL", "REDIS_URL", "TRACKER_REDIS_CLUSTER", "TRACKER_CRAWL_REDIS_URL")
-
 
 def crawl_environment(settings: Settings) -> dict[str, str]:
-    """The environment of a crawl process: the same data directory, database and key prefix.
+    """The environment of a crawl process: every setting of ``settings`` (servers, database,
+    key prefix, the crawl's knobs), and no settings file, so that the crawl runs with exactly
+    the caller's settings whatever its own environment or a ``tracker.toml`` say.
 
-    Server URLs (and whether Redis is a cluster) are passed only when configured; otherwise
-    the crawl finds the embedded servers already running under the data directory.
+    Server URLs are passed only when configured; otherwise the crawl finds the embedded servers
+    already running under the data directory.
     """
-    env = {k: v for k, v in os.environ.items() if k not in _SERVERS}
-    env.update(
-        {
-            "SCRAPY_SETTINGS_MODULE": "tracker.crawling.settings",
-            "TRACKER_DATA_DIR": str(settings.data_dir),
-            "TRACKER_MONGO_DB": settings.mongo_db,
-            "TRACKER_REDIS_PREFIX": settings.redis_prefix,
-        }
-    )
-    if settings.mongo_url:
-        env["MONGO_URL"] = settings.mongo_url
-    if settings.redis_url:
-        env["REDIS_URL"] = settings.redis_url
-    if settings.redis_cluster:
-        env["TRACKER_REDIS_CLUSTER"] = "1"
-    if settings.crawl_redis_url:
-        env["TRACKER_CRAWL_REDIS_URL"] = settings.crawl_redis_url
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("TRACKER_") and k not in ("MONGO_URL", "REDIS_URL")
+    }
+    env.update(settings.environment())
+    env["TRACKER_CONFIG"] = os.devnull  # an empty file: the settings are all in the environment
+    env["SCRAPY_SETTINGS_MODULE"] = "tracker.crawling.settings"
     return env
 
 

@@ -19,10 +19,12 @@ from scrapy.crawler import Crawler
 from tracker.crawling.context import tracker_context
 from tracker.crawling.distributed import crawl_id_for
 from tracker.model import site_of
+from tracker.stores.crawl_runs import CrawlRunStore
 
 log = logging.getLogger(__name__)
 
 ERROR_PREFIX = "tracker/errors/"
+UNREAD_PREFIX = "tracker/unread/"
 
 
 def run_summary(stats: dict[str, Any]) -> dict[str, Any]:
@@ -60,6 +62,12 @@ def run_summary(stats: dict[str, Any]) -> dict[str, Any]:
             for key, value in stats.items()
             if key.startswith("tracker/traps/")
         },
+        # pages that could not be read, by reason (see tracker.crawling.unread)
+        "unread": {
+            key[len(UNREAD_PREFIX) :]: value
+            for key, value in sorted(stats.items())
+            if key.startswith(UNREAD_PREFIX)
+        },
     }
 
 
@@ -86,7 +94,7 @@ class CrawlRunRecorder:
         pages, matches = summary["pages"], summary["matches"]
         log.info(
             "crawl summary (%s): %d pages fetched, %d with text, %d unchanged, %d stored, "
-            "%d matched (%d new matches); errors: %s%s",
+            "%d matched (%d new matches); errors: %s; unread: %s%s",
             reason,
             pages["fetched"],
             pages["extracted"],
@@ -95,6 +103,7 @@ class CrawlRunRecorder:
             pages["matched"],
             matches["new"],
             ", ".join(f"{k}={v}" for k, v in summary["errors"].items()) or "none",
+            ", ".join(f"{k}={v}" for k, v in summary["unread"].items()) or "none",
             f"; DEGRADED: {degraded} page(s) not matched or not stored" if degraded else "",
         )
         settings = self.crawler.settings
@@ -127,8 +136,8 @@ class CrawlRunRecorder:
         }
         try:
             context = tracker_context(self.crawler)
-            runs = context.runtime.db["crawl_runs"]
-            context.call(lambda: runs.insert_one(record), "crawl record")
+            # The store is made in the call: a retry after a reconnection writes on the new one.
+            context.call(lambda: CrawlRunStore(context.runtime.db).record(record), "crawl record")
         except PyMongoError as exc:
             log.error("could not record crawl stats: %s", exc)
             self.crawler.stats.inc_value("tracker/errors/store")

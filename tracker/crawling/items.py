@@ -11,9 +11,14 @@ class PageItem(scrapy.Item):
     depth = scrapy.Field()
     referer = scrapy.Field()
     truncated = scrapy.Field()  # the body was cut short in transfer (a partial copy)
+    # The HTTP exchanges the page was read from (tracker.enforcement.capture.Exchange; one per
+    # part of a page fetched in parts): written as evidence if the page matches, else let go.
+    exchanges = scrapy.Field()
     rules = (
         scrapy.Field()
     )  # per-site extraction rules (dict, see tracker.reading.extract.ExtractionRules)
+    render_reason = scrapy.Field()  # may need the browser (tracker.crawling.rendering), why
+    rendered = scrapy.Field()  # read from the browser's rendered DOM
     # Set by the pipelines:
     title = scrapy.Field()
     chapter_title = scrapy.Field()

@@ -1,14 +1,24 @@
 """Scrapy settings for the tracker project (``scrapy.cfg`` points here).
 
-Tracker's own settings (MongoDB, Redis, thresholds) come from the environment / TOML file, see
-:mod:`tracker.config`; these are the crawl's. Any of them can be overridden per run with
-``-s NAME=VALUE``; a few also from the environment (``TRACKER_DISTRIBUTED``,
-``TRACKER_HTTPCACHE``, ``TRACKER_PROXIES``).
+The tracker's own crawl settings, ``TRACKER_<NAME>``, take their defaults from the one settings
+model (:mod:`tracker.config`: ``tracker.toml`` and the environment, so ``TRACKER_BATCH_SIZE=32
+scrapy crawl …`` and ``batch_size = 32`` in the file both work); Scrapy's own are set here. Any
+of them can be overridden for one run with ``-s NAME=VALUE``. ``TRACKER_CRAWL_ID``,
+``TRACKER_RUN_ID`` and ``TRACKER_CRAWL_JOIN`` name one run (set with ``-s`` by the scheduler and
+``tracker crawl-worker``, see tracker.crawling.distributed) and are not settings of the model.
 """
 
-import os
+import sys
 
-from tracker.config import parse_bool
+from tracker import __version__
+from tracker.config import ConfigError, Settings
+
+try:
+    _model = Settings.load()  # lower case: not a Scrapy setting itself
+except ConfigError as exc:  # one line and exit status 2, as every tracker error
+    command = " ".join(["scrapy", *(a for a in sys.argv[1:2] if not a.startswith("-"))])
+    sys.stderr.write(f"{command}: error: {exc}\n")
+    raise SystemExit(2) from None
 
 BOT_NAME = "tracker"
 SPIDER_MODULES = ["spiders"]
@@ -17,26 +27,19 @@ NEWSPIDER_MODULE = "spiders"
 COMMANDS_MODULE = "tracker.crawling.commands"
 
 # robots.txt rules are read for tracker's own product token, whatever User-Agent a request sends.
-USER_AGENT = "Mozilla/5.0 (compatible; tracker/0.1; copyright monitoring)"
+USER_AGENT = f"Mozilla/5.0 (compatible; tracker/{__version__}; copyright monitoring)"
 ROBOTSTXT_OBEY = True
 ROBOTSTXT_USER_AGENT = "tracker"
-# Rotated per request by tracker.crawling.middlewares.useragent (empty list: always USER_AGENT).
-TRACKER_USER_AGENTS = [
-    "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) "
-    "Chrome/126.0.0.0 Safari/537.36",
-    "Mozilla/5.0 (Macintosh; Intel Mac OS X 14_5) AppleWebKit/605.1.15 (KHTML, like Gecko) "
-    "Version/17.5 Safari/605.1.15",
-    "Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:127.0) Gecko/20100101 Firefox/127.0",
-    "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) "
-    "Chrome/126.0.0.0 Mobile Safari/537.36",
-    "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 "
-    "(KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1",
-]
+# What a reader's browser sends (tracker.crawling.profiles): "auto" (a current desktop browser's
+# profile per site, picked by its host), a profile's name, "tracker" (USER_AGENT) or a literal
+# User-Agent; per site: user_agent: in its file, -a user_agent=. A site file's headers: are
+# sent too (TRACKER_BROWSER_HEADERS, a dict the site spider sets for its crawl).
+TRACKER_BROWSER_PROFILE = _model.browser_profile
 # Optional proxies (tracker.crawling.middlewares.proxy): a list, or a file with one URL per line.
-TRACKER_PROXIES = [p for p in os.environ.get("TRACKER_PROXIES", "").split(",") if p.strip()]
-TRACKER_PROXY_FILE = os.environ.get("TRACKER_PROXY_FILE") or None
-TRACKER_PROXY_MAX_FAILURES = 3
-TRACKER_PROXY_BAN_SECONDS = 300
+TRACKER_PROXIES = list(_model.proxies)
+TRACKER_PROXY_FILE = _model.proxy_file  # "": none
+TRACKER_PROXY_MAX_FAILURES = _model.proxy_max_failures
+TRACKER_PROXY_BAN_SECONDS = _model.proxy_ban_seconds
 
 # Politeness: AutoThrottle adapts the delay to the server's latency, per domain.
 AUTOTHROTTLE_ENABLED = True
@@ -56,9 +59,14 @@ DOWNLOAD_WARNSIZE = 1024 * 1024
 # A body cut short in transfer is kept (flagged, counted) rather than lost.
 DOWNLOAD_FAIL_ON_DATALOSS = False
 
-# Retries with exponential backoff (tracker.crawling.middlewares.retry).
+# Retries with exponential backoff (tracker.crawling.middlewares.retry); 429 and 503 are the
+# ban middleware's (tracker.crawling.middlewares.bans): Retry-After honoured for that site only.
 RETRY_TIMES = 2
-RETRY_HTTP_CODES = [500, 502, 503, 504, 522, 524, 408, 429]
+RETRY_HTTP_CODES = [500, 502, 504, 522, 524, 408]
+TRACKER_BAN_RETRIES = _model.ban_retries
+TRACKER_BAN_BACKOFF_BASE = _model.ban_backoff_base
+TRACKER_BAN_BACKOFF_MAX = _model.ban_backoff_max
+TRACKER_BAN_MAX_WAIT = _model.ban_max_wait  # a longer Retry-After: unread for this crawl
 RETRY_BACKOFF_BASE = 1.0
 RETRY_BACKOFF_MAX = 60.0
 
@@ -70,21 +78,38 @@ REDIRECT_MAX_TIMES = 5
 URLLENGTH_LIMIT = 2000
 
 # Crawler traps (tracker.crawling.middlewares.traps).
-TRACKER_TRAP_MAX_DATE_PAGES = 30
-TRACKER_TRAP_MAX_SEGMENT_REPEATS = 2
-TRACKER_TRAP_MAX_URL_LENGTH = 1000
-TRACKER_TRAP_SESSION_PARAMS: list[str] = []
+TRACKER_TRAP_MAX_DATE_PAGES = _model.trap_max_date_pages
+TRACKER_TRAP_MAX_SEGMENT_REPEATS = _model.trap_max_segment_repeats
+TRACKER_TRAP_MAX_URL_LENGTH = _model.trap_max_url_length
+TRACKER_TRAP_SESSION_PARAMS = list(_model.trap_session_params)
 
 # Scrapy 2.19 does not keep CONCURRENT_REQUESTS_PER_DOMAIN without a delay:
 # tracker/crawling/downloader.py
 DOWNLOADER = "tracker.crawling.downloader.PoliteDownloader"
 DOWNLOADER_MIDDLEWARES = {
     "scrapy.downloadermiddlewares.useragent.UserAgentMiddleware": None,
-    "tracker.crawling.middlewares.useragent.RotatingUserAgentMiddleware": 500,
+    "tracker.crawling.middlewares.useragent.BrowserProfileMiddleware": 390,
+    "tracker.crawling.middlewares.bans.BanMiddleware": 560,
+    "tracker.crawling.middlewares.exchange.ExchangeMiddleware": 595,  # evidence: body as served
     "tracker.crawling.middlewares.redirect.RedirectLoopMiddleware": 650,
     "tracker.crawling.middlewares.proxy.ProxyListMiddleware": 740,
     "tracker.crawling.middlewares.retry.BackoffMiddleware": 950,
 }
+# Plain, rendered (meta playwright) and impersonated (meta impersonate) requests: one handler
+# (tracker.crawling.handlers); the browser starts only for a page that needs it.
+DOWNLOAD_HANDLERS = {
+    "http": "tracker.crawling.handlers.ReaderDownloadHandler",
+    "https": "tracker.crawling.handlers.ReaderDownloadHandler",
+}
+# Script-rendered pages (tracker.crawling.rendering): auto | always | never (per site: render:
+# in its file, -a render=); the browser is browser_path / TRACKER_BROWSER_PATH, else chromium
+# on the PATH; pages open at once, pages per browser context, seconds a page may keep loading.
+TRACKER_RENDER = _model.render
+TRACKER_BROWSER_PATH = _model.browser_path
+TRACKER_RENDER_PAGES = _model.render_pages
+TRACKER_RENDER_CONTEXT_PAGES = _model.render_context_pages
+TRACKER_RENDER_WAIT = _model.render_wait
+TRACKER_RENDER_LEARN_DAYS = _model.render_learn_days
 SPIDER_MIDDLEWARES = {
     "tracker.crawling.middlewares.traps.TrapGuardMiddleware": 950,
 }
@@ -95,34 +120,36 @@ ITEM_PIPELINES = {
     "pipelines.boilerplate.SiteBoilerplatePipeline": 175,
     "pipelines.fingerprint.FingerprintPipeline": 200,
     "pipelines.match.MatchPipeline": 300,
+    "pipelines.evidence.EvidencePipeline": 350,
     "pipelines.store.StorePipeline": 400,
 }
 # A short line on at least this many pages of a site is that site's boilerplate.
-TRACKER_BOILERPLATE_MIN_PAGES = 5
+TRACKER_BOILERPLATE_MIN_PAGES = _model.boilerplate_min_pages
 # The stages' MongoDB and Redis work runs in worker threads, in batches of up to this many
 # pages, or what arrived within this many seconds while the worker was busy (see pipelines).
 # 20 ms rather than 5: at full speed the batches are about twice as large (the bench's
 # 1,000-page crawl: match 9.4 pages, store 10.5, against 5.3 and 7.9), so fewer round trips a
 # page, for at most 0.1 s more before a page is stored.
-TRACKER_BATCH_SIZE = 16
-TRACKER_BATCH_DELAY = 0.02
+TRACKER_BATCH_SIZE = _model.batch_size
+TRACKER_BATCH_DELAY = _model.batch_delay
 # Pages are extracted in this many worker processes (0: in a thread of the crawl process), in
 # batches of up to this many pages (one round trip each, grown while the worker is busy).
-TRACKER_EXTRACT_PROCESSES = 1
-TRACKER_EXTRACT_BATCH = 16
+TRACKER_EXTRACT_PROCESSES = _model.extract_processes
+TRACKER_EXTRACT_BATCH = _model.extract_batch
 
 EXTENSIONS = {
     "tracker.crawling.extensions.CrawlRunRecorder": 500,
+    "tracker.crawling.alerts.AlertExtension": 510,  # only with alert_webhook
 }
 ADDONS = {"tracker.crawling.distributed.DistributedAddon": 0}
 
 # Distributed crawling (tracker.crawling.distributed): one request queue and duplicate filter in
 # Redis.
-TRACKER_DISTRIBUTED = parse_bool(os.environ.get("TRACKER_DISTRIBUTED", ""))
+TRACKER_DISTRIBUTED = _model.distributed
 MAX_IDLE_TIME_BEFORE_CLOSE = 30
 
-# HTTP cache for development: TRACKER_HTTPCACHE=1 or -s HTTPCACHE_ENABLED=1.
-HTTPCACHE_ENABLED = parse_bool(os.environ.get("TRACKER_HTTPCACHE", ""))
+# HTTP cache for development: TRACKER_HTTPCACHE=1 (httpcache = true) or -s HTTPCACHE_ENABLED=1.
+HTTPCACHE_ENABLED = _model.httpcache
 HTTPCACHE_DIR = "httpcache"
 HTTPCACHE_EXPIRATION_SECS = 0
 HTTPCACHE_IGNORE_HTTP_CODES = [500, 502, 503, 504, 408, 429]
@@ -130,7 +157,7 @@ HTTPCACHE_IGNORE_HTTP_CODES = [500, 502, 503, 504, 408, 429]
 # Pause/resume: -s JOBDIR=crawls/NAME (Ctrl-C once, then the same command resumes).
 
 # Pages with fewer normalised characters than this are catalogues or navigation, not text.
-TRACKER_MIN_TEXT_CHARS = 80
+TRACKER_MIN_TEXT_CHARS = _model.min_text_chars
 
 TELNETCONSOLE_ENABLED = False
 REQUEST_FINGERPRINTER_IMPLEMENTATION = "2.7"

@@ -49,7 +49,6 @@ REFERENCE = np.array(
     ]
 )
 EDGES = np.array([-0.3, 0.0, 0.3])  # radix 4: below −30 %, −30…0 %, 0…+30 %, above +30 %
-RADIX = len(EDGES) + 1
 BITS_PER_LETTER = 2
 DEFAULT_WINDOW = 160
 DEFAULT_OVERLAP = 0.5
@@ -57,12 +56,6 @@ DEFAULT_OVERLAP = 0.5
 _LETTER_SLOT = np.full(256, 255, dtype=np.uint8)
 for _slot, _letter in enumerate(LETTERS):
     _LETTER_SLOT[ord(_letter) - ord("a")] = _slot
-
-
-def initials(tokens: np.ndarray) -> np.ndarray:
-    """Slot (0…19) of the first letter of each syllable token; tokens without one are dropped."""
-    slots = _LETTER_SLOT[tables.first_letter_table()[tokens]]
-    return slots[slots < len(LETTERS)]
 
 
 def dna_windows(

@@ -29,10 +29,6 @@ def spread(values: np.ndarray) -> np.ndarray:
         return mix(np.asarray(values, dtype=np.uint64) + np.uint64(0x5DEECE66D))
 
 
-def master_windows(tokens: np.ndarray) -> np.ndarray:
-    return master_windows_many([tokens])[0]
-
-
 def master_windows_many(texts: Sequence[np.ndarray]) -> list[np.ndarray]:
     return dna_windows_many(texts, window=MASTER_WINDOW, overlap=MASTER_OVERLAP)
 

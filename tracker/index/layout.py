@@ -32,12 +32,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from tracker.config import BUCKET_BITS_RANGE
 from tracker.index.postings import MAX_DOC, RECORD, WIDE_RECORD
 
 if TYPE_CHECKING:
     from tracker.config import Settings
 
-MIN_BUCKET_BITS, MAX_BUCKET_BITS = 16, 24
+MIN_BUCKET_BITS, MAX_BUCKET_BITS = BUCKET_BITS_RANGE  # the index_bucket_bits setting's range
 SIMHASH_BUCKET_BITS = 12  # per permuted table, at 16 postings bits
 DNA_BITS_BELOW = 3  # the DNA table's base, below the anchors' (see Tables)
 TABLES = ("and", "ans", "dna", "sh")  # dense and sparse anchors, DNA windows, SimHash

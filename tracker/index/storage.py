@@ -13,22 +13,46 @@ buckets then costs no string work per bucket.
 
 from __future__ import annotations
 
+import random
 from abc import ABC, abstractmethod
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import redis
 from redis.crc import key_slot
 
+from tracker.config import check_prefix
 from tracker.servers.redis_cluster import (
     GROUPS,
     STATE_TAG,
-    check_prefix,
     group_tags,
     is_cluster,
     per_slot,
 )
+
+
+@dataclass(frozen=True)
+class StorageMemory:
+    """What a storage takes: its keys, the bytes the server holds for them (``MEMORY USAGE``:
+    value, key and per-key bookkeeping) and the bytes of their values alone (the records). Of
+    every key, or estimated from ``sampled`` keys chosen at random and scaled up."""
+
+    keys: int
+    bytes: int
+    payload: int
+    sampled: int
+
+    @property
+    def exact(self) -> bool:
+        return self.sampled >= self.keys
+
+    @property
+    def overhead(self) -> float:
+        """The share of the bytes that is not records: Redis's ~40-70 bytes a key, and
+        allocation slack."""
+        return 1.0 - self.payload / self.bytes if self.bytes else 0.0
 
 
 class Storage(ABC):
@@ -110,6 +134,10 @@ class Storage(ABC):
     def marks(self) -> list[int | None] | None:
         """The marks (None where missing: a server that lost everything), or None for a
         storage without marks."""
+        return None
+
+    def memory(self, sample: int = 2000) -> StorageMemory | None:
+        """The server memory this storage takes (None where there is no server to ask)."""
         return None
 
 
@@ -232,6 +260,20 @@ if ARGV[1] == '' or current >= tonumber(ARGV[1]) then
   if not found or current < tonumber(ARGV[2]) then redis.call('SET', KEYS[1], ARGV[2]) end
 end
 return 1
+"""
+
+# Per key: the bytes MEMORY USAGE counts (SAMPLES 0: all of a collection) and, for a string,
+# its length (the packed records; other types count as no records).
+_MEMORY = """
+local out = {}
+for _, key in ipairs(KEYS) do
+  local used = redis.call('MEMORY', 'USAGE', key, 'SAMPLES', '0') or 0
+  local size = 0
+  if redis.call('TYPE', key)['ok'] == 'string' then size = redis.call('STRLEN', key) end
+  out[#out + 1] = used
+  out[#out + 1] = size
+end
+return out
 """
 
 _MAXIMIZE = """
@@ -451,6 +493,33 @@ class RedisStorage(Storage):
             width = 3
         target = sample.tobytes()[offset : offset + width]
         self._script(_REMOVE, unique, extra=[record.itemsize, offset, target])
+
+    def memory(self, sample: int = 2000) -> StorageMemory:
+        """The keys under the prefix (a SCAN of every primary of a cluster), and their bytes
+        by ``MEMORY USAGE``: of each key when there are at most ``sample``, else of ``sample``
+        keys drawn uniformly (a reservoir over the scan) and scaled up to all of them. A
+        SCAN walks the whole keyspace: about a second per million keys."""
+        chosen: list[bytes] = []
+        keys = 0
+        draw = random.Random(0)  # the same estimate for the same index
+        for key in self.client.scan_iter(match=self.prefix + "*", count=5000):
+            keys += 1
+            if len(chosen) < sample:
+                chosen.append(key)
+            else:
+                at = draw.randrange(keys)
+                if at < sample:
+                    chosen[at] = key
+        used = payload = 0
+        commands = [
+            (slot, ("EVAL", _MEMORY, len(at), *(chosen[i] for i in at)))
+            for slot, at in self._batches(chosen, self.BATCH)
+        ]
+        for reply in self._run(commands) if commands else []:
+            used += sum(int(value) for value in reply[0::2])
+            payload += sum(int(value) for value in reply[1::2])
+        scale = keys / len(chosen) if chosen else 0.0
+        return StorageMemory(keys, round(used * scale), round(payload * scale), len(chosen))
 
     def clear(self) -> None:
         """Unlink every key under the prefix, scanning every primary of a cluster (a node

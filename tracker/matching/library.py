@@ -339,7 +339,7 @@ class MasterLibrary:
             version = self.store.next_version()
             self.store.begin(version, [(doc_id, before)], deleted=True)
             self._unindex(before)
-            self.store.delete_many([doc_id])
+            self.store.delete([doc_id])
             self.index.set_state(version, self.store.counted(-1))
             self.store.end(version)
         MatchStore(self.store.db).close_doc(doc_id)
@@ -364,7 +364,7 @@ class MasterLibrary:
             for doc_id, prints in change["changes"]:
                 self._unindex(prints)
                 if change["deleted"]:
-                    self.store.delete_many([doc_id])
+                    self.store.delete([doc_id])
                 elif prints.fingerprint is not None:
                     self.index.add([(prints.n, prints.fingerprint)])
                 touched += 1
@@ -393,6 +393,8 @@ class MasterLibrary:
         ):
             return Verification(mongo_version, count, *index_state, "ok")
         if not repair:
+            if index_state[0] is None and mongo_version == 0 and count == 0:
+                return Verification(mongo_version, count, *index_state, "ok")  # nothing yet
             return Verification(mongo_version, count, *index_state, "differ", _why(index_state))
         with self.writing():  # a writer in the middle of a change is waited for
             index_version, _ = self.index.state()
@@ -443,7 +445,7 @@ class MasterLibrary:
             self.index.use_layout(layout)
         for change in self.store.open_changes():
             if change["deleted"]:
-                self.store.delete_many([doc_id for doc_id, _ in change["changes"]])
+                self.store.delete([doc_id for doc_id, _ in change["changes"]])
         self.store.clear_journal()
         total = 0
         for batch in batches(self.store.iter_fingerprints(), 1000):

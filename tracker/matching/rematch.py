@@ -32,6 +32,7 @@ import time
 from collections.abc import Callable, Container
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
+from itertools import chain
 from typing import Any
 
 from tracker.batching import batches
@@ -49,14 +50,6 @@ log = logging.getLogger(__name__)
 BATCH = 16  # pages checked together (one index round trip)
 MASTER_BATCH = 500  # changed masters looked up together
 IN_FLIGHT_MARGIN = timedelta(seconds=5)  # pages written this close to the start: next run
-_PAGE_FIELDS = {
-    "text": 1,
-    "n": 1,
-    "matched_version": 1,
-    "stored_at": 1,
-    "match_state": 1,
-    "matched_doc_ids": 1,
-}
 
 
 @dataclass
@@ -115,7 +108,7 @@ class Rematcher:
         mark = self.runs.last()
         covered_before = started_at - IN_FLIGHT_MARGIN
 
-        todo: dict[str, dict] = {page["_id"]: page for page in self.pages.failed(_PAGE_FIELDS)}
+        todo: dict[str, dict] = {page["_id"]: page for page in self.pages.failed()}
         summary.failed_pages = len(todo)
         since = self._oldest_version(mark, version)
         summary.since_version = since
@@ -132,7 +125,7 @@ class Rematcher:
         # Pages stored within the margin are not covered by this run's mark: those matched
         # against an older library are checked now (a few), the others are up to date already.
         recent = set()
-        for page in self.pages.stored_since(covered_before, _PAGE_FIELDS):
+        for page in self.pages.stored_since(covered_before):
             if page.get("match_state") != FAILED and _matched_at(page) < version:
                 recent.add(page["_id"])
                 summary.recent_pages += page["_id"] not in todo
@@ -163,12 +156,9 @@ class Rematcher:
     def _oldest_version(self, mark: RematchMark | None, version: int) -> int:
         """The oldest library version a page stored now may be matched at (pages whose
         matching failed are checked in full anyway)."""
-        query = {"stored_at": {"$gte": mark.covered_before}} if mark is not None else {}
         oldest = mark.version if mark is not None else version
-        for page in self.pages.pages.find(query, {"matched_version": 1, "match_state": 1}):
-            if page.get("match_state") != FAILED:
-                oldest = min(oldest, int(page.get("matched_version") or 0))
-        return oldest
+        since = mark.covered_before if mark is not None else None  # None: every page
+        return min(chain((oldest,), self.pages.matched_versions(since)))
 
     def _candidates(
         self, changed: list[dict], mark: RematchMark | None, version: int
@@ -177,14 +167,10 @@ class Rematcher:
         against it."""
         tokens = [normalize(master["text"]).tokens for master in changed]
         sharing = self.index.sharing(tokens)
-        pages = self.pages.by_ns(sharing, _PAGE_FIELDS)
+        pages = self.pages.by_ns(sharing)
         pages = [page for page in pages if self._may_copy(page, sharing[page["n"]], tokens)]
         urls = self.matches.open_urls(master["_id"] for master in changed)
-        known = {page["_id"] for page in pages}
-        for url in sorted(urls - known):
-            page = self.pages.pages.find_one({"_id": url}, _PAGE_FIELDS)
-            if page is not None:
-                pages.append(page)
+        pages += self.pages.by_urls(urls - {page["_id"] for page in pages})
         behind = [
             page
             for page in pages
@@ -283,12 +269,11 @@ class Rematcher:
         ago to be kept are passed over)."""
         self.index.clear()
         total = 0
-        fields = {"text": 1, "n": 1, "stored_at": 1}
-        for batch in batches(self.pages.pages.find({}, fields), 500):
+        for batch in batches(self.pages.iter_texts(), 500):
             for page in batch:
                 if not page.get("n"):
                     page["n"] = self.pages.allocate_n()
-                    self.pages.pages.update_one({"_id": page["_id"]}, {"$set": {"n": page["n"]}})
+                    self.pages.number(page["_id"], page["n"])
             self._file_pages(batch)
             total += len(batch)
             if progress:
@@ -305,7 +290,7 @@ class Rematcher:
         if indexed >= self.pages.max_n():
             self.index.mark(since=floor)
             return 0
-        missing = self.pages.with_n_above(indexed, {"text": 1, "n": 1, "stored_at": 1})
+        missing = self.pages.with_n_above(indexed)
         for batch in batches(missing, 500):
             self._file_pages(batch)
         self.index.mark(since=floor)

@@ -1,17 +1,20 @@
 """Body text and metadata of an HTML page.
 
-Order of extractors, the first that yields text wins and is recorded on the page:
+Order of extractors; the one that wins is recorded on the page:
 
 1. ``css`` / ``xpath``: a per-site selector for the body (``sites/*.yaml``), for sites where
-   automatic extraction is wrong;
+   automatic extraction is wrong; wins with any text;
 2. a publishing platform recognised by its markup (``wechat``: WeChat official-account
    articles keep their body in ``#js_content``, hidden until the page's scripts run, and
-   automatic extraction returns the account's profile blurb instead);
+   automatic extraction returns the account's profile blurb instead); wins with
+   ``MIN_TEXT_CHARS`` characters;
 3. ``trafilatura`` (Barbaresi, "Trafilatura: A Web Scraping Library and Command-Line Tool for
-   Text Discovery and Extraction", ACL 2021);
-4. ``fallback``: the block element with the most direct text, paragraphs kept as lines, for
-   the ``<br>``-separated chapter pages trafilatura sometimes returns nothing for;
-5. ``none``: no text.
+   Text Discovery and Extraction", ACL 2021); wins with ``MIN_TEXT_CHARS`` characters;
+4. short of that, ``fallback``: the block element with the most text of its own, paragraphs
+   kept as lines (the ``<br>``-separated chapter pages trafilatura sometimes returns nothing
+   for), when its text is longer than trafilatura's; else trafilatura's short text, still
+   recorded as ``trafilatura``;
+5. ``none``: neither found any text.
 
 Site boilerplate is removed on the way: navigation, headers, footers, sidebars and ad blocks
 before extraction, then whole lines that are pirate ads or watermarks (the patterns of
@@ -36,6 +39,7 @@ import lxml.etree
 import lxml.html
 import numpy as np
 import trafilatura
+from lxml.html import builder as E
 from parsel import Selector
 
 from tracker.fingerprints.simhash import Votes, votes_normalized
@@ -111,7 +115,7 @@ def extract(html: str, url: str | None = None, rules: ExtractionRules | None = N
     """Extract the body text, title, chapter title and page metadata of ``html``."""
     html = _CLOSING_TAGS.sub("", html[:MAX_HTML_CHARS])
     try:
-        selector = Selector(text=html or "<html></html>", type="html")
+        selector = Selector(text=html, type="html")  # an empty page is an empty document
     except (ValueError, lxml.etree.ParserError):
         return Extracted("", "", "none")
     metadata = page_metadata(selector)
@@ -227,13 +231,24 @@ def extract_pages(pages: list[PageSource]) -> list[ExtractedPage | ExtractionFai
 WARM_UP_TEXT = "\n".join(
     ["那日天气晴好，他一早便出了城门，沿着河岸慢慢走去，看见远处的山上还有些积雪。"] * 6
 )
+
+
+def _warm_up_page() -> str:
+    """A chapter page of :data:`WARM_UP_TEXT`, its lines parted by ``<br>`` (built by lxml)."""
+    content = E.DIV(id="content")
+    for i, line in enumerate(WARM_UP_TEXT.split("\n")):
+        if i:
+            content.append(E.BR())
+            content[-1].tail = line
+        else:
+            content.text = line
+    head = E.HEAD(E.META(charset="utf-8"), E.TITLE("第一章 初到"))
+    page = E.HTML(head, E.BODY(E.H1("第一章 初到"), content))
+    return lxml.html.tostring(page, encoding="unicode")
+
+
 #: A chapter page of :data:`WARM_UP_TEXT` (see :func:`warm_up`).
-WARM_UP_PAGE = (
-    "<html><head><meta charset='utf-8'><title>第一章 初到</title></head><body>"
-    "<h1>第一章 初到</h1><div id='content'>"
-    + WARM_UP_TEXT.replace("\n", "<br>")
-    + "</div></body></html>"
-)
+WARM_UP_PAGE = _warm_up_page()
 
 
 def warm_up() -> int:
@@ -369,7 +384,9 @@ def _first_part(title: str) -> str:
 
 
 def _fallback_text(selector: Selector) -> str:
-    """The text of the element with the most direct text, paragraphs kept as lines."""
+    """The text of the block element (or the body) with the most text of its own: its text,
+    its children's tails and its ``<p>`` children's text, once scripts, navigation and other
+    boilerplate blocks are dropped from the tree; paragraphs kept as lines."""
     root = selector.root
     if not hasattr(root, "xpath"):
         return ""

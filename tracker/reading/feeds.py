@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from urllib.parse import quote, urljoin, urlsplit
 
 import lxml.etree
+import lxml.html
+from lxml.html import builder as E
 
 from tracker.model import content_hash, site_of
 from tracker.text.encoding import decode_page  # the project's one page decoder
@@ -67,18 +69,20 @@ class FeedItem:
         return f"{feed_url.split('#', 1)[0]}#{quote(self.guid, safe='')}"
 
     def page_html(self) -> str:
-        """The item as an HTML document: its title as heading, then its content."""
-        title = html.escape(self.title)
-        published = (
-            f'<meta property="article:published_time" content="{html.escape(self.published)}">'
-            if self.published
-            else ""
-        )
-        return (
-            f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>{title}</title>'
-            f"{published}</head><body><article><h1>{title}</h1>\n{self.html}\n"
-            "</article></body></html>"
-        )
+        """The item as an HTML document for the extractor: its title as heading, then its
+        content, parsed as the HTML it is. Built as a tree and serialised by lxml (HTML is
+        never written in strings here: the title is text, escaped as such)."""
+        head = E.HEAD(E.META(charset="utf-8"), E.TITLE(xml_text(self.title)))
+        if self.published:
+            head.append(E.META(property="article:published_time", content=xml_text(self.published)))
+        heading = E.H1(xml_text(self.title))
+        heading.tail = "\n"
+        article = E.ARTICLE(heading)
+        content = lxml.html.fragments_fromstring(self.html) if self.html.strip() else []
+        if content and isinstance(content[0], str):  # text before the first element
+            heading.tail += content.pop(0)
+        article.extend(content)
+        return lxml.html.tostring(E.HTML(head, E.BODY(article)), encoding="unicode")
 
 
 def looks_like_feed(body: bytes) -> bool:
@@ -177,21 +181,44 @@ def _markup(element: lxml.etree._Element) -> str:
     serialised without its namespace, plain text made into paragraphs."""
     kind = (element.get("type") or "").lower()
     if kind == "xhtml" or (len(element) and kind not in ("text", "html")):
-        parts = [html.escape(element.text or "")]
+        inline = E.DIV()  # its elements, copied without their namespace, comments left out
+        inline.text = element.text
         for child in element:
             if not isinstance(child.tag, str):
-                parts.append(html.escape(child.tail or ""))
+                _add_text(inline, child.tail)
                 continue
             plain = copy.deepcopy(child)
             for el in plain.iter():
                 if isinstance(el.tag, str):
                     el.tag = lxml.etree.QName(el).localname
             lxml.etree.cleanup_namespaces(plain)
-            parts.append(lxml.etree.tostring(plain, encoding="unicode", with_tail=False))
-            parts.append(html.escape(child.tail or ""))
-        return "".join(parts)
+            inline.append(plain)
+        return lxml.html.tostring(inline, encoding="unicode")
     value = _text(element)
     is_content = lxml.etree.QName(element).localname == "content"
     if kind == "text" or (kind == "" and is_content and "<" not in value):
-        return "".join(f"<p>{html.escape(line)}</p>" for line in value.splitlines() if line)
+        return "".join(
+            lxml.html.tostring(E.P(xml_text(line)), encoding="unicode")
+            for line in value.splitlines()
+            if line
+        )
     return value
+
+
+def _add_text(parent: lxml.etree._Element, text: str | None) -> None:
+    """Append ``text`` after the last child of ``parent`` (or to its text)."""
+    if not text:
+        return
+    if len(parent):
+        parent[-1].tail = (parent[-1].tail or "") + text
+    else:
+        parent.text = (parent.text or "") + text
+
+
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def xml_text(text: str) -> str:
+    """``text`` without the characters an XML or HTML tree cannot hold (control characters,
+    lone surrogates): lxml refuses them."""
+    return _NOT_XML.sub("", text)

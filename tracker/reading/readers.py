@@ -25,6 +25,7 @@ from pathlib import Path
 
 import orjson
 
+from tracker import __version__
 from tracker.config import Settings
 from tracker.model import MasterDocument
 from tracker.text.encoding import DecodeError, decode_bytes, decode_page
@@ -32,7 +33,7 @@ from tracker.text.encoding import DecodeError, decode_bytes, decode_page
 SUPPORTED = (".txt", ".jsonl")
 DEFAULT_MAX_BYTES = Settings.max_input_mb << 20
 FETCH_TIMEOUT_S = 20
-USER_AGENT = "Mozilla/5.0 (compatible; tracker-check/0.3; copyright monitoring)"
+USER_AGENT = f"Mozilla/5.0 (compatible; tracker-check/{__version__}; copyright monitoring)"
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 FEED_TYPES = ("application/rss+xml", "application/atom+xml", "application/rdf+xml")
 XML_TYPES = ("application/xml", "text/xml")

@@ -18,15 +18,26 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
+import numpy as np
 from pymongo.database import Database
 
-from tracker.batching import ID_BATCH, batches
-from tracker.model import site_of
+from tracker.enforcement.compliance import Compliance, takedown_figures
+from tracker.formats import plural
+from tracker.model import ARTICLE, CHAPTER, site_of
 from tracker.stores.clusters import ClusterStore
-from tracker.stores.pages import MatchStore
+from tracker.stores.masters import MasterStore
+from tracker.stores.pages import MatchStore, PageStore
 from tracker.stores.reports import ReportStore
+from tracker.stores.takedowns import TakedownStore
+from tracker.stores.unread import UnreadStore
+from tracker.text.normalize import boilerplate_mask
 
 EVIDENCE_CHARS = 200
+#: A chapter (or article) counts as *copied* when a page copies at least this share of it: the
+#: detector's own "most of the master" (MOST_OF_THE_MASTER); found at a lower share, it is
+#: *partly copied*.
+COPIED_SHARE = 0.5
+INSERTED = "[…]"  # in an evidence passage: a line the pirate site inserted, left out
 UNKNOWN_WORK = "(unknown work)"
 TREND_DAYS = 30
 TREND_FIGURES = ("pages", "new_pages", "matches", "sites", "works")
@@ -39,7 +50,12 @@ def day_window(day: date) -> tuple[datetime, datetime]:
 
 
 def build_report(
-    db: Database, day: date, *, now: datetime | None = None, trend_days: int = TREND_DAYS
+    db: Database,
+    day: date,
+    *,
+    now: datetime | None = None,
+    trend_days: int = TREND_DAYS,
+    compliance: Compliance | None = None,
 ) -> dict[str, Any]:
     """The infringements seen on ``day``.
 
@@ -47,39 +63,61 @@ def build_report(
 
         {"date", "generated_at", "previous_report", "new_since",
          "summary": {"pages", "works", "sites", "matches", "new_pages", "new_matches", "groups"},
-         "works": [{"work", "chapters", "pages": [{"url", "site", "title", "doc_ids", "copies",
-                                                   "score", "coverage", "first_seen",
+         "works": [{"work", "unit", "chapters", "pages": [{"url", "site", "title", "doc_ids",
+                                                   "copies", "score", "coverage", "first_seen",
                                                    "evidence", "last_seen", "new", "group"}],
-                    "total_chapters", "coverage", "first_seen", "last_seen", "new_pages",
+                    "total_chapters", "coverage", "found_share", "copied_chapters",
+                    "partial_chapters", "partly_copied": [{"doc_id", "title", "copied_share"}],
+                    "first_seen", "last_seen", "new_pages",
                     "chapters_found": [{"doc_id", "title", "pages", "sites"}],
-                    "sites": [{"site", "pages", "chapters", "coverage", "first_seen",
+                    "sites": [{"site", "pages", "chapters", "coverage", "found_share",
+                               "copied_chapters", "partial_chapters", "first_seen",
                                "last_seen", "new_pages"}]}],
          "pages": [{"url", "site", "doc_ids", "copies", "score", "coverage", "first_seen",
                     "last_seen", "new", "group"}],
          "sites": [{"site", "pages", "works", "matches", "new_pages", "first_seen", "last_seen",
                     "trend": [{"date", "pages"}]}],
          "groups": [{"group", "pages", "sites", "works", "doc_ids"}],
-         "trend": [{"date", "pages", "new_pages", "matches", "sites", "works"}]}
+         "trend": [{"date", "pages", "new_pages", "matches", "sites", "works"}],
+         "unread": [{"url", "site", "reason", "first_seen", "last_seen", "attempts"}],
+         "takedown": [{"site", "noticed", "removed", "live", "reappeared", "unchecked",
+                       "removal_rate", "median_hours_to_removal", "first_noticed",
+                       "noncompliant"}]}
 
     Works are sorted by number of pages (desc) then name; a work's pages by score (desc) then
     URL, and their doc_ids/score/coverage/first_seen/evidence cover that work's matches only.
     The flat ``pages`` list (sorted by URL) aggregates every match of each page.
 
+    Two shares, two words. A page's ``coverage`` is its *copied share*: the share of a master
+    document copied on it (the best of its masters), as ``tracker check`` prints it. A work's
+    ``found_share`` (also under its old name ``coverage``) is the share of its chapters
+    (master documents) *found* that day, on all sites together or, under ``sites``, on each
+    one. A chapter found counts as *copied* (``copied_chapters``) when the pages copy at
+    least :data:`COPIED_SHARE` of it together (a chapter split over three pages is copied;
+    :func:`copied_shares`), else as *partly copied* (``partial_chapters``, listed in
+    ``partly_copied`` with that share). ``unit`` says what a work's documents are,
+    ``chapter`` or ``article`` (news), as the library stored them.
+
     *New* means first seen after the day of the previous stored report (``previous_report``;
-    every match is new when there is none), i.e. since the last report people read. A work's
-    ``coverage`` is the share of its chapters (master documents) found that day, on all sites
-    together or, under ``sites``, on each one. ``groups`` are the mirror groups: clusters of
-    near-duplicate pages (:mod:`tracker.reports.clustering`) with two or more pages seen that day;
-    ``group`` is a page's group (None when no other page of the day is near-identical to it).
-    ``copies`` sums up what a page copies per work (see :func:`copies`). ``trend`` and each
-    site's ``trend`` cover the ``trend_days`` days up to ``day``, read from the stored reports
-    (null for a day without one).
+    every match is new when there is none), i.e. since the last report people read. ``groups``
+    are the mirror groups: clusters of near-duplicate pages (:mod:`tracker.reports.clustering`)
+    with two or more pages seen that day; ``group`` is a page's group (None when no other page
+    of the day is near-identical to it). ``copies`` sums up what a page copies per work (see
+    :func:`copies`); ``evidence`` is its longest copied passage, without the lines the pirate
+    site inserted (:func:`copied_text`). ``trend`` and each site's ``trend`` cover the
+    ``trend_days`` days up to ``day``, read from the stored reports (null for a day without
+    one).
+    ``unread`` lists the pages the day's crawls could not read and did not read later that day
+    (challenges, bans, render failures…; see :mod:`tracker.stores.unread`), by site and URL:
+    none of them counts as clean.
+    ``takedown`` is each noticed site's compliance at the end of ``day`` (or now, for today), by
+    ``compliance`` (:func:`tracker.enforcement.compliance.takedown_figures`).
     """
     matches = _carried_matches(db, day)
     previous = ReportStore(db).previous(day)
     new_since = day_window(date.fromisoformat(previous["_id"]))[1] if previous else None
     urls = {m["url"] for m in matches}
-    titles = _page_titles(db, urls)
+    titles = PageStore(db).titles(urls)
     clusters = ClusterStore(db).cluster_of(urls)
     sizes = Counter(clusters.values())
     groups = {url: group for url, group in clusters.items() if sizes[group] > 1}
@@ -99,13 +137,14 @@ def build_report(
     for match in matches:
         by_url[match["url"]].append(match)
         by_work[_work_of(match)][match["url"]].append(match)
-    totals = _chapter_totals(db, by_work)
+    library = MasterStore(db).works(by_work)
+    units = {work: unit for work, (_, unit) in library.items()}
 
     works = []
     for work, pages in by_work.items():
         entries = [
             {
-                **_page_entry(url, page_matches),
+                **_page_entry(url, page_matches, units),
                 "title": titles.get(url, ""),
                 "evidence": _best_evidence(page_matches),
                 **seen(url, page_matches),
@@ -115,13 +154,17 @@ def build_report(
         entries.sort(key=lambda e: (-e["score"], e["url"]))
         works.append(
             _work_entry(
-                work, pages, [_ordered_page(e) for e in entries], totals.get(work, 0), is_new
+                work,
+                pages,
+                [_ordered_page(e) for e in entries],
+                library.get(work, (0, CHAPTER)),
+                is_new,
             )
         )
     works.sort(key=lambda w: (-len(w["pages"]), w["work"]))
 
     flat_pages = [
-        {**_page_entry(url, by_url[url]), **seen(url, by_url[url])} for url in sorted(by_url)
+        {**_page_entry(url, by_url[url], units), **seen(url, by_url[url])} for url in sorted(by_url)
     ]
     trend, site_trends = _trends(db, day, trend_days)
     sites = _site_entries(day, flat_pages, by_url, site_trends, trend)
@@ -147,7 +190,17 @@ def build_report(
         "sites": sites,
         "groups": mirror_groups,
         "trend": [*trend, today],
+        "unread": UnreadStore(db).on_day(day),
+        "takedown": _takedown(db, day, now, compliance),
     }
+
+
+def _takedown(
+    db: Database, day: date, now: datetime | None, compliance: Compliance | None
+) -> list[dict[str, Any]]:
+    """Each noticed site's compliance at the end of ``day`` (or now, if sooner)."""
+    moment = min(day_window(day)[1], now or datetime.now(UTC))
+    return takedown_figures(TakedownStore(db).noticed_by(moment), moment, compliance)
 
 
 def summary_line(report: dict[str, Any]) -> str:
@@ -162,15 +215,6 @@ def summary_line(report: dict[str, Any]) -> str:
     )
 
 
-def _page_titles(db: Database, urls: Iterable[str]) -> dict[str, str]:
-    """Titles of the crawled pages, looked up by ``_id``; pages never stored are left out."""
-    titles = {}
-    for chunk in batches(sorted(urls), ID_BATCH):
-        for doc in db["pages"].find({"_id": {"$in": chunk}}, {"title": 1}):
-            titles[doc["_id"]] = str(doc.get("title") or "")
-    return titles
-
-
 def _carried_matches(db: Database, day: date) -> list[dict]:
     """The matches the day's pages carried at their latest check of the day, each with
     ``last_seen`` set to that check's time."""
@@ -179,15 +223,6 @@ def _carried_matches(db: Database, day: date) -> list[dict]:
     latest = {(pd["url"], str(doc_id)): pd["at"] for pd in page_days for doc_id in pd["doc_ids"]}
     found = store.by_ids(latest)
     return [{**m, "last_seen": latest[(m["url"], str(m["doc_id"]))]} for m in found]
-
-
-def _chapter_totals(db: Database, works: Iterable[str]) -> dict[str, int]:
-    """How many chapters (master documents) each work has in the library."""
-    totals: Counter[str] = Counter()
-    for chunk in batches(sorted(works), ID_BATCH):
-        for doc in db["masters"].find({"work": {"$in": chunk}}, {"work": 1, "_id": 0}):
-            totals[doc["work"]] += 1
-    return dict(totals)
 
 
 def _share(part: int, whole: int) -> float | None:
@@ -203,15 +238,68 @@ def _span(matches: Iterable[dict]) -> tuple[str, str]:
     )
 
 
+def copied_shares(matches: Iterable[dict]) -> dict[str, float]:
+    """Per chapter that ``matches`` name, the share of it these pages copy together: the
+    union of the master passages they copy, so that a chapter split over several pages is
+    copied whole (and a mirror's second copy adds nothing). The union is measured in the
+    matches' own unit: their copied share per character of passage, that of the match with
+    the most passage text; never less than the best single match's copied share."""
+    by_doc: dict[str, list[dict]] = defaultdict(list)
+    for match in matches:
+        by_doc[str(match["doc_id"])].append(match)
+    shares = {}
+    for doc_id, found in by_doc.items():
+        best = max(as_number(m.get("coverage")) for m in found)
+        passages, scale, widest = [], 0.0, 0
+        for match in found:
+            spans = _master_spans(match)
+            chars = _union(spans)
+            if chars > widest:
+                widest, scale = chars, as_number(match.get("coverage")) / chars
+            passages += spans
+        shares[doc_id] = round(max(best, min(1.0, _union(passages) * scale)), 4)
+    return shares
+
+
+def _master_spans(match: dict) -> list[tuple[int, int]]:
+    spans = []
+    for span in match.get("spans") or ():
+        start, end = span.get("master_start"), span.get("master_end")
+        if isinstance(start, int) and isinstance(end, int) and end > start:
+            spans.append((start, end))
+    return spans
+
+
+def _union(spans: list[tuple[int, int]]) -> int:
+    """Characters covered by the ``(start, end)`` intervals together."""
+    covered, reach = 0, -1
+    for start, end in sorted(spans):
+        start = max(start, reach)
+        if end > start:
+            covered += end - start
+            reach = end
+    return covered
+
+
+def _copied(matches: Iterable[dict]) -> tuple[int, int]:
+    """How many of the chapters ``matches`` name are copied (:func:`copied_shares` at least
+    :data:`COPIED_SHARE`) and how many only partly."""
+    shares = copied_shares(matches)
+    copied = sum(1 for share in shares.values() if share >= COPIED_SHARE)
+    return copied, len(shares) - copied
+
+
 def _work_entry(
     work: str,
     pages: dict[str, list[dict]],
     entries: list[dict[str, Any]],
-    total_chapters: int,
+    library: tuple[int, str],
     is_new: Callable[[list[dict]], bool],
 ) -> dict[str, Any]:
+    total_chapters, unit = library
     matches = [m for page_matches in pages.values() for m in page_matches]
     chapters: dict[str, dict[str, Any]] = {}
+    best = copied_shares(matches)
     for match in sorted(matches, key=lambda m: m["doc_id"]):
         chapter = chapters.setdefault(
             str(match["doc_id"]),
@@ -227,6 +315,7 @@ def _work_entry(
     for site, site_pages in by_site.items():
         site_matches = [m for ms in site_pages.values() for m in ms]
         found = len({m["doc_id"] for m in site_matches})
+        copied, partial = _copied(site_matches)
         first_seen, last_seen = _span(site_matches)
         sites.append(
             {
@@ -234,6 +323,9 @@ def _work_entry(
                 "pages": len(site_pages),
                 "chapters": found,
                 "coverage": _share(found, total_chapters),
+                "found_share": _share(found, total_chapters),
+                "copied_chapters": copied,
+                "partial_chapters": partial,
                 "first_seen": first_seen,
                 "last_seen": last_seen,
                 "new_pages": sum(1 for ms in site_pages.values() if is_new(ms)),
@@ -241,12 +333,22 @@ def _work_entry(
         )
     sites.sort(key=lambda s: (-s["chapters"], -s["pages"], s["site"]))
     first_seen, last_seen = _span(matches)
+    partly = [
+        {"doc_id": c["doc_id"], "title": c["title"], "copied_share": round(best[c["doc_id"]], 4)}
+        for c in chapters.values()
+        if best[c["doc_id"]] < COPIED_SHARE
+    ]
     return {
         "work": work,
+        "unit": unit,
         "chapters": len(chapters),
         "pages": entries,
         "total_chapters": total_chapters,
         "coverage": _share(len(chapters), total_chapters),
+        "found_share": _share(len(chapters), total_chapters),
+        "copied_chapters": len(chapters) - len(partly),
+        "partial_chapters": len(partly),
+        "partly_copied": partly,
         "first_seen": first_seen,
         "last_seen": last_seen,
         "new_pages": sum(1 for e in entries if e["new"]),
@@ -342,32 +444,35 @@ def _work_of(match: dict) -> str:
     return str(match.get("work") or "") or UNKNOWN_WORK
 
 
-def _page_entry(url: str, matches: list[dict]) -> dict[str, Any]:
+def _page_entry(url: str, matches: list[dict], units: dict[str, str]) -> dict[str, Any]:
     """``url, site, doc_ids, copies, score, coverage, first_seen`` aggregated over
     ``matches``."""
     return {
         "url": url,
         "site": matches[0].get("site") or site_of(url),
         "doc_ids": sorted({str(m["doc_id"]) for m in matches}),
-        "copies": copies(matches),
+        "copies": copies(matches, units),
         "score": round(max(as_number(m.get("score")) for m in matches), 4),
         "coverage": round(max(as_number(m.get("coverage")) for m in matches), 4),
         "first_seen": min(_utc(m["first_seen"]) for m in matches).isoformat(),
     }
 
 
-def copies(matches: Iterable[dict]) -> list[dict[str, Any]]:
+def copies(matches: Iterable[dict], units: dict[str, str] | None = None) -> list[dict[str, Any]]:
     """What a page copies, work by work: ``{"work", "chapters", "numbers", "label"}``, e.g. a
-    whole-book page as ``98 chapters of 西游记 (1–98)`` rather than 98 loose rows. Chapter
-    numbers are read from the doc ids (``WORK/0001``, as ``tracker ingest`` names chapters)."""
+    whole-book page as ``98 chapters of 西游记 (1–98)`` rather than 98 loose rows, a news
+    work's as ``2 articles of 人民日报`` (``units``: work → ``chapter`` or ``article``; chapter
+    when unknown). Chapter numbers are read from the doc ids (``WORK/0001``, as ``tracker
+    ingest`` names chapters); articles have none."""
     by_work: dict[str, set[str]] = defaultdict(set)
     for match in matches:
         by_work[_work_of(match)].add(str(match["doc_id"]))
     found = []
     for work, doc_ids in sorted(by_work.items(), key=lambda item: (-len(item[1]), item[0])):
-        numbers = chapter_ranges(doc_ids)
+        unit = (units or {}).get(work, CHAPTER)
+        numbers = chapter_ranges(doc_ids) if unit != ARTICLE else ""
         count = len(doc_ids)
-        label = f"{count} chapter{'' if count == 1 else 's'} of {work}"
+        label = f"{plural(count, unit)} of {work}"
         found.append(
             {
                 "work": work,
@@ -420,16 +525,32 @@ def _ordered_page(entry: dict[str, Any]) -> dict[str, Any]:
 
 
 def _best_evidence(matches: list[dict]) -> str:
-    """The longest copied passage (whitespace collapsed), truncated to ``EVIDENCE_CHARS``."""
+    """The longest copied passage (:func:`copied_text`), truncated to ``EVIDENCE_CHARS``."""
     best = ""
     for match in sorted(matches, key=lambda m: -as_number(m.get("score"))):
         for span in match.get("spans") or ():
-            text = " ".join(str(span.get("text") or "").split())
+            text = copied_text(str(span.get("text") or ""))
             if len(text) > len(best):
                 best = text
     if len(best) > EVIDENCE_CHARS:
         best = best[: EVIDENCE_CHARS - 1] + "…"
     return best
+
+
+def copied_text(passage: str) -> str:
+    """A copied passage as evidence: the copied text, without the ad and watermark lines (and
+    bracketed ads, site addresses) the pirate site inserted into it, which matching leaves out
+    too (:func:`tracker.text.normalize.boilerplate_mask`); each is marked :data:`INSERTED`, and
+    whitespace is collapsed."""
+    mask = boilerplate_mask(passage)
+    if mask.any():
+        edges = np.flatnonzero(np.diff(np.concatenate(([0], mask.view(np.int8), [0])))).tolist()
+        parts, at = [], 0
+        for start, end in zip(edges[::2], edges[1::2], strict=True):
+            parts += [passage[at:start], f" {INSERTED} "]
+            at = end
+        passage = "".join([*parts, passage[at:]])
+    return " ".join(passage.split())
 
 
 def as_number(value: Any) -> float:

@@ -28,14 +28,13 @@ import numpy as np
 import redis
 from pymongo.database import Database
 
-from tracker.batching import ID_BATCH, batches
-from tracker.fingerprints.document import to_unsigned
+from tracker.batching import batches
 from tracker.index.simhash_index import SimHashIndex
 from tracker.index.storage import RedisStorage
-from tracker.model import site_of
 from tracker.servers.redis_cluster import on_state_slot
 from tracker.servers.runtime import Runtime
 from tracker.stores.clusters import ClusterStore, Membership
+from tracker.stores.pages import MatchStore, PagePrint, PageStore
 
 log = logging.getLogger(__name__)
 
@@ -114,10 +113,11 @@ class PageClusterer:
     def __init__(
         self, db: Database, client: redis.Redis, prefix: str, k: int = MAX_DISTANCE
     ) -> None:
-        self.db = db
         self.client = client
         self.prefix = prefix
         self.store = ClusterStore(db)
+        self.pages = PageStore(db)
+        self.matches = MatchStore(db)
         self.index = CentreIndex(client, prefix + "cl:", k=k)
 
     @classmethod
@@ -127,10 +127,7 @@ class PageClusterer:
     def cluster_seen_since(self, since: datetime, until: datetime | None = None) -> ClusterSummary:
         """Cluster the pages with a match seen since ``since`` (and first seen before
         ``until``)."""
-        query = {"last_seen": {"$gte": since}}
-        found = self.db["matches"].find(query, {"url": 1, "first_seen": 1})
-        urls = {doc["url"] for doc in found if until is None or _utc(doc["first_seen"]) < until}
-        return self.cluster_urls(urls)
+        return self.cluster_urls(self.matches.urls_seen_since(since, first_seen_before=until))
 
     def cluster_urls(self, urls: Iterable[str], now: datetime | None = None) -> ClusterSummary:
         """Put each of these pages not yet clustered (or changed since) in its cluster."""
@@ -152,32 +149,24 @@ class PageClusterer:
             summary.skipped = len(urls) - len(pages)  # matched, but the page is not stored
             todo = []  # (url, fingerprint, site), earliest first seen first
             for page in pages:
-                fingerprint = page.get("simhash")
-                if fingerprint is None:
+                if page.simhash is None:
                     summary.skipped += 1
                     continue
-                fingerprint = to_unsigned(int(fingerprint))
-                member = memberships.get(page["_id"])
-                if member is not None and member["simhash"] == fingerprint:
+                member = memberships.get(page.url)
+                if member is not None and member["simhash"] == page.simhash:
                     summary.unchanged += 1
                     continue
-                todo.append((page["_id"], fingerprint, page.get("site") or site_of(page["_id"])))
+                todo.append((page.url, page.simhash, page.site))
             for chunk in batches(todo, ASSIGN_BATCH):
                 self._assign(chunk, now, summary, memberships)
             self.index.compact()
         return summary
 
-    def _pages(self, urls: list[str]) -> list[dict]:
+    def _pages(self, urls: list[str]) -> list[PagePrint]:
         """The stored pages among ``urls``, earliest first seen first."""
-        pages = []
-        for chunk in batches(urls, ID_BATCH):
-            pages += self.db["pages"].find(
-                {"_id": {"$in": chunk}}, {"simhash": 1, "site": 1, "first_seen": 1}
-            )
+        pages = self.pages.prints(urls)
         epoch = datetime.min.replace(tzinfo=UTC)
-        pages.sort(
-            key=lambda p: (_utc(p["first_seen"]) if p.get("first_seen") else epoch, p["_id"])
-        )
+        pages.sort(key=lambda p: (_utc(p.first_seen) if p.first_seen else epoch, p.url))
         return pages
 
     def _assign(

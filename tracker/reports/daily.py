@@ -22,7 +22,10 @@ def prepare_report(runtime: Runtime, day: date, *, now: datetime | None = None) 
     store its figures (replacing an earlier version of the same day)."""
     start, end = day_window(day)
     PageClusterer.from_runtime(runtime).cluster_seen_since(start, until=end)
-    report = build_report(runtime.db, day, now=now)
+    from tracker.enforcement.compliance import Compliance
+
+    compliance = Compliance.of(runtime.settings)
+    report = build_report(runtime.db, day, now=now, compliance=compliance)
     ReportStore(runtime.db).save(report)
     return report
 

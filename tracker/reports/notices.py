@@ -1,9 +1,10 @@
 """Takedown notice drafts, one per site, from a report of :func:`tracker.reports.build_report`.
 
-Each draft lists the site's infringing URLs seen that day, the master works and chapters each
-one copies, and the evidence passage found on it, between placeholders for the rights holder
-to fill in. Everything taken from crawled pages (URLs, titles, passages) is hostile: it is put
-on one line with control and formatting characters (line breaks, bidi overrides, zero-width
+Each draft lists the site's infringing URLs seen that day, the master works and chapters (or
+articles) each one copies, and the evidence passage found on it (the copied text, the lines
+the site inserted into it left out and marked ``[…]``), between placeholders for the rights
+holder to fill in. Everything taken from crawled pages (URLs, titles, passages) is hostile: it
+is put on one line with control and formatting characters (line breaks, bidi overrides, zero-width
 characters, terminal escapes) removed, and passages are quoted, so page text cannot forge or
 hide parts of the notice.
 """
@@ -15,8 +16,9 @@ import unicodedata
 from collections import defaultdict
 from typing import Any
 
-from tracker.formats import when
-from tracker.reports.build import UNKNOWN_WORK, chapter_ranges
+from tracker.formats import plural, when
+from tracker.model import ARTICLE, CHAPTER
+from tracker.reports.build import INSERTED, UNKNOWN_WORK, chapter_ranges
 from tracker.reports.render import FOLDED_CHAPTERS
 
 PLACEHOLDER_SENDER = "[rights holder: name, address, e-mail]"
@@ -65,15 +67,27 @@ def _site_pages(report: dict[str, Any]) -> dict[str, dict[str, dict[str, Any]]]:
     return sites
 
 
-def notice(site: str, pages: dict[str, dict[str, Any]], day: str) -> str:
-    """The draft notice for one site."""
+def notice(
+    site: str,
+    pages: dict[str, dict[str, Any]],
+    day: str,
+    units: dict[str, str] | None = None,
+    *,
+    sender: str | None = None,
+    recipient: str | None = None,
+) -> str:
+    """The draft notice for one site (``units``: work → ``chapter`` or ``article``); with
+    ``sender`` (and ``recipient``) the notice as it is sent (:mod:`tracker.enforcement.notices`):
+    no placeholders, each page's evidence capture named (``captured``: its time and payload
+    SHA-256)."""
     works = sorted({work for page in pages.values() for work, _, _ in page["copies"]})
+    to = f" ({plain(recipient)})" if recipient else ""
     lines = [
-        f"DRAFT TAKEDOWN NOTICE: copyright infringement on {plain(site)}",
+        f"{'' if sender else 'DRAFT '}TAKEDOWN NOTICE: copyright infringement on {plain(site)}",
         f"Date: {plain(day)}",
         "",
-        f"To: the operator of {plain(site)}, and its hosting provider's abuse contact",
-        f"From: {PLACEHOLDER_SENDER}",
+        f"To: the operator of {plain(site)}, and its hosting provider's abuse contact{to}",
+        f"From: {plain(sender) if sender else PLACEHOLDER_SENDER}",
         "",
         "The web pages listed below reproduce, without authorisation, works whose rights we "
         "hold. We ask you to remove them, or to disable access to them, without delay.",
@@ -88,10 +102,11 @@ def notice(site: str, pages: dict[str, dict[str, Any]], day: str) -> str:
         for work, doc_id, title in sorted(set(page["copies"])):
             by_work[work].append((doc_id, title))
         for work, chapters in sorted(by_work.items()):
+            unit = (units or {}).get(work, CHAPTER)
             if len(chapters) > FOLDED_CHAPTERS:  # a whole book: one line, then the chapters
-                numbers = chapter_ranges(doc_id for doc_id, _ in chapters)
+                numbers = "" if unit == ARTICLE else chapter_ranges(d for d, _ in chapters)
                 lines.append(
-                    f"   Copies: {len(chapters)} chapters of {_work_name(work)}"
+                    f"   Copies: {plural(len(chapters), unit)} of {_work_name(work)}"
                     + (f" ({plain(numbers)})" if numbers else "")
                     + ":"
                 )
@@ -104,17 +119,25 @@ def notice(site: str, pages: dict[str, dict[str, Any]], day: str) -> str:
                 shown = f"{_work_name(work)} {plain(title, 120)}".strip()
                 lines.append(f"   Copies: {shown} [{plain(doc_id, 120)}]")
         lines.append(f"   Seen: first {plain(page['first_seen'])}, last {plain(page['last_seen'])}")
+        if page.get("captured"):
+            at, digest = page["captured"]
+            lines.append(
+                f"   Captured: {plain(at)}, the page as served kept with SHA-256 {plain(digest)}"
+            )
         for passage in page["evidence"][:3]:
             lines.append(f"   Evidence, as found on the page: > {plain(passage, 300)}")
-    lines += [
-        "",
-        STATEMENT,
-        "",
-        "Signature: [name, title]",
-        "",
-        "(Drafted by tracker from its daily report; check it before sending.)",
-        "",
-    ]
+    if any(INSERTED in passage for page in pages.values() for passage in page["evidence"]):
+        lines += ["", f"{INSERTED} in a passage: a line the site inserted (an ad), left out."]
+    lines += ["", STATEMENT, ""]
+    if sender:
+        lines += [f"Signed: {plain(sender)}", ""]
+    else:
+        lines += [
+            "Signature: [name, title]",
+            "",
+            "(Drafted by tracker from its daily report; check it before sending.)",
+            "",
+        ]
     return "\n".join(lines)
 
 
@@ -128,8 +151,9 @@ def _work_name(work: str) -> str:
 
 def to_notices(report: dict[str, Any]) -> dict[str, str]:
     """``{site: notice text}`` for every site with infringing pages in ``report``."""
+    units = {work["work"]: work.get("unit") or CHAPTER for work in report["works"]}
     return {
-        site: notice(site, pages, report["date"])
+        site: notice(site, pages, report["date"], units)
         for site, pages in sorted(_site_pages(report).items())
     }
 

@@ -16,6 +16,11 @@ Jobs, by name:
     cron. A distributed crawl (``TRACKER_DISTRIBUTED``) is posted on the
     :class:`~tracker.crawling.crawl_board.CrawlBoard` while it runs, for ``tracker crawl-worker``
     processes to join.
+``takedown``
+    Every noticed URL fetched again and classified removed, live or reappeared
+    (:mod:`tracker.enforcement.takedown`); then what waits is sent again: notices the SMTP
+    server did not take, time-stamps the TSA did not give, alerts the webhook did not take;
+    at ``takedown_cron``.
 ``report``
     The daily report of the last UTC day that has ended (and of any earlier day whose report
     was missed, up to :data:`CATCH_UP_DAYS`), stored in MongoDB and written as HTML, CSV, JSON
@@ -23,7 +28,7 @@ Jobs, by name:
 
 :meth:`JobContext.run` carries out one run: it takes the job's own Redis lock (so the same job
 never runs twice at once, even started by hand next to the scheduler), records the run in the
-ledger (:mod:`tracker.scheduler.runs`) under an id that admits one start per scheduled
+ledger (:mod:`tracker.stores.job_runs`) under an id that admits one start per scheduled
 occurrence, and records its result or error. The scheduler's persistent job store can only
 refer to importable functions, so it stores :func:`run_scheduled` with the service id and the
 job name; the service registers its context under that id while it acts.
@@ -32,7 +37,6 @@ job name; the service registers its context under that id while it acts.
 from __future__ import annotations
 
 import logging
-import os
 import re
 import threading
 import uuid
@@ -51,16 +55,17 @@ from tracker.crawling.crawl_board import board_for
 from tracker.matching.library import MasterLibrary
 from tracker.reports.clustering import PageClusterer
 from tracker.reports.daily import publish_report
-from tracker.scheduler import runs
-from tracker.scheduler.sources import Cursors, configured_sources, pull_all
+from tracker.scheduler.sources import configured_sources, pull_all
 from tracker.servers.locks import HeldLock
 from tracker.servers.runtime import Runtime
+from tracker.stores import job_runs as runs
+from tracker.stores.crawl_runs import CrawlRunStore
 from tracker.stores.reports import ReportStore
+from tracker.stores.sources import SourceCursorStore
 
 log = logging.getLogger(__name__)
 
 CATCH_UP_DAYS = 7
-DISTRIBUTED = "TRACKER_DISTRIBUTED"  # the environment's default for every crawl
 SITE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 SITE_KEYS = {"name", "spider", "cron", "arguments", "settings", "timeout_s"}
 
@@ -130,7 +135,7 @@ def _site_file_schedule(raw: Mapping[str, Any], where: str) -> str | None:
 @dataclass(frozen=True)
 class JobSpec:
     name: str
-    kind: str  # "pull" | "rematch" | "crawl" | "report"
+    kind: str  # "pull" | "rematch" | "crawl" | "report" | "takedown"
     schedule: str  # as configured, for people
     trigger: CronTrigger | None  # None: run by other jobs (and by hand), never on a clock
     description: str
@@ -183,6 +188,13 @@ def job_plan(settings: Settings) -> list[JobSpec]:
             trigger=_daily(settings.report_time, tz),
             description="daily infringement report",
         ),
+        JobSpec(
+            name="takedown",
+            kind="takedown",
+            schedule=settings.takedown_cron,
+            trigger=_cron(settings.takedown_cron, tz, "takedown_cron"),
+            description="check noticed pages were taken down; send what is pending",
+        ),
     ]
     seen: set[str] = set()
     for position, raw in enumerate(settings.sites):
@@ -233,7 +245,7 @@ class JobContext:
         self.clock = clock or (lambda: datetime.now(UTC))
         self.stop = stop or threading.Event()
         self.leader = leader
-        self.runs = runs.JobRuns(self.runtime.db)
+        self.runs = runs.JobRunStore(self.runtime.db)
 
     def spec(self, name: str) -> JobSpec:
         try:
@@ -300,18 +312,18 @@ class JobContext:
 def pull_job(context: JobContext, spec: JobSpec, now: datetime) -> dict[str, Any]:
     settings, runtime = context.settings, context.runtime
     library = MasterLibrary.from_runtime(runtime)
-    drop, collection, client = configured_sources(settings, runtime.db)
+    drop, collection = configured_sources(settings, runtime.db)
     try:
         summary = pull_all(
             library,
-            Cursors(runtime.db),
+            SourceCursorStore(runtime.db),
             (drop, collection),
             max(1, settings.pull_batch_size),
             context.stop,
         )
     finally:
-        if client is not None:
-            client.close()
+        if collection is not None:
+            collection.documents.close()
     result = summary.to_dict()
     if summary.added or summary.replaced:
         result["rematch"] = _then_rematch(context, spec.name)
@@ -337,7 +349,7 @@ def _then_rematch(context: JobContext, after: str) -> dict[str, Any]:
 def crawl_job(context: JobContext, spec: JobSpec, now: datetime) -> dict[str, Any]:
     site = spec.site
     assert site is not None
-    settings, db = context.settings, context.runtime.db
+    settings = context.settings
     started = context.clock()
     stamp = started.astimezone(UTC).strftime("%Y%m%dT%H%M%S")
     log_file = Path(settings.data_dir) / "logs" / f"crawl-{site.name}-{stamp}.log"
@@ -347,7 +359,7 @@ def crawl_job(context: JobContext, spec: JobSpec, now: datetime) -> dict[str, An
     run_id = f"{site.name}-{stamp}-{uuid.uuid4().hex[:8]}"
     scrapy_settings = dict(site.settings)
     board, posted = None, None
-    if parse_bool(scrapy_settings.get("TRACKER_DISTRIBUTED", os.environ.get(DISTRIBUTED, ""))):
+    if parse_bool(scrapy_settings.get("TRACKER_DISTRIBUTED", settings.distributed)):
         scrapy_settings.setdefault("TRACKER_CRAWL_ID", f"{site.name}-{stamp}")
         board = board_for(settings)
         posted = board.post(
@@ -373,7 +385,8 @@ def crawl_job(context: JobContext, spec: JobSpec, now: datetime) -> dict[str, An
             board.remove(posted)
             board.close()
     result: dict[str, Any] = {"exit_code": code, "log_file": str(log_file)}
-    own = db["crawl_runs"].find_one({"_id": run_id})
+    crawl_runs = CrawlRunStore(context.runtime.db)
+    own = crawl_runs.get(run_id)
     runs = [own] if own else []
     if own:
         result["crawl_run"] = run_id
@@ -383,7 +396,7 @@ def crawl_job(context: JobContext, spec: JobSpec, now: datetime) -> dict[str, An
         crawl_id = result["crawl_id"] = scrapy_settings["TRACKER_CRAWL_ID"]
         # The workers' runs recorded by now (a worker finishes its last requests after the
         # queue ran dry, so a late one may be missing; its degraded pages wait for a rematch).
-        workers = [r for r in db["crawl_runs"].find({"crawl_id": crawl_id}) if r["_id"] != run_id]
+        workers = [r for r in crawl_runs.of_crawl(crawl_id) if r["_id"] != run_id]
         result["worker_runs"] = [
             {"crawl_run": r["_id"], "worker": r.get("worker"), "pages": r.get("pages", {})}
             for r in workers
@@ -425,11 +438,49 @@ def report_job(context: JobContext, spec: JobSpec, now: datetime) -> dict[str, A
     return {"reports": written}
 
 
+def takedown_job(context: JobContext, spec: JobSpec, now: datetime) -> dict[str, Any]:
+    """The takedown check, then the retries of what is pending; each part is run whatever
+    the others did, and the run fails when one of them did."""
+    from tracker.enforcement.alerts import AlertSender
+    from tracker.enforcement.bundle import stamp_captures
+    from tracker.enforcement.notices import retry_pending
+    from tracker.enforcement.takedown import check_takedowns
+    from tracker.stores.alerts import AlertOutbox
+    from tracker.stores.evidence import CaptureStore
+
+    settings, runtime = context.settings, context.runtime
+    result: dict[str, Any] = {}
+    failures = []
+    try:
+        summary = check_takedowns(runtime, settings, stop=context.stop)
+        result["check"] = summary.to_dict()
+    except Exception as exc:
+        log.exception("takedown check failed")
+        failures.append(f"takedown check: {exc}")
+    outcome = retry_pending(runtime.db, settings)
+    result["notices"] = {"sent": len(outcome.sent), "pending": len(outcome.pending)}
+    failures += [f"notice: {error}" for error in dict.fromkeys(outcome.errors)]
+    if settings.tsa_url:
+        stamps = stamp_captures(CaptureStore(runtime.db), settings)
+        result["stamps"] = {"stamped": stamps.stamped, "pending": stamps.pending}
+        if stamps.pending:
+            failures.append(f"{stamps.pending} time-stamp(s) still pending")
+    if settings.alert_webhook:
+        sender = AlertSender(lambda: AlertOutbox(runtime.db), settings.alert_webhook)
+        result["alerts"] = sender.flush()
+        if result["alerts"]["failed"]:
+            failures.append("the alert webhook did not take the alerts")
+    if failures:
+        raise JobFailed("; ".join(failures), result)
+    return result
+
+
 JOBS: dict[str, Callable[[JobContext, JobSpec, datetime], dict[str, Any]]] = {
     "pull": pull_job,
     "rematch": rematch_job,
     "crawl": crawl_job,
     "report": report_job,
+    "takedown": takedown_job,
 }
 
 

@@ -4,7 +4,7 @@ scheduler process holds the scheduler lock in Redis.
 * The jobs are made from the configuration at every start; only each job's next run time (and
   its schedule, to tell a changed one) is kept in MongoDB (collection ``scheduler_jobs``), as
   plain values, so the next run times survive restarts (:class:`RunTimeJobStore`); the ledger
-  (:mod:`~tracker.scheduler.runs`) keeps their past runs. APScheduler's own MongoDB job store
+  (:mod:`~tracker.stores.job_runs`) keeps their past runs. APScheduler's own MongoDB job store
   pickles whole jobs and unpickles what it reads back: a document forged in the database would
   run code in the scheduler.
 * Misfires: runs missed while no scheduler was up are coalesced into one, and a run more than
@@ -38,31 +38,30 @@ from apscheduler.jobstores.memory import MemoryJobStore
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.schedulers.base import BaseScheduler
 from apscheduler.util import datetime_to_utc_timestamp, utc_timestamp_to_datetime
-from pymongo.collection import Collection
 from pymongo.errors import PyMongoError
 from redis.exceptions import RedisError
 
 from tracker.config import Settings
-from tracker.scheduler import jobs, runs
+from tracker.scheduler import jobs
 from tracker.servers.locks import HeldLock
 from tracker.servers.runtime import Runtime
+from tracker.stores import job_runs as runs
+from tracker.stores.job_times import JobTime, JobTimeStore
 
 log = logging.getLogger(__name__)
-
-JOBS_COLLECTION = "scheduler_jobs"
 
 
 class RunTimeJobStore(MemoryJobStore):
     """Jobs in memory; their next run time and schedule (``repr`` of the trigger) written
-    through to a MongoDB collection, ``{_id: job id, next_run_time: UTC timestamp or null,
-    trigger}``, read back with :meth:`stored` when the jobs are made again at start."""
+    through to MongoDB (:class:`~tracker.stores.job_times.JobTimeStore`), read back with
+    :meth:`stored` when the jobs are made again at start."""
 
-    def __init__(self, collection: Collection) -> None:
+    def __init__(self, times: JobTimeStore) -> None:
         super().__init__()
-        self.collection = collection
+        self.times = times
 
-    def stored(self) -> dict[str, dict[str, Any]]:
-        return {doc["_id"]: doc for doc in self.collection.find({}, {"job_state": 0})}
+    def stored(self) -> dict[str, JobTime]:
+        return self.times.all()
 
     def add_job(self, job: Job) -> None:
         super().add_job(job)
@@ -74,24 +73,19 @@ class RunTimeJobStore(MemoryJobStore):
 
     def remove_job(self, job_id: str) -> None:
         super().remove_job(job_id)
-        self.collection.delete_one({"_id": job_id})
+        self.times.remove(job_id)
 
     def remove_all_jobs(self) -> None:
         super().remove_all_jobs()
-        self.collection.delete_many({})
+        self.times.clear()
 
     def shutdown(self) -> None:
         """Forget the jobs in memory only: the run times stay for the next start."""
         MemoryJobStore.remove_all_jobs(self)
 
     def _save(self, job: Job) -> None:
-        self.collection.replace_one(
-            {"_id": job.id},
-            {
-                "next_run_time": datetime_to_utc_timestamp(job.next_run_time),
-                "trigger": repr(job.trigger),
-            },
-            upsert=True,
+        self.times.save(
+            job.id, JobTime(datetime_to_utc_timestamp(job.next_run_time), repr(job.trigger))
         )
 
 
@@ -236,7 +230,7 @@ class SchedulerService:
     # ------------------------------------------------------------------------------ jobs
 
     def _build_scheduler(self) -> BaseScheduler:
-        self.store = RunTimeJobStore(self.runtime.db[JOBS_COLLECTION])
+        self.store = RunTimeJobStore(JobTimeStore(self.runtime.db))
         scheduler = self.scheduler_class(
             jobstores={"default": self.store},
             executors={
@@ -265,7 +259,7 @@ class SchedulerService:
         stored = self.store.stored()
         for name in sorted(set(stored) - set(plan)):
             log.info("removing job %s: no longer configured", name)
-            self.store.collection.delete_one({"_id": name})
+            self.store.times.remove(name)
         for name, spec in plan.items():
             arguments: dict[str, Any] = {
                 "func": jobs.run_scheduled,
@@ -274,8 +268,8 @@ class SchedulerService:
                 "name": spec.description,
             }
             known = stored.get(name)
-            if known is not None and known.get("trigger", repr(spec.trigger)) == repr(spec.trigger):
-                run_time = known.get("next_run_time")
+            if known is not None and known.trigger in (None, repr(spec.trigger)):
+                run_time = known.next_run_time
                 arguments["next_run_time"] = (
                     utc_timestamp_to_datetime(run_time) if run_time is not None else None
                 )
@@ -339,15 +333,15 @@ def list_jobs(settings: Settings, runtime: Runtime) -> list[dict[str, Any]]:
     """Each configured job with its schedule, next run (from the stored run times when
     scheduled) and last run (from the ledger), read without taking the scheduler lock."""
     context = jobs.JobContext(settings, runtime)
-    stored = RunTimeJobStore(runtime.db[JOBS_COLLECTION]).stored()
+    stored = JobTimeStore(runtime.db).all()
     now = datetime.now(UTC)
     rows = []
     for name, spec in context.plan.items():
         known = stored.get(name)
         if spec.trigger is None:
             next_run, scheduled = None, False
-        elif known is not None and known.get("next_run_time") is not None:
-            next_run, scheduled = utc_timestamp_to_datetime(known["next_run_time"]), True
+        elif known is not None and known.next_run_time is not None:
+            next_run, scheduled = utc_timestamp_to_datetime(known.next_run_time), True
         else:
             next_run, scheduled = spec.trigger.get_next_fire_time(None, now), False
         rows.append(

@@ -24,16 +24,13 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pymongo import ASCENDING, MongoClient
-from pymongo.collection import Collection
 from pymongo.database import Database
-from pymongo.errors import OperationFailure, PyMongoError
+from pymongo.errors import PyMongoError
 from redis.exceptions import RedisError
 
 from tracker.batching import batches
@@ -41,11 +38,10 @@ from tracker.config import Settings
 from tracker.matching.library import MasterLibrary
 from tracker.model import MasterDocument
 from tracker.reading.readers import SUPPORTED, InputError, read_documents
+from tracker.stores.sources import SourceCollection, SourceCursorStore
 from tracker.text.encoding import DecodeError
 
 log = logging.getLogger(__name__)
-
-CURSORS = "master_sources"
 
 
 @dataclass
@@ -56,6 +52,7 @@ class PullSummary:
     documents: int = 0
     added: int = 0
     replaced: int = 0
+    unchanged: int = 0  # read again, stored already as they are: left as they were
     skipped: int = 0  # malformed files and source documents, and empty texts
     errors: list[str] = field(default_factory=list)
     interrupted: bool = False
@@ -66,6 +63,7 @@ class PullSummary:
         self.documents += other.documents
         self.added += other.added
         self.replaced += other.replaced
+        self.unchanged += other.unchanged
         self.skipped += other.skipped
         self.errors += other.errors
         self.interrupted |= other.interrupted
@@ -77,6 +75,7 @@ class PullSummary:
             "documents": self.documents,
             "added": self.added,
             "replaced": self.replaced,
+            "unchanged": self.unchanged,
             "skipped": self.skipped,
             "errors": self.errors[:20],
             "interrupted": self.interrupted,
@@ -84,30 +83,12 @@ class PullSummary:
         }
 
 
-class Cursors:
-    """The ``master_sources`` collection: one cursor document per source (or dropped file)."""
-
-    def __init__(self, db: Database) -> None:
-        self.collection = db[CURSORS]
-
-    def get(self, source_id: str) -> dict[str, Any]:
-        return self.collection.find_one({"_id": source_id}) or {}
-
-    def many(self, source_ids: list[str]) -> dict[str, dict[str, Any]]:
-        if not source_ids:
-            return {}
-        return {doc["_id"]: doc for doc in self.collection.find({"_id": {"$in": source_ids}})}
-
-    def set(self, source_id: str, **values: Any) -> None:
-        values["updated_at"] = datetime.now(UTC)
-        self.collection.update_one({"_id": source_id}, {"$set": values}, upsert=True)
-
-
 def _ingest(library: MasterLibrary, batch: list[MasterDocument], summary: PullSummary) -> None:
     result = library.ingest(batch)
     summary.documents += len(batch)
     summary.added += result.added
     summary.replaced += result.replaced
+    summary.unchanged += result.unchanged
     summary.skipped += len(result.skipped_empty)
 
 
@@ -138,7 +119,7 @@ class DropFolder:
     def pull(
         self,
         library: MasterLibrary,
-        cursors: Cursors,
+        cursors: SourceCursorStore,
         batch_size: int,
         stop: threading.Event | None = None,
     ) -> PullSummary:
@@ -172,7 +153,7 @@ class DropFolder:
         source_id: str,
         cursor: dict[str, Any],
         library: MasterLibrary,
-        cursors: Cursors,
+        cursors: SourceCursorStore,
         batch_size: int,
         summary: PullSummary,
         stop: threading.Event | None,
@@ -232,64 +213,31 @@ class DropFolder:
 
 @dataclass(frozen=True)
 class CollectionSource:
-    """New documents of a MongoDB collection, in order of ``cursor_field`` then ``_id``."""
+    """New documents of a MongoDB collection (:class:`~tracker.stores.sources.SourceCollection`),
+    ingested in its cursor order."""
 
-    collection: Collection
-    cursor_field: str = "_id"
+    documents: SourceCollection
 
     @property
     def source_id(self) -> str:
-        return f"mongo:{self.collection.database.name}.{self.collection.name}"
+        return self.documents.source_id
+
+    @property
+    def cursor_field(self) -> str:
+        return self.documents.cursor_field
 
     def __str__(self) -> str:
         return self.source_id
 
-    def ensure_index(self) -> None:
-        """The ordered read needs an index on ``(cursor_field, _id)``; create it when allowed."""
-        if self.cursor_field == "_id":
-            return
-        try:
-            self.collection.create_index([(self.cursor_field, ASCENDING), ("_id", ASCENDING)])
-        except OperationFailure as exc:
-            log.warning(
-                "could not create the index (%s, _id) on %s (create it there): %s",
-                self.cursor_field,
-                self.source_id,
-                exc,
-            )
-
-    def new_documents(self, cursor: dict[str, Any]) -> Iterator[dict[str, Any]]:
-        """Source documents after the cursor. Ties on the cursor field are read with ``$gte``
-        and the ones already ingested dropped here, so no document is skipped."""
-        has_cursor = "last_id" in cursor
-        if self.cursor_field == "_id":
-            query = {"_id": {"$gt": cursor["last_id"]}} if has_cursor else {}
-            yield from self.collection.find(query, sort=[("_id", ASCENDING)], batch_size=500)
-            return
-        last_value = cursor.get("last_value")
-        query = {self.cursor_field: {"$gte": last_value}} if has_cursor else {}
-        found = self.collection.find(
-            query, sort=[(self.cursor_field, ASCENDING), ("_id", ASCENDING)], batch_size=500
-        )
-        for doc in found:
-            if has_cursor and doc.get(self.cursor_field) == last_value:
-                try:
-                    if doc["_id"] <= cursor["last_id"]:
-                        continue
-                except TypeError:  # _ids of mixed types: compare their string forms
-                    if str(doc["_id"]) <= str(cursor["last_id"]):
-                        continue
-            yield doc
-
     def pull(
         self,
         library: MasterLibrary,
-        cursors: Cursors,
+        cursors: SourceCursorStore,
         batch_size: int,
         stop: threading.Event | None = None,
     ) -> PullSummary:
         summary = PullSummary()
-        self.ensure_index()
+        self.documents.ensure_index()
         cursor = cursors.get(self.source_id)
         batch: list[MasterDocument] = []
         last: dict[str, Any] | None = None
@@ -306,7 +254,7 @@ class CollectionSource:
                     field=self.cursor_field,
                 )
 
-        for doc in self.new_documents(cursor):
+        for doc in self.documents.after(cursor):
             document = master_document(doc)
             if document is None:
                 log.error(
@@ -350,31 +298,25 @@ def drop_folder(settings: Settings) -> Path:
 
 def configured_sources(
     settings: Settings, default_db: Database
-) -> tuple[DropFolder, CollectionSource | None, MongoClient | None]:
-    """The drop folder and (when configured) the MongoDB source of ``settings``; the client is
-    returned so the caller can close it when it is not the tracker's own."""
+) -> tuple[DropFolder, CollectionSource | None]:
+    """The drop folder and (when configured) the MongoDB source of ``settings``; close the
+    source's documents (:meth:`~tracker.stores.sources.SourceCollection.close`) when done."""
     drop = DropFolder(drop_folder(settings))
     if not settings.master_source_collection:
-        return drop, None, None
-    client = (
-        MongoClient(settings.master_source_url, tz_aware=True, serverSelectionTimeoutMS=10_000)
-        if settings.master_source_url
-        else None
+        return drop, None
+    documents = SourceCollection.connect(
+        default_db,
+        settings.master_source_collection,
+        settings.master_source_db or settings.mongo_db,
+        url=settings.master_source_url,
+        cursor_field=settings.master_source_cursor or "_id",
     )
-    database = (
-        client[settings.master_source_db or settings.mongo_db]
-        if client is not None
-        else default_db.client[settings.master_source_db or settings.mongo_db]
-    )
-    source = CollectionSource(
-        database[settings.master_source_collection], settings.master_source_cursor or "_id"
-    )
-    return drop, source, client
+    return drop, CollectionSource(documents)
 
 
 def pull_all(
     library: MasterLibrary,
-    cursors: Cursors,
+    cursors: SourceCursorStore,
     sources: Iterable[DropFolder | CollectionSource | None],
     batch_size: int,
     stop: threading.Event | None = None,

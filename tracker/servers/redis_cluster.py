@@ -92,15 +92,6 @@ def on_state_slot(client: Any, key: str) -> str:
     return key + STATE_TAG if is_cluster(client) else key
 
 
-def check_prefix(prefix: str) -> None:
-    """A key prefix for a cluster: a hash tag in it would put every key in one slot."""
-    if "{" in prefix or "}" in prefix:
-        raise ValueError(
-            f"redis_prefix {prefix!r} holds a brace: on a Redis Cluster it would be a hash tag "
-            "putting every key on one node; choose a prefix without { }"
-        )
-
-
 def per_slot(
     client: RedisCluster, commands: Sequence[tuple[int, Sequence[Any]]], idempotent: bool = True
 ) -> list[Any]:

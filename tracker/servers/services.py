@@ -27,7 +27,6 @@ import contextlib
 import fcntl
 import json
 import os
-import re
 import secrets
 import shutil
 import signal
@@ -35,11 +34,11 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from tracker.config import Settings
+from tracker.config import Settings, mask_password
 
 START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 20.0
@@ -60,11 +59,6 @@ class ServiceState:
 
     def alive(self) -> bool:
         return _pid_alive(self.pid) and _port_open(self.port)
-
-
-def mask_password(url: str) -> str:
-    """``url`` with the password of its user-info part replaced by ``***``, for messages."""
-    return re.sub(r"(?<=://)([^:/@]*):[^@/]*@", r"\1:***@", url)
 
 
 def services_dir(settings: Settings) -> Path:
@@ -189,6 +183,21 @@ def ensure_service(settings: Settings, name: str) -> str:
             state = _start(settings, name, password, state.port if state else None)
         _wait_ready(state, time.monotonic() + START_TIMEOUT_S, password)
         return _url(name, state.port, password)
+
+
+def replace_data(settings: Settings, name: str, swap: Callable[[Path], None]) -> None:
+    """Stop the embedded server ``name`` (if running), call ``swap`` with its directory while
+    no other command can start it, then start it again (on its port when free). MongoDB's user
+    is made again: the data put in place carries the users of wherever it came from."""
+    with _locked(settings):
+        state = read_state(settings, name)
+        if state and state.alive():
+            _terminate(state.pid)
+        home = _private_dir(services_dir(settings) / name)
+        swap(home)
+        (home / "auth").unlink(missing_ok=True)
+        state = _start(settings, name, secret(settings), state.port if state else None)
+        _wait_ready(state, time.monotonic() + START_TIMEOUT_S, secret(settings))
 
 
 def _wait_ready(state: ServiceState, deadline: float, password: str | None = None) -> None:

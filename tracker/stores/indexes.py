@@ -14,7 +14,8 @@ shards only for indexes prefixed by the shard key; the counter hands out each ``
 The hot query each index serves is named beside it; the README's "MongoDB at scale" lists
 them with the shard keys, and ``tests/test_scheduler.py::test_hot_queries_use_indexes``
 explains them. Collections not listed (``counters``, ``clusters``, ``reports``,
-``rematch_mark``, ``master_sources``, ``scheduler_jobs``) are read by ``_id`` or whole.
+``rematch_mark``, ``master_sources``, ``scheduler_jobs``, ``users``, ``render_sites``) are read
+by ``_id`` or whole.
 """
 
 from __future__ import annotations
@@ -70,10 +71,31 @@ INDEXES: Mapping[str, tuple[IndexModel, ...]] = {
         _index(("job", ASCENDING), ("started_at", DESCENDING)),  # a job's last runs
         _index(("status", ASCENDING)),  # runs cut short by a crash (running)
     ),
+    "captures": (
+        _index(("url", ASCENDING), ("at", DESCENDING)),  # export: a page's newest capture
+        _index(("stamp.state", ASCENDING)),  # evidence stamp --pending: stamps to retry
+    ),
+    "notices": (
+        _index(("site", ASCENDING), ("created_at", DESCENDING)),  # a site's notices
+        _index(("state", ASCENDING)),  # notices send: notices pending (SMTP was away)
+    ),
+    "takedowns": (
+        _index(("site", ASCENDING)),  # a site's noticed URLs (notices, delisting)
+        _index(("first_noticed", ASCENDING)),  # the report: URLs noticed by a day
+    ),
+    "alerts": (
+        _index(("state", ASCENDING), ("next_at", ASCENDING)),  # the outbox: alerts due
+    ),
     "crawl_runs": (
         _index(("finished_at", DESCENDING)),  # the latest crawls
         _index(("sites", ASCENDING), ("finished_at", DESCENDING)),  # console: a site's crawls
         _index(("crawl_id", ASCENDING)),  # crawl job: the workers' runs of its shared crawl
+    ),
+    "unread_pages": (
+        _index(("site", ASCENDING)),  # crawl start: the site's pages still unread, asked again
+    ),
+    "unread_days": (
+        _index(("day", ASCENDING), ("site", ASCENDING)),  # report: the day's unread pages
     ),
 }
 

@@ -25,12 +25,14 @@ an oplog is: ~20 bytes a master.
 from __future__ import annotations
 
 import hashlib
+from collections import Counter, defaultdict
 from collections.abc import Collection as Container
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
-from pymongo import ReturnDocument
+from pymongo import ASCENDING, ReturnDocument
 from pymongo.database import Database
 
 from tracker.batching import ID_BATCH, batches
@@ -39,6 +41,7 @@ from tracker.fingerprints.document import DocumentFingerprint, fingerprint_many
 from tracker.model import MasterDocument
 from tracker.stores.counters import allocate, increment
 from tracker.stores.writes import Upsert, write
+from tracker.text.chapters import document_kind
 
 
 @dataclass(frozen=True)
@@ -68,6 +71,18 @@ def digest(doc: MasterDocument) -> str:
     digest as it is (its source, a file name and line, may move)."""
     data = "\x00".join((doc.work, doc.title, doc.text)).encode("utf-8", "surrogatepass")
     return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+@dataclass(frozen=True)
+class MasterEntry:
+    """A stored master as the library's listing shows it (no text, no fingerprints)."""
+
+    doc_id: str
+    work: str
+    title: str
+    length: int  # characters after normalisation
+    added_at: datetime | None
+    updated_at: datetime | None
 
 
 class MasterStore:
@@ -118,6 +133,7 @@ class MasterStore:
                 "title": doc.title,
                 "text": doc.text,
                 "source": doc.source,
+                "kind": document_kind(doc.text),
                 "updated_at": now,
                 "changed_in": version,
                 "digest": digest(doc),
@@ -181,7 +197,28 @@ class MasterStore:
     def clear_journal(self) -> None:
         self.journal.delete_many({})
 
-    def delete_many(self, doc_ids: list[str]) -> None:
+    def works(self, works: Iterable[str]) -> dict[str, tuple[int, str]]:
+        """Per work of ``works`` in the library: how many masters it has, and what they are
+        (``chapter`` or ``article``: the kind most of them were stored with; for a work stored
+        before kinds were, the kind of one of its masters' text). Through the ``work`` index."""
+        sizes: Counter[str] = Counter()
+        kinds: dict[str, Counter[str]] = defaultdict(Counter)
+        for chunk in batches(sorted(set(works)), ID_BATCH):
+            for doc in self.masters.find({"work": {"$in": chunk}}, {"work": 1, "kind": 1}):
+                sizes[doc["work"]] += 1
+                kinds[doc["work"]][doc.get("kind") or ""] += 1
+        found = {}
+        for work, size in sizes.items():
+            stored = [kind for kind, _ in kinds[work].most_common() if kind]
+            if stored:
+                found[work] = (size, stored[0])
+                continue
+            doc = self.masters.find_one({"work": work}, {"text": 1}) or {}
+            found[work] = (size, document_kind(str(doc.get("text") or "")))
+        return found
+
+    def delete(self, doc_ids: list[str]) -> None:
+        """Remove these masters (journaled first with :meth:`begin`)."""
         self.masters.delete_many({"_id": {"$in": doc_ids}})
 
     def save_fingerprints(self, rows: Iterable[tuple[str, DocumentFingerprint]]) -> None:
@@ -193,6 +230,31 @@ class MasterStore:
         indexed query."""
         cursor = self.masters.find({"n": {"$in": [int(n) for n in ns]}}, _WITHOUT_PRINTS)
         return {int(d["n"]): d for d in cursor}
+
+    def texts(self, doc_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """``doc_id → {"_id", "text", "title", "work"}`` of the masters among ``doc_ids`` still
+        in the library (ids read in lists of ``ID_BATCH``)."""
+        found: dict[str, dict[str, Any]] = {}
+        for chunk in batches(sorted(set(doc_ids)), ID_BATCH):
+            for doc in self.masters.find({"_id": {"$in": chunk}}, _TEXT_AND_TITLE):
+                found[str(doc["_id"])] = doc
+        return found
+
+    def listing(self, work: str | None = None) -> Iterator[MasterEntry]:
+        """Every master, or those of ``work`` in the order ingested (its ``work`` index)."""
+        if work is None:
+            found = self.masters.find(_LISTED, _ENTRY)
+        else:
+            found = self.masters.find({**_LISTED, "work": work}, _ENTRY).sort("n", ASCENDING)
+        for doc in found:
+            yield MasterEntry(
+                str(doc["_id"]),
+                str(doc.get("work", "")),
+                str(doc.get("title", "")),
+                int(doc.get("length", 0) or 0),
+                doc.get("added_at"),
+                doc.get("updated_at"),
+            )
 
     def changed_since(self, version: int) -> Iterator[dict]:
         """``_id``, ``n``, ``work``, ``title``, ``text``, ``changed_in`` of the masters added or
@@ -271,9 +333,11 @@ class MasterStore:
 LIBRARY_VERSION = "library_version"
 CHANGES_FROM = "library_changes_from"  # the first library version in library_changes
 _CHANGED_FIELDS = {"text": 1, "n": 1, "work": 1, "title": 1, "changed_in": 1}
-_PRINT_FIELDS = ("simhash", "dna", "anchors", "tokens")  # tokens: stored by version 1
 _WITHOUT_PRINTS = dict.fromkeys(("dna", "anchors", "tokens"), 0)
 _WITHOUT_TEXT = {"text": 0, "tokens": 0}
+_TEXT_AND_TITLE = {"text": 1, "title": 1, "work": 1}
+_ENTRY = {"work": 1, "title": 1, "length": 1, "added_at": 1, "updated_at": 1}
+_LISTED = {"deleted": {"$ne": True}}
 # Every journaled change (versions start at 1), read through the index on its version: an
 # empty filter, or a range on _id, is a collection scan on SecantusDB.
 _ANY_CHANGE = {"version": {"$gt": 0}}

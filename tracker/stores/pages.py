@@ -21,15 +21,16 @@ next crawl.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any
 
-from pymongo import UpdateOne
+from pymongo import UpdateMany, UpdateOne
 from pymongo.database import Database
 
 from tracker.batching import ID_BATCH, batches
+from tracker.fingerprints.document import to_unsigned
 from tracker.model import content_hash, site_of
 from tracker.stores.counters import allocate, increment
 from tracker.stores.writes import Upsert, write
@@ -52,6 +53,16 @@ class PageRecord:
     library_version: int = 0
     n: int | None = None
     content_hash: str | None = None  # of ``text``, when known already
+
+
+@dataclass(frozen=True)
+class PagePrint:
+    """A stored page's SimHash (unsigned; None when it has none), site and first sighting."""
+
+    url: str
+    simhash: int | None
+    site: str
+    first_seen: datetime | None
 
 
 class PageStore:
@@ -80,9 +91,6 @@ class PageStore:
                 (doc["_id"], doc) for doc in self.pages.find({"_id": {"$in": chunk}}, _STATE)
             )
         return found
-
-    def known_hash(self, url: str) -> str | None:
-        return self.known_hashes([url]).get(url)
 
     def known_hashes(self, urls: Iterable[str]) -> dict[str, str]:
         """The content hash of the stored pages among ``urls``, by URL."""
@@ -176,26 +184,53 @@ class PageStore:
             ops.append(UpdateOne({"_id": url}, {"$set": fields}))
         return self.pages.bulk_write(ops, ordered=False).matched_count if ops else 0
 
-    def by_ns(self, ns: Iterable[int], fields: dict[str, int] | None = None) -> list[dict]:
+    # Pages to match again (tracker rematch): each with its text, number and match state
+    # (``_id``, ``text``, ``n``, ``matched_version``, ``stored_at``, ``match_state``,
+    # ``matched_doc_ids``).
+
+    def by_ns(self, ns: Iterable[int]) -> list[dict]:
         """The stored pages whose current page number is one of ``ns``."""
         found = []
         for chunk in batches(sorted({int(n) for n in ns}), ID_BATCH):
-            found += self.pages.find({"n": {"$in": chunk}}, fields)
+            found += self.pages.find({"n": {"$in": chunk}}, _TO_MATCH)
         return found
 
-    def failed(self, fields: dict[str, int] | None = None) -> list[dict]:
+    def by_urls(self, urls: Iterable[str]) -> list[dict]:
+        """The stored pages among ``urls``, in URL order."""
+        found = []
+        for chunk in batches(sorted(set(urls)), ID_BATCH):
+            found += self.pages.find({"_id": {"$in": chunk}}, _TO_MATCH)
+        return sorted(found, key=lambda page: page["_id"])
+
+    def failed(self) -> list[dict]:
         """Pages whose matching failed."""
-        query = {"match_state": FAILED}
-        return list(self.pages.find(query, fields))
+        return list(self.pages.find({"match_state": FAILED}, _TO_MATCH))
 
-    def stored_since(self, moment: datetime, fields: dict[str, int] | None = None) -> list[dict]:
+    def stored_since(self, moment: datetime) -> list[dict]:
         """Pages stored (or matched again) at or after ``moment``."""
-        return list(self.pages.find({"stored_at": {"$gte": moment}}, fields))
+        return list(self.pages.find({"stored_at": {"$gte": moment}}, _TO_MATCH))
 
-    def with_n_above(self, n: int, fields: dict[str, int] | None = None) -> list[dict]:
+    def matched_versions(self, stored_since: datetime | None = None) -> Iterator[int]:
+        """The library version each page (stored at or after ``stored_since``) was matched
+        against, read as it is used; pages whose matching failed are left out."""
+        query = {} if stored_since is None else {"stored_at": {"$gte": stored_since}}
+        for page in self.pages.find(query, {"matched_version": 1, "match_state": 1}):
+            if page.get("match_state") != FAILED:
+                yield int(page.get("matched_version") or 0)
+
+    # Pages to file in the page index: ``_id``, ``text`` and ``n``.
+
+    def with_n_above(self, n: int) -> list[dict]:
         """Pages whose page number is above ``n`` (filed after it)."""
-        query = {"n": {"$gt": n}}
-        return list(self.pages.find(query, fields))
+        return list(self.pages.find({"n": {"$gt": n}}, _TO_FILE))
+
+    def iter_texts(self) -> Iterator[dict]:
+        """Every stored page, read as it is used."""
+        return iter(self.pages.find({}, _TO_FILE))
+
+    def number(self, url: str, n: int) -> None:
+        """Give stored page ``url`` page number ``n`` (a page filed for the first time)."""
+        self.pages.update_one({"_id": url}, {"$set": {"n": n}})
 
     def max_n(self) -> int:
         """The highest page number handed out (a sort on ``n`` would read the whole index on
@@ -203,10 +238,75 @@ class PageStore:
         doc = self.counters.find_one({"_id": "page_n"})
         return int(doc["seq"]) if doc else 0
 
+    def prints(self, urls: Iterable[str]) -> list[PagePrint]:
+        """:class:`PagePrint` of the stored pages among ``urls`` (ids read in lists of
+        ``ID_BATCH``)."""
+        found = []
+        for chunk in batches(sorted(set(urls)), ID_BATCH):
+            for doc in self.pages.find({"_id": {"$in": chunk}}, _PRINT):
+                simhash = doc.get("simhash")
+                found.append(
+                    PagePrint(
+                        doc["_id"],
+                        None if simhash is None else to_unsigned(int(simhash)),
+                        doc.get("site") or site_of(doc["_id"]),
+                        doc.get("first_seen"),
+                    )
+                )
+        return found
+
+    def titles(self, urls: Iterable[str]) -> dict[str, str]:
+        """The titles of the stored pages among ``urls``, by URL (pages never stored are left
+        out)."""
+        titles = {}
+        for chunk in batches(sorted(set(urls)), ID_BATCH):
+            for doc in self.pages.find({"_id": {"$in": chunk}}, {"title": 1}):
+                titles[doc["_id"]] = str(doc.get("title") or "")
+        return titles
+
+    def matched_doc_ids(self) -> dict[str, list[str]]:
+        """Every stored page's URL with the masters it carries (a scan: for small stores, such
+        as the demo's)."""
+        found = self.pages.find({}, {"matched_doc_ids": 1})
+        return {doc["_id"]: list(doc.get("matched_doc_ids") or []) for doc in found}
+
+    def details(self, url: str) -> dict[str, Any] | None:
+        """The stored page as the console shows it, without its text and fingerprints:
+        ``_id`` (the URL), ``title``, ``site``, ``status``, ``extractor``, ``first_seen``,
+        ``last_seen``, ``changed_at``, ``match_state``, ``matched_doc_ids``; None when it is not
+        stored."""
+        return self.pages.find_one({"_id": url}, _DETAILS)
+
     def count(self) -> int:
         return self.pages.estimated_document_count()
 
+    def matched_on(self, site: str) -> list[str]:
+        """The URLs of ``site``'s pages that carried a match at their latest check (index
+        ``site, last_seen``)."""
+        # The site alone in the filter: SecantusDB plans a filter of two fields as a scan.
+        found = self.pages.find({"site": site}, {"matched_doc_ids": 1})
+        return [doc["_id"] for doc in found if doc.get("matched_doc_ids")]
 
+
+_DETAILS = dict.fromkeys(
+    (
+        "title",
+        "site",
+        "status",
+        "extractor",
+        "first_seen",
+        "last_seen",
+        "changed_at",
+        "match_state",
+        "matched_doc_ids",
+    ),
+    1,
+)
+_PRINT = {"simhash": 1, "site": 1, "first_seen": 1}
+_TO_FILE = {"text": 1, "n": 1, "stored_at": 1}  # filed in the generation of its time
+_TO_MATCH = dict.fromkeys(
+    ("text", "n", "matched_version", "stored_at", "match_state", "matched_doc_ids"), 1
+)
 _STATE = {
     "content_hash": 1,
     "match_state": 1,
@@ -217,10 +317,15 @@ _STATE = {
 }
 
 
+def _utc(moment: datetime) -> datetime:
+    """``moment`` in UTC (a naive one, as MongoDB returns without ``tz_aware``, taken as
+    UTC)."""
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
 def day_of(moment: datetime) -> str:
     """The UTC day of ``moment``, ``YYYY-MM-DD``."""
-    utc = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
-    return utc.date().isoformat()
+    return _utc(moment).date().isoformat()
 
 
 class MatchStore:
@@ -237,10 +342,15 @@ class MatchStore:
         return self.record_many({url: matches}, now)
 
     def record_many(
-        self, found: dict[str, list[dict[str, Any]]], now: datetime | None = None
+        self,
+        found: dict[str, list[dict[str, Any]]],
+        now: datetime | None = None,
+        on_new: Callable[[list[tuple[str, dict[str, Any]]]], None] | None = None,
     ) -> tuple[int, int]:
         """:meth:`record` for several pages: one read of their stored matches, then bulk writes
-        of the matches found, of those closed and of the days' records; returns the totals."""
+        of the matches found, of those closed and of the days' records; returns the totals.
+        ``on_new`` is given the ``(url, match)`` pairs never stored before, ahead of the
+        writes (the alert outbox is written first: a crash in between finds them new again)."""
         now = now or datetime.now(UTC)
         carried = {url: [str(m["doc_id"]) for m in matches] for url, matches in found.items()}
         stored = self._stored_matches(found)
@@ -273,6 +383,15 @@ class MatchStore:
                 if doc.get("active") is not False and str(doc["doc_id"]) not in carried[url]
             ]
         existing = {doc["_id"] for docs in stored.values() for doc in docs}
+        if on_new is not None:
+            fresh = [
+                (url, match)
+                for url, matches in found.items()
+                for match in matches
+                if f"{url}\x00{match['doc_id']}" not in existing
+            ]
+            if fresh:
+                on_new(fresh)
         new = write(self.matches, upserts, {upsert._id for upsert in upserts} - existing)
         closed = self.matches.bulk_write(closes, ordered=False).modified_count if closes else 0
         # The day's record of every page that carries a match now, and (when matches were
@@ -319,6 +438,26 @@ class MatchStore:
         )
         return result.modified_count
 
+    def set_capture(self, captures: dict[str, tuple[str, str]]) -> None:
+        """Name each page's evidence (``url → (capture id, payload SHA-256)``) on its open
+        matches (index ``url``)."""
+        ops = [
+            UpdateMany(
+                {"url": url, "active": {"$ne": False}},
+                {"$set": {"capture_id": capture_id, "payload_sha256": digest}},
+            )
+            for url, (capture_id, digest) in captures.items()
+        ]
+        if ops:
+            self.matches.bulk_write(ops, ordered=False)
+
+    def open_of(self, urls: Iterable[str]) -> list[dict]:
+        """The open matches of these pages (index ``url``)."""
+        found = []
+        for chunk in batches(sorted(set(urls)), ID_BATCH):
+            found += self.matches.find({"url": {"$in": chunk}, "active": {"$ne": False}})
+        return found
+
     def open_urls(self, doc_ids: Iterable[str]) -> set[str]:
         """Pages with an open match of one of these masters."""
         urls: set[str] = set()
@@ -348,6 +487,23 @@ class MatchStore:
         """The day's record of every page that carried a match on ``day``: ``url``, ``site``,
         ``doc_ids`` (found by its latest check that day; empty if it lost them all), ``at``."""
         return list(self.page_days.find({"day": day.isoformat()}))
+
+    def urls_seen_since(
+        self, since: datetime, first_seen_before: datetime | None = None
+    ) -> set[str]:
+        """The pages with a match seen since ``since`` (its ``last_seen`` index), and first
+        seen before ``first_seen_before`` when given."""
+        found = self.matches.find({"last_seen": {"$gte": since}}, {"url": 1, "first_seen": 1})
+        return {
+            doc["url"]
+            for doc in found
+            if first_seen_before is None or _utc(doc["first_seen"]) < first_seen_before
+        }
+
+    def of_page(self, url: str) -> list[dict[str, Any]]:
+        """Every match stored for page ``url``, open or closed, without ``_id`` (its ``url``
+        index)."""
+        return list(self.matches.find({"url": url}, {"_id": 0}))
 
     def by_ids(self, keys: Iterable[tuple[str, str]]) -> list[dict]:
         """The match documents of these (url, doc id) pairs."""

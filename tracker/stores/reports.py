@@ -61,6 +61,15 @@ class ReportStore:
         previous = self.previous(before)
         return date.fromisoformat(previous["_id"]) if previous else None
 
+    def count(self) -> int:
+        return self.reports.estimated_document_count()
+
+    def latest(self, skip: int = 0, limit: int = 50) -> list[dict[str, Any]]:
+        """The stored reports' ``_id`` (the day), ``summary`` and ``generated_at``, newest day
+        first (one document a day: a small scan)."""
+        cursor = self.reports.find({}, {"summary": 1, "generated_at": 1}).sort("_id", DESCENDING)
+        return list(cursor.skip(skip).limit(limit))
+
     def days(self, days: Iterable[date]) -> dict[str, dict[str, Any]]:
         """The stored reports of ``days``, by ``YYYY-MM-DD``."""
         wanted = sorted({day.isoformat() for day in days})

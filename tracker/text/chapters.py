@@ -26,6 +26,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from tracker.model import ARTICLE, CHAPTER
+
 _NUMERAL = r"[0-9０-９零〇一二两三四五六七八九十百千万壹贰叁肆伍陆柒捌玖拾佰仟]+"
 #: A chapter number anywhere in a line or a page title: 第一回, 第 12 章, 第三節…
 CHAPTER_NUMBER = re.compile(rf"第\s*{_NUMERAL}\s*[回章节節卷集部篇折幕]")
@@ -211,6 +213,14 @@ def _articles(text: str):
         else:  # no title above: the dateline paragraph opens the article
             yield _Heading(offsets[i], offsets[i], lines[i].strip()[:MAX_HEADING_CHARS], 2)
         previous = i
+
+
+def document_kind(text: str) -> str:
+    """``"article"`` when ``text`` opens with a news dateline (``新华社北京１月５日电``,
+    ``本报上海３月２日讯``) in its first lines, as a newspaper file's articles and a news
+    agency's records do; else ``"chapter"``. Reports name a work's documents by it."""
+    lines = text.lstrip().split("\n", MAX_TITLE_BLOCK_LINES + 1)[: MAX_TITLE_BLOCK_LINES + 1]
+    return ARTICLE if any(_DATELINE.match(line) for line in lines) else CHAPTER
 
 
 def _title_like(line: str) -> bool:

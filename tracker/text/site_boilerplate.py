@@ -36,7 +36,8 @@ import redis
 import xxhash
 from redis.exceptions import NoScriptError
 
-from tracker.servers.redis_cluster import check_prefix, is_cluster
+from tracker.config import check_prefix
+from tracker.servers.redis_cluster import is_cluster
 
 _SPACE = re.compile(r"\s+")
 
@@ -95,6 +96,11 @@ class SiteBoilerplate:
     def _key(self, site: str, kind: str = "") -> str:
         # A site's keys go to one slot of a cluster (the count script uses three of them).
         return f"{self.prefix}boilerplate{kind}:" + (f"{{{site}}}" if self.cluster else site)
+
+    def forget(self, site: str) -> None:
+        """Drop what is known of ``site``'s lines (its counts, pages, master lines)."""
+        kinds = ("", "-urls", "-masters", "-checked")
+        self.client.delete(*(self._key(site, kind) for kind in kinds))
 
     @staticmethod
     def line_id(line: str) -> str:

@@ -9,8 +9,8 @@
 * **0** otherwise.
 
 When the crawl is over, a few lines on standard error sum it up below Scrapy's log: pages
-fetched, stored and matched, new matches, errors by kind, the status, and where to read the
-report.
+fetched, stored and matched, new matches, errors by kind, the pages it could not read (unread,
+by reason), the status, and where to read the report.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from typing import Any, NoReturn
 
 from scrapy.commands.crawl import Command as ScrapyCrawl
 from scrapy.exceptions import UsageError
+from scrapy.settings import SETTINGS_PRIORITIES, Settings
 
 DEGRADED = "tracker/degraded"
 
@@ -36,6 +37,7 @@ class Command(ScrapyCrawl):
         from scrapy.spiderloader import get_spider_loader
 
         assert self.settings is not None
+        _check_tracker_settings(self.settings)
         try:
             spidercls = get_spider_loader(self.settings).load(args[0])
         except KeyError:
@@ -60,6 +62,20 @@ class Command(ScrapyCrawl):
             self.exitcode = 1
 
 
+def _check_tracker_settings(settings: Settings) -> None:
+    """``-s TRACKER_X=…`` values are checked as the settings model checks ``TRACKER_X`` in
+    the environment (the model's own defaults are checked when they are loaded)."""
+    from tracker.config import CRAWL_SETTINGS, ConfigError, checked
+
+    for name in CRAWL_SETTINGS:
+        key = f"TRACKER_{name.upper()}"
+        if settings.getpriority(key) == SETTINGS_PRIORITIES["cmdline"]:
+            try:
+                checked(name, settings[key])
+            except ConfigError as exc:
+                _refuse(f"-s {key}: {exc}")
+
+
 def _refuse(message: str) -> NoReturn:
     sys.stderr.write(f"scrapy crawl: error: {message}\n")
     raise SystemExit(2)
@@ -72,6 +88,7 @@ def summary(spider: str, stats: dict[str, Any]) -> str:
     figures = run_summary(stats)
     pages, matches = figures["pages"], figures["matches"]
     errors = ", ".join(f"{kind} {n:,}" for kind, n in figures["errors"].items()) or "none"
+    unread = figures["unread"]
     degraded = int(stats.get(DEGRADED, 0) or 0)
     day = datetime.now(UTC).date().isoformat()
     lines = [
@@ -79,6 +96,15 @@ def summary(spider: str, stats: dict[str, Any]) -> str:
         f"fetched, {pages['stored']:,} stored, {pages['unchanged']:,} unchanged, "
         f"{pages['matched']:,} matched ({matches['new']:,} new matches)",
         f"errors: {errors}",
+        *(
+            [
+                f"unread: {sum(unread.values()):,} page(s) ("
+                + ", ".join(f"{reason} {n:,}" for reason, n in unread.items())
+                + "), never counted as clean; the next crawl asks for them again"
+            ]
+            if unread
+            else []
+        ),
         (
             f"status: degraded, {degraded:,} page(s) not matched or not stored (a server "
             "failed); `tracker rematch` finishes them"

@@ -12,6 +12,8 @@ from scrapy.exceptions import NotConfigured
 from scrapy.http import Request, Response
 from scrapy.statscollectors import StatsCollector
 
+from tracker.config import Settings
+
 log = logging.getLogger(__name__)
 
 #: ``request.meta`` key marking a proxy this middleware chose (so a retry may get another).
@@ -65,8 +67,8 @@ class ProxyListMiddleware:
         return cls(
             list(dict.fromkeys(proxies)),
             crawler.stats,
-            max_failures=settings.getint("TRACKER_PROXY_MAX_FAILURES", 3),
-            ban_seconds=settings.getfloat("TRACKER_PROXY_BAN_SECONDS", 300.0),
+            max_failures=settings.getint("TRACKER_PROXY_MAX_FAILURES", Settings.proxy_max_failures),
+            ban_seconds=settings.getfloat("TRACKER_PROXY_BAN_SECONDS", Settings.proxy_ban_seconds),
         )
 
     def next_proxy(self) -> str:

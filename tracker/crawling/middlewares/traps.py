@@ -26,6 +26,8 @@ from scrapy.crawler import Crawler
 from scrapy.http import Request, Response
 from scrapy.spidermiddlewares.base import BaseSpiderMiddleware
 
+from tracker.config import Settings
+
 log = logging.getLogger(__name__)
 
 SESSION_PARAMS = frozenset(
@@ -96,9 +98,15 @@ class TrapGuardMiddleware(BaseSpiderMiddleware):
         super().__init__(crawler)
         settings = crawler.settings
         self.stats = crawler.stats
-        self.max_url_length = settings.getint("TRACKER_TRAP_MAX_URL_LENGTH", 1000)
-        self.max_segment_repeats = settings.getint("TRACKER_TRAP_MAX_SEGMENT_REPEATS", 2)
-        self.max_date_pages = settings.getint("TRACKER_TRAP_MAX_DATE_PAGES", 30)
+        self.max_url_length = settings.getint(
+            "TRACKER_TRAP_MAX_URL_LENGTH", Settings.trap_max_url_length
+        )
+        self.max_segment_repeats = settings.getint(
+            "TRACKER_TRAP_MAX_SEGMENT_REPEATS", Settings.trap_max_segment_repeats
+        )
+        self.max_date_pages = settings.getint(
+            "TRACKER_TRAP_MAX_DATE_PAGES", Settings.trap_max_date_pages
+        )
         extra = {p.lower() for p in settings.getlist("TRACKER_TRAP_SESSION_PARAMS")}
         self.session_params = SESSION_PARAMS | extra
         self._date_pages: dict[str, set[str]] = defaultdict(set)

@@ -1,0 +1,22 @@
+"""From a copy found to a copy taken down: what a rights holder needs after the report.
+
+* **Evidence** (:mod:`~tracker.enforcement.capture`, :mod:`~tracker.enforcement.warc`): the
+  crawl keeps the HTTP exchange of every page it matches, as WARC records (ISO 28500) in
+  daily files under ``<data_dir>/evidence``, written and synced before the match is stored;
+  the payload's SHA-256 is stored with the match. Optionally a screenshot
+  (:mod:`~tracker.enforcement.screenshots`).
+* **Bundles** (:mod:`~tracker.enforcement.bundle`): ``tracker evidence export`` writes a page's
+  records, a manifest and an RFC 3161 time-stamp token over the manifest
+  (:mod:`~tracker.enforcement.timestamp`); ``tracker evidence verify`` checks all of it.
+* **Notices** (:mod:`~tracker.enforcement.notices`, :mod:`~tracker.enforcement.mail`): a
+  site's takedown notice sent by SMTP to its abuse contact, recorded, never repeated for a
+  URL within ``notice_repeat_days``.
+* **Takedown tracking** (:mod:`~tracker.enforcement.takedown`): every noticed URL fetched
+  again and classified removed, live or reappeared; removal rates per site, non-compliant
+  sites and their delisting lists.
+* **Alerts** (:mod:`~tracker.enforcement.alerts`): new copies POSTed to a webhook from an
+  outbox, never holding up a crawl.
+
+The records of all of it live in MongoDB through :mod:`tracker.stores` (``captures``,
+``notices``, ``takedowns``, ``alerts``).
+"""
