@@ -66,6 +66,17 @@ def cli_env(monkeypatch, settings: Settings) -> None:
     monkeypatch.setenv("TRACKER_DATA_DIR", str(settings.data_dir))
 
 
+@pytest.fixture(params=["memory", "redis"])
+def storage(request):
+    """An index storage: in memory, or on the session's Redis under the test's key prefix."""
+    from tracker.index import MemoryStorage, RedisStorage
+
+    if request.param == "memory":
+        return MemoryStorage()
+    runtime = request.getfixturevalue("runtime")
+    return RedisStorage(runtime.redis, runtime.settings.redis_prefix + "ix:")
+
+
 @pytest.fixture()
 def runtime(settings: Settings):
     rt = Runtime(settings)

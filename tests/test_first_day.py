@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -245,7 +246,9 @@ def test_what_counts_as_the_user_s_own_data(runtime):
     pages.save(PageRecord(url="http://127.0.0.1:8001/book/1/1.html", text="页"))
     assert store.holds() is Holds.DATA  # a crawl of another site
     runtime.db["pages"].delete_one({"_id": "http://127.0.0.1:8001/book/1/1.html"})
-    library.ingest(DOCS[:1])  # the same ids again: the library version moves on
+    library.ingest(DOCS[:1])  # the same ids, the same texts: left as they were, the demo's
+    assert store.holds() is Holds.DEMO
+    library.ingest([replace(DOCS[0], text=DOCS[0].text + "补")])  # changed: the version moves on
     assert store.holds() is Holds.DATA
     store.mark([doc.doc_id for doc in DOCS[:2]], library.store.version())
     assert store.holds() is Holds.DEMO

@@ -34,6 +34,7 @@ from tests.texts import prose
 from tracker.config import Settings
 from tracker.crawling.crawl import run_crawl
 from tracker.index.master_index import MasterIndex
+from tracker.index.postings import STOP
 from tracker.index.simhash_index import RECORD as SIMHASH_RECORD
 from tracker.index.storage import RedisStorage, doc_ids
 from tracker.matching.library import MasterLibrary
@@ -195,12 +196,18 @@ def index_docs(runtime: Runtime) -> set[int]:
     found: set[int] = set()
     for key in runtime.redis.scan_iter(match=prefix + "*", count=1000):
         name = key.decode()[len(prefix) :]
-        if name in (MasterIndex.VERSION, MasterIndex.COUNT, MasterIndex.LAYOUT):
+        if name in (
+            MasterIndex.VERSION,
+            MasterIndex.COUNT,
+            MasterIndex.LAYOUT,
+            MasterIndex.TABLES,
+            MasterIndex.SIZES,
+        ):
             continue
         record = SIMHASH_RECORD if name.startswith("sh:") else postings
         records = np.frombuffer(runtime.redis.get(key) or b"", dtype=record)
         found.update(doc_ids(records).tolist())
-    return found
+    return found - {STOP}  # stop markers name no master
 
 
 def masters_ns(runtime: Runtime) -> set[int]:

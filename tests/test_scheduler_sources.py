@@ -54,9 +54,13 @@ def test_drop_folder_ingests_new_and_changed_files_once(runtime, library, tmp_pa
     os.utime(inbox / "a.jsonl")  # touched, same content: not ingested again
     assert drop.pull(library, cursors, batch_size=10).documents == 0
 
+    stored_in = runtime.db["masters"].find_one({"_id": "a1"})["changed_in"]
     write_jsonl(inbox / "a.jsonl", record("a1"), record("a2"), record("a3"))  # grew
     changed = drop.pull(library, cursors, batch_size=10)
-    assert (changed.files, changed.documents, changed.added, changed.replaced) == (1, 3, 1, 2)
+    # a1 and a2 are read again but stored unchanged: left as they were, not replaced.
+    assert (changed.files, changed.documents, changed.added) == (1, 3, 1)
+    assert (changed.replaced, changed.unchanged) == (0, 2)
+    assert runtime.db["masters"].find_one({"_id": "a1"})["changed_in"] == stored_in
     assert runtime.db["masters"].count_documents({}) == 4
 
 

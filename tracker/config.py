@@ -72,6 +72,8 @@ class Settings:
     # index keeps the layout it was built with (see tracker.index.layout).
     index_bucket_bits: int = _within(16, *BUCKET_BITS_RANGE)
     index_wide_ids: bool = False
+    # Days the stored pages' anchors are kept for tracker rematch (see tracker.index.page_index).
+    page_index_days: int = _within(90, 1, 3650)
 
     # Detection thresholds (see tracker.matching.detector for their meaning).
     min_coverage: float = _within(0.2, 0.0, 1.0)

@@ -12,7 +12,7 @@ from tracker.formats import count, when
 from tracker.servers.connect import connect
 
 if TYPE_CHECKING:
-    from tracker.index.layout import IndexLayout
+    from tracker.index.layout import IndexLayout, Tables
     from tracker.index.storage import StorageMemory
     from tracker.servers.runtime import Runtime
 
@@ -89,6 +89,7 @@ def stats(args: argparse.Namespace, runtime: Runtime) -> int:
         "server, its own baseline and every other key included"
     )
     _print_layout(library.index.layout, runtime.settings, found.mongo_count)
+    _print_tables(library.index.tables)
     if found.action != "ok":
         print(f"they differ ({found.reason}): run `tracker index verify` to repair the index")
         return 1
@@ -137,6 +138,24 @@ def _print_layout(layout: IndexLayout, settings: Settings, masters: int) -> None
         )
     elif wanted != layout:
         print(f"the settings ask for {wanted}: `tracker index rebuild` applies it")
+
+
+def _print_tables(tables: Tables) -> None:
+    """Each table's buckets, grown by splits since the index was built; past ``DEEP`` splits
+    a lookup's chance matches grow (the checks are as long as when it was built), so a
+    rebuild with more bits is advised."""
+    print(f"tables:  {tables}")
+    deep = [  # a SimHash record holds its whole fingerprint: no chance match
+        name for name, (base, depth) in tables.bits.items() if depth - base > DEEP and name != "sh"
+    ]
+    if deep:
+        print(
+            f"tables {', '.join(deep)} have split {DEEP}+ times since the index was built: set "
+            "index_bucket_bits higher and run `tracker index rebuild`"
+        )
+
+
+DEEP = 4
 
 
 def verify(args: argparse.Namespace, runtime: Runtime) -> int:

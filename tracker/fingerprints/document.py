@@ -16,9 +16,10 @@ from tracker.text.normalize import NormalizedText, normalize
 # Raised whenever a change makes stored fingerprints incomparable with new ones (2: SimHash
 # word hashes computed in bulk; 3: words segmented without jieba's HMM, anchors winnowed with
 # a window of 95; 4: every anchor winnowed, windows of 31 and 48, so that any passage of 100
-# tokens shares two; 5: SimHash words cut line by line); ``tracker index rebuild`` recomputes
+# tokens shares two; 5: SimHash words cut line by line; 6: the dense sample for masters under
+# 1,024 tokens, not 2,000: a chapter is filed sparse); ``tracker index rebuild`` recomputes
 # older ones from the text.
-VERSION = 5
+VERSION = 6
 
 
 @dataclass(frozen=True)

@@ -3,14 +3,17 @@
 Anchor hash → masters containing that shingle. Anchors are winnowed shingles (Schleimer,
 Wilkerson and Aiken, 2003), whose guarantee is what makes a short share findable: a passage
 holding k disjoint windows of W shingles, k·W + 4 tokens, shares at least k anchors with its
-source, wherever it sits. A short master (news) keeps a dense sample (``DENSE_WINDOW`` = 31: ~1
-anchor per 16 tokens, two guaranteed in any passage of 66 tokens) and a long one (a chapter) a
-sparse sample (``SPARSE_WINDOW`` = 48: ~1 per 24.5 tokens, two guaranteed in 2 × 48 + 4 = 100
-tokens, the length of a reportable passage), in separate postings, so that a short text still
-carries enough anchors while a long one stays within the memory budget. A page is looked up
-with both samples of its own, its dense anchors with where they sit (for
-:func:`tracker.index.master_index.local_votes`). Anchors found in more than ``stop_after``
-masters (stock phrases such as 且听下回分解) carry no evidence and are ignored.
+source, wherever it sits. A short master (news: under ``DENSE_BELOW_TOKENS`` = 1,024 tokens,
+about 1,100 characters) keeps a dense sample (``DENSE_WINDOW`` = 31: ~1 anchor per 16 tokens,
+two guaranteed in any passage of 66 tokens) and a long one (a chapter) a sparse sample
+(``SPARSE_WINDOW`` = 48: ~1 per 24.5 tokens, two guaranteed in 2 × 48 + 4 = 100 tokens, the
+length of a reportable passage), in separate postings, so that a short text still carries
+enough anchors while a long one stays within the memory budget (a web novel's chapter of 1,500
+characters: 55 sparse anchors, 275 bytes of postings, where the dense sample took 415). A page
+is looked up with both samples of its own, its dense anchors with where they sit (for
+:func:`tracker.index.master_index.local_votes`). Anchors filed for more than ``STOP_CAP``
+masters (stock phrases such as 且听下回分解) carry no evidence: they are kept as stop markers
+(:mod:`tracker.index.growth`) and ignored.
 """
 
 from __future__ import annotations
@@ -20,13 +23,14 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from tracker.fingerprints.anchors import GRAM, gram_hashes, mix, winnow, winnow_many
-from tracker.index.layout import ORIGINAL, IndexLayout
+from tracker.index.layout import ORIGINAL, IndexLayout, Tables
 from tracker.index.postings import HashPostings, Lookup
 from tracker.index.storage import Storage
 
 DENSE_WINDOW = 31
 SPARSE_WINDOW = 48
-DENSE_BELOW_TOKENS = 2000
+DENSE_BELOW_TOKENS = 1024
+STOP_CAP = 50  # an anchor filed for more masters is a stock phrase: a stop marker
 
 
 def spread(anchors: np.ndarray) -> np.ndarray:
@@ -42,11 +46,15 @@ class AnchorIndex:
         self,
         storage: Storage,
         name: str = "an",
-        stop_after: int = 50,
+        stop_after: int = STOP_CAP,
         layout: IndexLayout = ORIGINAL,
+        tables: Tables | None = None,
     ) -> None:
-        self.dense = HashPostings(storage, f"{name}d", layout.record, layout.bucket_bits)
-        self.sparse = HashPostings(storage, f"{name}s", layout.record, layout.bucket_bits)
+        tables = tables or Tables.initial(layout, legacy=True)
+        self.dense, self.sparse = (
+            HashPostings(storage, table, layout.record, *tables.bits[table])
+            for table in (f"{name}d", f"{name}s")
+        )
         self.stop_after = stop_after
 
     def postings_for(self, length: int) -> HashPostings:

@@ -14,7 +14,7 @@ import numpy as np
 
 from tracker.fingerprints.anchors import mix
 from tracker.fingerprints.pinyin_dna import dna_windows, dna_windows_many
-from tracker.index.layout import ORIGINAL, IndexLayout
+from tracker.index.layout import ORIGINAL, IndexLayout, Tables
 from tracker.index.postings import HashPostings, Lookup
 from tracker.index.storage import Storage
 
@@ -38,8 +38,15 @@ def query_windows(tokens: np.ndarray) -> np.ndarray:
 
 
 class DnaIndex:
-    def __init__(self, storage: Storage, name: str = "dna", layout: IndexLayout = ORIGINAL) -> None:
-        self.postings = HashPostings(storage, name, layout.record, layout.bucket_bits)
+    def __init__(
+        self,
+        storage: Storage,
+        name: str = "dna",
+        layout: IndexLayout = ORIGINAL,
+        tables: Tables | None = None,
+    ) -> None:
+        tables = tables or Tables.initial(layout, legacy=True)
+        self.postings = HashPostings(storage, name, layout.record, *tables.bits[name])
 
     def records(self, items: Iterable[tuple[int, np.ndarray]]) -> dict[bytes, bytes]:
         return self.postings.records((doc, spread(windows)) for doc, windows in items)

@@ -1,4 +1,5 @@
-"""How the index files its postings, fixed when it is built.
+"""How the index files its postings: the layout, fixed when it is built, and each table's
+depth, grown by splits since.
 
 A lookup reads whole buckets, so with a fixed number of buckets every check reads a share of the
 index that grows with the library. Scaling the buckets with the library keeps the records a
@@ -14,12 +15,19 @@ and an index is always read with its own: the settings' ``index_bucket_bits`` an
 ``index_wide_ids`` choose the layout of an index built from scratch (the first ingest, or
 ``tracker index rebuild``). An index built before layouts were stored has the original one:
 16 bits, 24-bit numbers.
+
+**Tables.** Each postings table has a *base*, the bits its check starts after (the layout's
+``bucket_bits``; 3 fewer for the DNA windows, which are filed ~8 times less often than the
+anchors), and a *depth*, its bucket bits, which starts at the base and grows as the table is
+split (:mod:`tracker.index.growth`). Both are stored with the index, beside the layout; an
+index built before they were stored (format 1) has every table at the layout's bits.
 """
 
 from __future__ import annotations
 
+import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -32,6 +40,8 @@ if TYPE_CHECKING:
 
 MIN_BUCKET_BITS, MAX_BUCKET_BITS = BUCKET_BITS_RANGE  # the index_bucket_bits setting's range
 SIMHASH_BUCKET_BITS = 12  # per permuted table, at 16 postings bits
+DNA_BITS_BELOW = 3  # the DNA table's base, below the anchors' (see Tables)
+TABLES = ("and", "ans", "dna", "sh")  # dense and sparse anchors, DNA windows, SimHash
 REFERENCE_CHAPTERS = 300_000  # the library 2^16 buckets were measured at
 
 
@@ -83,3 +93,37 @@ class IndexLayout:
 
 #: The layout of an index built before layouts were stored, and the default one.
 ORIGINAL = IndexLayout()
+
+
+@dataclass(frozen=True)
+class Tables:
+    """Each table's ``(base, depth)`` (see the module's docstring), by name."""
+
+    bits: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+    @classmethod
+    def initial(cls, layout: IndexLayout, legacy: bool = False) -> Tables:
+        """The tables of an index built with ``layout``; ``legacy``: of one built before
+        tables were stored, where every postings table has the layout's bits."""
+        b, s = layout.bucket_bits, layout.simhash_bucket_bits
+        dna = b if legacy else b - DNA_BITS_BELOW
+        return cls({"and": (b, b), "ans": (b, b), "dna": (dna, dna), "sh": (s, s)})
+
+    def base(self, name: str) -> int:
+        return self.bits[name][0]
+
+    def depth(self, name: str) -> int:
+        return self.bits[name][1]
+
+    def grown(self, name: str, depth: int) -> Tables:
+        return Tables({**self.bits, name: (self.bits[name][0], depth)})
+
+    def encode(self) -> bytes:
+        return json.dumps({k: list(v) for k, v in sorted(self.bits.items())}).encode()
+
+    @classmethod
+    def decode(cls, raw: bytes) -> Tables:
+        return cls({k: (int(v[0]), int(v[1])) for k, v in json.loads(raw).items()})
+
+    def __str__(self) -> str:
+        return ", ".join(f"{name} 2^{self.depth(name)}" for name in TABLES if name in self.bits)

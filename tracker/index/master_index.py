@@ -11,15 +11,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from tracker.fingerprints.anchors import gram_hashes
 from tracker.fingerprints.document import DocumentFingerprint
-from tracker.index.anchor_index import DENSE_BELOW_TOKENS, AnchorIndex
+from tracker.index import growth
+from tracker.index.anchor_index import DENSE_BELOW_TOKENS, AnchorIndex, spread
 from tracker.index.dna_index import DnaIndex, query_windows
-from tracker.index.layout import ORIGINAL, IndexLayout
-from tracker.index.postings import Lookup, tally
+from tracker.index.dna_index import spread as dna_spread
+from tracker.index.layout import ORIGINAL, IndexLayout, Tables
+from tracker.index.postings import CHECK_BITS, HashPostings, Lookup, posting_budget, tally
 from tracker.index.simhash_index import SimHashIndex
 from tracker.index.storage import Storage
 
@@ -135,6 +138,9 @@ class MasterIndex:
     VERSION = "version"
     COUNT = "count"
     LAYOUT = "layout"  # the IndexLayout the postings were filed with (see tracker.index.layout)
+    TABLES = "tables"  # each table's base and depth (Tables), read with every lookup
+    SIZES = "sizes"  # the records each table holds (a hash), which tell when it must split
+    DROPPING = "dropping"  # tables whose buckets of an older depth are being dropped (a hash)
 
     def __init__(
         self,
@@ -142,63 +148,132 @@ class MasterIndex:
         simhash_k: int = 3,
         simhash_blocks: int = 4,
         layout: IndexLayout = ORIGINAL,
+        tables: Tables | None = None,
     ) -> None:
         self.storage = storage
         self.simhash_k, self.simhash_blocks = simhash_k, simhash_blocks
         self.version_key = storage.key(self.VERSION)
         self.count_key = storage.key(self.COUNT)
         self.layout_key = storage.key(self.LAYOUT)
-        self.use_layout(layout)
+        self.tables_key = storage.key(self.TABLES)
+        self.sizes_key = storage.key(self.SIZES)
+        self.dropping_key = storage.key(self.DROPPING)
+        self._touched: dict[str, set[int]] = {}  # buckets appended to since the last compaction
+        self._appended = 0  # records appended since then
+        self._tables_raw: bytes | None = None  # the stored Tables this process follows
+        self.use_layout(layout, tables)
 
     @classmethod
     def open(cls, storage: Storage, wanted: IndexLayout = ORIGINAL) -> MasterIndex:
         """The index in ``storage``, read with the layout it was built with; ``wanted`` is the
         layout of an index never built (see :meth:`stored_layout`)."""
         index = cls(storage)
-        layout = index.stored_layout() or wanted
-        if layout != index.layout:
-            index.use_layout(layout)
+        index.follow_stored_layout(wanted)
         return index
 
-    def use_layout(self, layout: IndexLayout) -> None:
-        """File and look up postings with ``layout`` (the index must hold none filed with
-        another: after :meth:`clear`, or when it is the stored one)."""
+    def use_layout(self, layout: IndexLayout, tables: Tables | None = None) -> None:
+        """File and look up postings with ``layout`` and ``tables`` (by default, a new index's
+        tables: the index must hold no postings filed otherwise: after :meth:`clear`, or when
+        they are the stored ones)."""
         self.layout = layout
+        self.tables = tables or Tables.initial(layout)
+        self._touched.clear()
+        base, depth = self.tables.bits["sh"]
         self.simhash = SimHashIndex(
             self.storage,
             k=self.simhash_k,
             blocks=self.simhash_blocks,
-            bucket_bits=layout.simhash_bucket_bits,
+            bucket_bits=base,
+            depth=depth,
         )
-        self.anchors = AnchorIndex(self.storage, layout=layout)
-        self.dna = DnaIndex(self.storage, layout=layout)
+        self.anchors = AnchorIndex(self.storage, layout=layout, tables=self.tables)
+        self.dna = DnaIndex(self.storage, layout=layout, tables=self.tables)
 
-    def follow_stored_layout(self) -> None:
-        """Use the stored layout, should another process have rebuilt the index with another
-        since this one opened it (an index never built keeps this one's). Writers call it once
-        they hold the library's write lock; lookups follow it in :meth:`fetch`."""
-        stored = self.stored_layout()
-        if stored is not None and stored != self.layout:
-            self.use_layout(stored)
+    def follow_stored_layout(self, wanted: IndexLayout | None = None) -> None:
+        """Use the stored layout and tables, should another process have rebuilt or grown the
+        index since this one opened it (an index never built keeps this one's, or ``wanted``).
+        Writers call it once they hold the library's write lock; lookups follow it in
+        :meth:`fetch`."""
+        version, layout, tables = self.storage.get(
+            [self.version_key, self.layout_key, self.tables_key]
+        )
+        self._follow(version, layout, tables, wanted)
+
+    def _follow(
+        self, version: bytes, layout: bytes, tables: bytes, wanted: IndexLayout | None = None
+    ) -> bool:
+        """Use the stored layout and tables these raw values give; whether they changed."""
+        stored = _stored_layout(version, layout)
+        if stored is None:  # never built: this process's own choice stands
+            if wanted is not None and wanted != self.layout:
+                self.use_layout(wanted)
+                return True
+            return False
+        if tables and tables == self._tables_raw and stored == self.layout:
+            return False  # what this process follows already (every lookup asks)
+        found = Tables.decode(tables) if tables else Tables.initial(stored, legacy=True)
+        self._tables_raw = tables or None
+        if stored == self.layout and found == self.tables:
+            return False
+        self.use_layout(stored, found)
+        return True
 
     def stored_layout(self) -> IndexLayout | None:
         """The layout recorded with the index; :data:`ORIGINAL` for an index built before
         layouts were recorded; None for an index never built."""
         version, layout = self.storage.get([self.version_key, self.layout_key])
-        if layout:
-            return IndexLayout.decode(int(layout))
-        return ORIGINAL if version else None
+        return _stored_layout(version, layout)
+
+    def stored_tables(self) -> Tables | None:
+        """The tables recorded with the index (None: none recorded)."""
+        (raw,) = self.storage.get([self.tables_key])
+        return Tables.decode(raw) if raw else None
 
     def add(self, items: Iterable[tuple[int, DocumentFingerprint]]) -> None:
         items = list(items)
-        # Each index names its own keys, so the batches of records are disjoint.
-        self.storage.append(
-            {
-                **self.simhash.records((doc, fp.simhash) for doc, fp in items if fp.simhash),
-                **self.anchors.records((doc, fp.length, fp.anchors) for doc, fp in items),
-                **self.dna.records((doc, fp.dna) for doc, fp in items),
-            }
+        if not items:
+            return
+        if self._tables_raw is None:  # the first write to an index: its tables are recorded
+            self._record_tables()
+        chunks: dict[bytes, bytes] = {}
+        counts: dict[str, int] = {}
+        anchors = self.anchors
+        for postings, chosen in (
+            (
+                anchors.dense,
+                [(d, spread(fp.anchors)) for d, fp in items if fp.length < DENSE_BELOW_TOKENS],
+            ),
+            (
+                anchors.sparse,
+                [(d, spread(fp.anchors)) for d, fp in items if fp.length >= DENSE_BELOW_TOKENS],
+            ),
+            (self.dna.postings, [(d, dna_spread(fp.dna)) for d, fp in items]),
+        ):
+            found, counts[postings.name] = postings.chunks(chosen)
+            chunks.update(found)
+            self._touch(postings.name, postings, chosen)
+        simhashes = [(doc, fp.simhash) for doc, fp in items if fp.simhash]
+        chunks.update(self.simhash.records(simhashes))
+        counts["sh"] = len(simhashes) * len(self.simhash.tables)
+        self._touched.setdefault("sh", set()).update(
+            table.bucket(h) | (t << 32)
+            for _, h in simhashes
+            for t, table in enumerate(self.simhash.tables)
         )
+        # Each index names its own keys, so the batches of records are disjoint.
+        self.storage.append(chunks)
+        self.storage.add_counts(self.sizes_key, {k: v for k, v in counts.items() if v})
+        self._appended += sum(counts.values())
+
+    def _touch(self, name: str, postings: HashPostings, items: list) -> None:
+        if items:
+            values = np.concatenate([v for _, v in items])
+            self._touched.setdefault(name, set()).update(postings._split(values)[0].tolist())
+
+    def _record_tables(self) -> None:
+        raw = self.tables.encode()
+        self.storage.put({self.tables_key: raw})
+        self._tables_raw = raw
 
     def remove(self, doc: int, fp: DocumentFingerprint) -> None:
         """Drop every record of ``doc`` filed under ``fp`` (nothing if there is none)."""
@@ -219,6 +294,8 @@ class MasterIndex:
         the index held before: a server behind it keeps its mark, see :meth:`lagging`)."""
         if self.storage.marked:
             self.storage.advance_marks(version, self.state()[0])
+        if self._tables_raw is None:
+            self._record_tables()
         layout = self.layout.encode()
         self.storage.set_values(
             {self.version_key: version, self.count_key: count, self.layout_key: layout}
@@ -240,28 +317,37 @@ class MasterIndex:
     def fetch(self, queries: Sequence[Query]) -> int:
         """Fetch the anchor and DNA buckets of ``queries`` in one round trip; returns the
         library version, read in the same trip (0 for an index never built). An index rebuilt
-        with another layout since this process opened it is followed: the queries are planned
-        again and fetched again (one more round trip, once)."""
+        with another layout, or grown, since this process last looked is followed: the queries
+        are planned again and fetched again (one more round trip)."""
         found = self.storage.get(
-            [self.version_key, self.layout_key, *(k for q in queries for k in q.keys)]
+            [
+                self.version_key,
+                self.layout_key,
+                self.tables_key,
+                *(k for q in queries for k in q.keys),
+            ]
         )
-        if found[1] and (stored := IndexLayout.decode(int(found[1]))) != self.layout:
-            self.use_layout(stored)
+        if self._follow(*found[:3]):
             for q in queries:
                 q.dense, q.sparse = self.anchors.plan(q.grams)
                 q.dna = self.dna.plan(q.windows)
             return self.fetch(queries)
-        at = 2
+        at = 3
         for q in queries:
             size = len(q.dense.keys) + len(q.sparse.keys) + len(q.dna.keys)
             q.found, at = found[at : at + size], at + size
         return int(found[0] or 0)
 
     def fetch_simhash(self, queries: Sequence[Query], simhashes: Sequence[int]) -> None:
-        """Fetch the SimHash buckets of ``queries`` (0: a page without one) in one round trip."""
+        """Fetch the SimHash buckets of ``queries`` (0: a page without one) in one round trip
+        (two if the SimHash tables were split since the last fetch)."""
         keys = [self.simhash.keys(h) if h else [] for h in simhashes]
-        found = self.storage.get([k for ks in keys for k in ks])
-        at = 0
+        found = self.storage.get(
+            [self.version_key, self.layout_key, self.tables_key, *(k for ks in keys for k in ks)]
+        )
+        if self._follow(*found[:3]):
+            return self.fetch_simhash(queries, simhashes)
+        at = 3
         for q, h, ks in zip(queries, simhashes, keys, strict=True):
             q.simhash, q.simhash_found, at = h, found[at : at + len(ks)], at + len(ks)
 
@@ -270,14 +356,21 @@ class MasterIndex:
         fetched too (see :meth:`near_duplicates`)."""
         dense, sparse = len(query.dense.keys), len(query.sparse.keys)
         found, stop_after = query.found, self.anchors.stop_after
-        docs, at = self.anchors.dense.hits(query.dense, found[:dense], stop_after)
+        docs, at = self.anchors.dense.hits(
+            query.dense, found[:dense], stop_after, posting_budget(query.dense)
+        )
         return Candidates(
             long_votes=self.anchors.sparse.votes(
-                query.sparse, found[dense : dense + sparse], stop_after
+                query.sparse,
+                found[dense : dense + sparse],
+                stop_after,
+                posting_budget(query.sparse),
             ),
             short_votes=tally(docs),
             short_local=local_votes(docs, query.dense.positions[at], LOCAL_TOKENS),
-            dna_votes=self.dna.votes(query.dna, found[dense + sparse :]),
+            dna_votes=self.dna.postings.votes(
+                query.dna, found[dense + sparse :], budget=posting_budget(query.dna)
+            ),
             near_duplicates=self.near_duplicates(query),
         )
 
@@ -293,8 +386,95 @@ class MasterIndex:
         return self.candidates(query)
 
     def compact(self) -> None:
-        """Release the room appends left in the buckets (after a bulk load)."""
-        self.storage.compact()
+        """Split the tables that outgrew their buckets, and rewrite the buckets appended to
+        since the last compaction in the others at their exact size (a split writes every
+        bucket so), the anchors' common values reduced to stop markers
+        (:mod:`tracker.index.growth`). Under the library's write lock."""
+        appended, self._touched = self._touched, {}
+        grown = self.grow()
+        sizes = {}
+        for name, table in self._named_tables():
+            touched = appended.get(name)
+            if not touched or name in grown:
+                continue
+            cap = self.anchors.stop_after if name in ("and", "ans") else None
+            if name == "sh":
+                for t, part in enumerate(table):
+                    buckets = np.array([b & 0xFFFFFFFF for b in touched if b >> 32 == t])
+                    growth.compact(part, buckets)
+                continue
+            sizes[name] = growth.compact(table, np.fromiter(touched, np.int64), cap)
+        if any(sizes.values()):
+            self.storage.add_counts(self.sizes_key, {k: v for k, v in sizes.items() if v})
+        self._appended = 0
+
+    def maybe_compact(self) -> bool:
+        """Compact (and grow) once the records appended since the last compaction are as many
+        as the index held before them (a bulk load then rewrites each record a bounded number
+        of times, and its buckets split as it goes)."""
+        held = sum(self.storage.read_counts(self.sizes_key).values())
+        if self._appended and self._appended * 2 >= held:
+            self.compact()
+            return True
+        return False
+
+    def grow(self) -> set[str]:
+        """Split every table whose buckets hold more than their share of records; the tables
+        split. Under the library's write lock."""
+        self._drop_left()
+        sizes = self.storage.read_counts(self.sizes_key)
+        tables, grew = self.tables, set()
+        for name, table in self._named_tables():
+            base, depth = tables.bits[name]
+            per_bucket = growth.SPLIT_SIMHASH_RECORDS if name == "sh" else growth.SPLIT_RECORDS
+            records = sizes.get(name, 0) // (len(table) if name == "sh" else 1)
+            most = min(growth.MAX_DEPTH, base + (16 if name == "sh" else CHECK_BITS - 1))
+            wanted = growth.depth_for(records, depth, per_bucket, most)
+            if wanted == depth:
+                continue
+            cap = self.anchors.stop_after if name in ("and", "ans") else None
+            parts = table if name == "sh" else [table]
+            written = sum(growth.split(p, wanted, p.at_depth(wanted), cap) for p in parts)
+            tables = tables.grown(name, wanted)
+            # The old buckets are dropped once readers are sent to the new ones; should this
+            # process die meanwhile, the next split (or compaction) drops what it left.
+            self.storage.set_default(self.dropping_key, name, depth)
+            self.storage.put({self.tables_key: tables.encode()})  # readers follow from now on
+            self.storage.add_counts(self.sizes_key, {name: written - sizes.get(name, 0)})
+            for part in parts:
+                growth.drop(part)
+            self.storage.forget(self.dropping_key, [name])
+            grew.add(name)
+        if grew:
+            self.use_layout(self.layout, tables)
+            self._tables_raw = tables.encode()
+        return grew
+
+    def _drop_left(self) -> None:
+        """Drop the buckets a split left behind (its writer died before dropping them)."""
+        for name, depth in self.storage.read_counts(self.dropping_key).items():
+            if depth != self.tables.depth(name):
+                table = dict(self._named_tables())[name]
+                for part in table if name == "sh" else [table]:
+                    growth.drop(part.at_depth(depth))
+            self.storage.forget(self.dropping_key, [name])
+
+    def _named_tables(self) -> list[tuple[str, Any]]:
+        return [
+            ("and", self.anchors.dense),
+            ("ans", self.anchors.sparse),
+            ("dna", self.dna.postings),
+            ("sh", self.simhash.tables),
+        ]
 
     def clear(self) -> None:
         self.storage.clear()
+        self._touched.clear()
+        self._appended = 0
+        self._tables_raw = None
+
+
+def _stored_layout(version: bytes, layout: bytes) -> IndexLayout | None:
+    if layout:
+        return IndexLayout.decode(int(layout))
+    return ORIGINAL if version else None

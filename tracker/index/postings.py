@@ -1,12 +1,31 @@
 """Inverted index from uniformly distributed 64-bit hashes to the documents containing them.
 
-A hash *h* is split into a bucket (its top ``bucket_bits`` bits, 16 by default, which name the
-storage key) and a 16-bit check (the next 16 bits), stored in the bucket beside the document id
-as one 5-byte record. A lookup fetches the query's buckets and keeps the records whose check
-equals the query's: the effective key is 32 bits or more, so a chance collision between two
-different hashes has probability ~2⁻³² per record examined. Document ids are 24-bit (16.7 M
-documents) in the default record, 32-bit in :data:`WIDE_RECORD` (6 bytes, for the far more
-numerous crawled pages, and for a master library past 16.7 M: :mod:`tracker.index.layout`).
+A hash *h* is filed in a bucket, its top ``depth`` bits, which names the storage key, with a
+16-bit check (bits ``base`` to ``base + 16`` of *h*) beside the document id, as one 5-byte
+record. A lookup fetches the query's buckets and keeps the records whose check equals the
+query's: the effective key is ``base + 16`` bits (32 by default), so a chance collision between
+two different hashes has probability ~2^(depth − base − 16) per record examined. Document ids
+are 24-bit (16.7 M documents) in the default record, 32-bit in :data:`WIDE_RECORD` (6 bytes,
+for the far more numerous crawled pages, and for a master library past 16.7 M:
+:mod:`tracker.index.layout`).
+
+**Buckets that grow with the table.** A table is created with ``depth = base`` and *split*
+when its buckets fill up (:mod:`tracker.index.growth`): every bucket becomes two, by the next
+bit of its hashes, which the check holds (bit ``depth − base`` of it, counted from its top), so
+a split needs nothing but the records themselves. The records a lookup reads per bucket stay
+about the same however large the table grows, and a small table has few keys, each holding
+enough records to be worth its key (a Redis key costs ~80 bytes beside its value).
+
+**The stop set and the posting budget.** A value filed for more than a cap of documents (a
+stock phrase: 且听下回分解, a news agency's formula) carries no evidence of a copy; its postings
+are replaced by one *stop marker* in its bucket (a record whose document is 0, see
+:func:`tracker.index.growth.rewrite`), so a lookup neither reads nor counts them; values over
+the cap not yet compacted are dropped at lookup time (``stop_after``). The lookup then counts
+the query's values *rarest first* and stops at a budget of postings: MOSS ignores passages
+found in more than N documents (Schleimer et al. 2003), Elasticsearch's more-like-this query
+drops terms above ``max_doc_freq``, and the SCANOSS engine reads a file's rarest fingerprints
+first and stops after a candidate budget; together they keep the work of a check flat as the
+library grows.
 """
 
 from __future__ import annotations
@@ -19,10 +38,16 @@ import numpy as np
 from tracker.index.storage import Storage, doc_ids
 
 BUCKET_BITS = 16
+CHECK_BITS = 16
 KEY_TABLE_MAX_BITS = 20  # above, bucket keys are cached in a dict (a table of 2^24 is 134 MB)
 RECORD = np.dtype([("check", "<u2"), ("doc_lo", "<u2"), ("doc_hi", "u1")])
 WIDE_RECORD = np.dtype([("check", "<u2"), ("doc", "<u4")])
 MAX_DOC = (1 << 24) - 1
+STOP = 0  # the document of a stop marker: the value's postings were dropped (see above)
+# Postings a lookup counts at most, rarest values first: a query's own values are read whole
+# while they are rare (a page of 1,500 characters has ~100 values, most filed once or twice).
+BUDGET_PER_VALUE = 16
+MIN_BUDGET = 1024
 
 
 class HashPostings:
@@ -32,41 +57,68 @@ class HashPostings:
         name: str,
         record: np.dtype = RECORD,
         bucket_bits: int = BUCKET_BITS,
+        depth: int | None = None,
     ) -> None:
         self.storage = storage
         self.name = name
         self.record = record
-        self.bucket_bits = bucket_bits
+        self.base = bucket_bits  # where the check starts in a hash
+        self.depth = bucket_bits if depth is None else depth  # the bucket bits, after splits
+        if not self.base <= self.depth < self.base + CHECK_BITS:
+            raise ValueError(f"table {name}: depth {self.depth} beyond its base {self.base}")
+        # Keys name the depth once the table has split: a bucket of one depth is never read
+        # as one of another (old readers follow the new depth, see MasterIndex.fetch).
+        self.table = name if self.depth == self.base else f"{name}.{self.depth}"
         self.max_doc = (1 << 32) - 1 if "doc" in record.names else MAX_DOC
         self._key_table: np.ndarray | None = None
         self._key_made = np.zeros(0, dtype=bool)
         self._key_cache: dict[int, bytes] = {}
+
+    @property
+    def bucket_bits(self) -> int:
+        return self.depth
+
+    def bucket_keys(self, buckets: Iterable[int]) -> list[bytes]:
+        """Storage keys of the buckets numbered ``buckets``."""
+        return self._keys(np.fromiter(buckets, np.int64))
 
     def _keys(self, buckets: np.ndarray) -> list[bytes]:
         # A page looks up hundreds of buckets: making their keys each time cost more than the
         # votes they hold. Each bucket's key is made the first time it is looked up, kept in
         # a table of the 2^16 (~5 MB when full) and picked with one gather; making all of them
         # up front cost a one-text `tracker check` 0.1-0.3 s.
-        if self.bucket_bits > KEY_TABLE_MAX_BITS:
+        if self.depth > KEY_TABLE_MAX_BITS:
             cache, make = self._key_cache, self.storage.bucket_key
             return [
-                cache.get(b) or cache.setdefault(b, make(self.name, b))
+                cache.get(b) or cache.setdefault(b, make(self.table, b))
                 for b in np.asarray(buckets).tolist()
             ]
         if self._key_table is None:
-            self._key_table = np.empty(1 << self.bucket_bits, dtype=object)
-            self._key_made = np.zeros(1 << self.bucket_bits, dtype=bool)
+            self._key_table = np.empty(1 << self.depth, dtype=object)
+            self._key_made = np.zeros(1 << self.depth, dtype=bool)
         buckets = np.asarray(buckets, dtype=np.int64)
         missing = np.unique(buckets[~self._key_made[buckets]])
         if len(missing):
-            self._key_table[missing] = [self.storage.bucket_key(self.name, b) for b in missing]
+            self._key_table[missing] = [self.storage.bucket_key(self.table, b) for b in missing]
             self._key_made[missing] = True
         return self._key_table[buckets].tolist()
 
+    def at_depth(self, depth: int) -> HashPostings:
+        """This table with its buckets at ``depth`` (see :mod:`tracker.index.growth`)."""
+        return HashPostings(self.storage, self.name, self.record, self.base, depth)
+
+    def children(self, rows: np.ndarray, owner: np.ndarray, depth: int) -> np.ndarray:
+        """The buckets at ``depth`` of records ``rows`` of buckets ``owner`` (at this table's
+        depth): the next bits of their hashes, which the check holds."""
+        grown = depth - self.depth
+        shift = CHECK_BITS - (depth - self.base)
+        bits = (rows["check"].astype(np.int64) >> shift) & ((1 << grown) - 1)
+        return (owner << grown) | bits
+
     def _split(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         values = np.asarray(values, dtype=np.uint64)
-        buckets = (values >> np.uint64(64 - self.bucket_bits)).astype(np.int64)
-        checks = ((values >> np.uint64(64 - self.bucket_bits - 16)) & np.uint64(0xFFFF)).astype(
+        buckets = (values >> np.uint64(64 - self.depth)).astype(np.int64)
+        checks = ((values >> np.uint64(64 - self.base - CHECK_BITS)) & np.uint64(0xFFFF)).astype(
             np.uint16
         )
         return buckets, checks
@@ -74,12 +126,16 @@ class HashPostings:
     def records(self, items: Iterable[tuple[int, np.ndarray]]) -> dict[bytes, bytes]:
         """The records to append for ``(doc, values)`` pairs, grouped by storage key: built for
         the whole batch with vector operations, then cut into one chunk per bucket."""
+        return self.chunks(items)[0]
+
+    def chunks(self, items: Iterable[tuple[int, np.ndarray]]) -> tuple[dict[bytes, bytes], int]:
+        """:meth:`records`, and how many records they hold."""
         items = [(doc, np.asarray(values, dtype=np.uint64)) for doc, values in items]
         for doc, _ in items:
             if not 0 < doc <= self.max_doc:
                 raise ValueError(f"document id {doc} out of range")
         if not items:
-            return {}
+            return {}, 0
         values = np.concatenate([v for _, v in items])
         docs = np.repeat([doc for doc, _ in items], [len(v) for _, v in items]).astype(np.int64)
         order = np.lexsort((docs, values))  # a value twice in one document is stored once
@@ -90,15 +146,12 @@ class HashPostings:
         buckets, checks = self._split(values)  # sorted by value, so by bucket
         rows = np.zeros(len(values), dtype=self.record)
         rows["check"] = checks
-        if "doc" in self.record.names:
-            rows["doc"] = docs
-        else:
-            rows["doc_lo"], rows["doc_hi"] = docs & 0xFFFF, docs >> 16
+        set_docs(rows, docs)
         blob = rows.tobytes()
         size = self.record.itemsize
         starts = np.flatnonzero(np.r_[True, buckets[1:] != buckets[:-1]])
         ends = np.r_[starts[1:], len(buckets)] * size
-        return {
+        chunks = {
             key: blob[start:end]
             for key, start, end in zip(
                 self._keys(buckets[starts]),
@@ -107,6 +160,7 @@ class HashPostings:
                 strict=True,
             )
         }
+        return chunks, len(rows)
 
     def keys_of(self, values: np.ndarray) -> list[bytes]:
         """Storage keys of the buckets holding ``values`` (distinct, in bucket order)."""
@@ -124,7 +178,7 @@ class HashPostings:
         buckets, checks = self._split(distinct)
         fetched = np.unique(buckets)
         return Lookup(
-            wanted=(buckets << 16) | checks.astype(np.int64),
+            wanted=(buckets << CHECK_BITS) | checks.astype(np.int64),
             buckets=fetched,
             keys=self._keys(fetched),
             positions=first,
@@ -134,36 +188,71 @@ class HashPostings:
         self.storage.remove_doc(self.keys_of(values), doc, self.record)
 
     def votes(
-        self, lookup: Lookup, found: Sequence[bytes], stop_after: int | None = None
+        self,
+        lookup: Lookup,
+        found: Sequence[bytes],
+        stop_after: int | None = None,
+        budget: int | None = None,
     ) -> dict[int, int]:
         """Documents sharing the query's distinct values, with how many each shares.
 
-        ``found`` are the buckets at ``lookup.keys``, in order. Values found in more than
-        ``stop_after`` documents are stock phrases and are not counted.
+        ``found`` are the buckets at ``lookup.keys``, in order. Values behind a stop marker,
+        or found in more than ``stop_after`` documents, are stock phrases and are not counted;
+        see :meth:`hits` for ``budget``.
         """
-        return tally(self.hits(lookup, found, stop_after)[0])
+        return tally(self.hits(lookup, found, stop_after, budget)[0])
 
     def hits(
-        self, lookup: Lookup, found: Sequence[bytes], stop_after: int | None = None
+        self,
+        lookup: Lookup,
+        found: Sequence[bytes],
+        stop_after: int | None = None,
+        budget: int | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """Every (document, query value) pair the postings hold, as two arrays: the documents
-        and the values' indexes in ``lookup.wanted`` (see :meth:`votes`)."""
+        and the values' indexes in ``lookup.wanted`` (see :meth:`votes`). With ``budget``, the
+        values are counted rarest first until their postings would exceed it (by default
+        ``BUDGET_PER_VALUE`` a value of the query, at least ``MIN_BUDGET``)."""
         sizes = np.fromiter(map(len, found), np.int64, len(found))
         if not sizes.any():
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
         # One buffer, one view: concatenating many small structured arrays is slow.
         records = np.frombuffer(b"".join(found), dtype=self.record)
         owner = np.repeat(lookup.buckets.astype(np.int64), sizes // self.record.itemsize)
-        keys = (owner << 16) | records["check"].astype(np.int64)
+        keys = (owner << CHECK_BITS) | records["check"].astype(np.int64)
         # ``wanted`` is sorted (np.unique): a binary search beats np.isin, which sorts both.
         at = np.minimum(np.searchsorted(lookup.wanted, keys), len(lookup.wanted) - 1)
         hit = lookup.wanted[at] == keys
-        keys, at, docs = keys[hit], at[hit], doc_ids(records[hit])
-        if stop_after is not None and len(keys):
-            common, counts = np.unique(keys, return_counts=True)
-            kept = ~np.isin(keys, common[counts > stop_after])
+        at, docs = at[hit], doc_ids(records[hit])
+        if not len(at):
+            return docs, at
+        df = np.bincount(at, minlength=len(lookup.wanted))
+        dropped = np.zeros(len(lookup.wanted), dtype=bool)
+        dropped[at[docs == STOP]] = True  # stop markers
+        if stop_after is not None:
+            dropped |= df > stop_after
+        if budget is not None and df[~dropped].sum() > budget:
+            counted = np.flatnonzero(~dropped & (df > 0))
+            rarest = counted[np.argsort(df[counted], kind="stable")]
+            dropped[rarest[np.cumsum(df[rarest]) > budget]] = True
+        if dropped.any():
+            kept = ~dropped[at]
             docs, at = docs[kept], at[kept]
         return docs, at
+
+
+def posting_budget(lookup: Lookup) -> int:
+    """The postings a lookup of the master index counts at most: ``BUDGET_PER_VALUE`` a value of
+    the query, at least ``MIN_BUDGET``."""
+    return max(MIN_BUDGET, BUDGET_PER_VALUE * len(lookup.wanted))
+
+
+def set_docs(rows: np.ndarray, docs: np.ndarray) -> None:
+    """Store document ids in the ``doc`` field of records (3 bytes in 5-byte records)."""
+    if "doc" in rows.dtype.names:
+        rows["doc"] = docs
+    else:
+        rows["doc_lo"], rows["doc_hi"] = docs & 0xFFFF, docs >> 16
 
 
 def tally(docs: np.ndarray) -> dict[int, int]:

@@ -7,9 +7,10 @@ blocks' bits, a near-duplicate shares its key with the query in at least one tab
 lookup returns the few candidates filed under that key; their exact distance is then checked.
 
 ``blocks=4, k=3`` gives 4 tables keyed by 16 bits; ``blocks=6, k=3`` gives 20 tables keyed by
-~32 bits (fewer candidates per lookup, 5× the entries). Keys are folded into ``2^bucket_bits``
+~32 bits (fewer candidates per lookup, 5× the entries). Keys are hashed into ``2^depth``
 buckets per table; each record holds the document id and its whole fingerprint (12 bytes), so
-the distance check needs no second lookup.
+the distance check needs no second lookup, and a table can be split into more buckets from its
+records alone (:mod:`tracker.index.growth`).
 """
 
 from __future__ import annotations
@@ -25,34 +26,71 @@ RECORD = np.dtype([("doc", "<u4"), ("fingerprint", "<u8")])
 _GOLDEN = 0x9E3779B97F4A7C15
 
 
+class SimHashTable:
+    """One permuted table: the fingerprints' bits under ``mask`` hashed into ``2^depth``
+    buckets (named by the depth once it has grown past ``base``)."""
+
+    record = RECORD
+
+    def __init__(self, storage: Storage, name: str, mask: int, base: int, depth: int) -> None:
+        self.storage, self.mask, self.base, self.depth = storage, mask, base, depth
+        self.name = name if depth == base else f"{name}.{depth}"
+        self.root = name
+
+    def bucket(self, fingerprint: int) -> int:
+        return (((fingerprint & self.mask) * _GOLDEN) & 0xFFFFFFFFFFFFFFFF) >> (64 - self.depth)
+
+    def key(self, fingerprint: int) -> bytes:
+        return self.storage.bucket_key(self.name, self.bucket(fingerprint))
+
+    def bucket_keys(self, buckets: Sequence[int]) -> list[bytes]:
+        return [self.storage.bucket_key(self.name, int(b)) for b in buckets]
+
+    def at_depth(self, depth: int) -> SimHashTable:
+        return SimHashTable(self.storage, self.root, self.mask, self.base, depth)
+
+    def children(self, rows: np.ndarray, owner: np.ndarray, depth: int) -> np.ndarray:
+        """The buckets at ``depth`` of records ``rows``: from their fingerprints."""
+        with np.errstate(over="ignore"):
+            keyed = (rows["fingerprint"] & np.uint64(self.mask)) * np.uint64(_GOLDEN)
+        return (keyed >> np.uint64(64 - depth)).astype(np.int64)
+
+
 class SimHashIndex:
     def __init__(
-        self, storage: Storage, k: int = 3, blocks: int = 4, bucket_bits: int = 12, name: str = "sh"
+        self,
+        storage: Storage,
+        k: int = 3,
+        blocks: int = 4,
+        bucket_bits: int = 12,
+        name: str = "sh",
+        depth: int | None = None,
     ) -> None:
         if blocks <= k:
             raise ValueError("blocks must exceed k for the pigeonhole guarantee")
         self.storage = storage
         self.k = k
         self.name = name
-        self.bucket_bits = bucket_bits
+        self.base = bucket_bits
+        self.depth = bucket_bits if depth is None else depth
         edges = [round(i * 64 / blocks) for i in range(blocks + 1)]
         block_masks = [
             ((1 << (edges[i + 1] - edges[i])) - 1) << (64 - edges[i + 1]) for i in range(blocks)
         ]
         self.tables = [
-            sum(block_masks[i] for i in chosen)
-            for chosen in combinations(range(blocks), blocks - k)
+            SimHashTable(
+                storage, f"{name}:{t}", sum(block_masks[i] for i in chosen), self.base, self.depth
+            )
+            for t, chosen in enumerate(combinations(range(blocks), blocks - k))
         ]
+
+    @property
+    def bucket_bits(self) -> int:
+        return self.depth
 
     def keys(self, fingerprint: int) -> list[bytes]:
         """Storage keys of the buckets holding ``fingerprint``, one per table."""
-        keys = []
-        for t, mask in enumerate(self.tables):
-            bucket = (((fingerprint & mask) * _GOLDEN) & 0xFFFFFFFFFFFFFFFF) >> (
-                64 - self.bucket_bits
-            )
-            keys.append(self.storage.bucket_key(f"{self.name}:{t}", bucket))
-        return keys
+        return [table.key(fingerprint) for table in self.tables]
 
     def records(self, items: Iterable[tuple[int, int]]) -> dict[bytes, bytes]:
         grouped: dict[bytes, bytearray] = {}

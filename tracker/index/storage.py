@@ -66,8 +66,9 @@ class Storage(ABC):
         return self.key(f"{table}:{bucket:x}")
 
     @abstractmethod
-    def append(self, chunks: Mapping[bytes, bytes]) -> None:
-        """Append each chunk of records to the bucket at its key."""
+    def append(self, chunks: Mapping[bytes, bytes], expire_at: int | None = None) -> None:
+        """Append each chunk of records to the bucket at its key; with ``expire_at`` (Unix
+        seconds), the buckets expire then (Redis removes them itself)."""
 
     @abstractmethod
     def get(self, keys: Sequence[bytes]) -> list[bytes]:
@@ -76,6 +77,30 @@ class Storage(ABC):
     @abstractmethod
     def remove_doc(self, keys: Iterable[bytes], doc: int, record: np.dtype) -> None:
         """Drop every record whose ``doc`` field equals ``doc`` from the buckets at ``keys``."""
+
+    @abstractmethod
+    def put(self, blobs: Mapping[bytes, bytes]) -> None:
+        """Set each key to its value, exactly (a key whose value is ``b""`` is removed)."""
+
+    @abstractmethod
+    def delete(self, keys: Sequence[bytes]) -> None:
+        """Remove these keys."""
+
+    @abstractmethod
+    def add_counts(self, key: bytes, deltas: Mapping[str, int]) -> None:
+        """Add to the named counts of the hash at ``key``."""
+
+    @abstractmethod
+    def read_counts(self, key: bytes) -> dict[str, int]:
+        """The named counts of the hash at ``key``."""
+
+    @abstractmethod
+    def set_default(self, key: bytes, name: str, value: int) -> None:
+        """Set the named count of the hash at ``key`` unless it is set already."""
+
+    @abstractmethod
+    def forget(self, key: bytes, names: Sequence[str]) -> None:
+        """Remove named counts from the hash at ``key``."""
 
     @abstractmethod
     def clear(self) -> None:
@@ -92,6 +117,9 @@ class Storage(ABC):
 
     def compact(self) -> None:  # noqa: B027 - most storages have nothing to release
         """Release the spare room appends left in buckets (call after a bulk load)."""
+
+    def compact_keys(self, keys: Sequence[bytes]) -> None:  # noqa: B027 - as compact
+        """Release the spare room appends left in the buckets at ``keys``."""
 
     #: True where the buckets live on several servers, each of which may lose its last writes
     #: alone (a Redis Cluster node restarted, or replaced by a replica that lagged): the
@@ -128,13 +156,24 @@ def doc_ids(records: np.ndarray) -> np.ndarray:
 class MemoryStorage(Storage):
     def __init__(self) -> None:
         self._buckets: dict[bytes, bytearray] = defaultdict(bytearray)
+        self._counts: dict[bytes, dict[str, int]] = {}
+        self._expiry: dict[bytes, int] = {}
 
     def key(self, name: str) -> bytes:
         return name.encode()
 
-    def append(self, chunks: Mapping[bytes, bytes]) -> None:
+    def append(self, chunks: Mapping[bytes, bytes], expire_at: int | None = None) -> None:
         for key, chunk in chunks.items():
             self._buckets[key] += chunk
+        if expire_at is not None:
+            self._expiry.update(dict.fromkeys(chunks, expire_at))
+
+    def expire(self, now: float) -> None:
+        """Remove the buckets whose time has come (Redis does it by itself)."""
+        for key, at in list(self._expiry.items()):
+            if at <= now:
+                self._buckets.pop(key, None)
+                del self._expiry[key]
 
     def get(self, keys: Sequence[bytes]) -> list[bytes]:
         return [bytes(self._buckets.get(key, b"")) for key in keys]
@@ -152,16 +191,54 @@ class MemoryStorage(Storage):
         for key, value in values.items():
             self._buckets[key] = bytearray(b"%d" % value)
 
+    def put(self, blobs: Mapping[bytes, bytes]) -> None:
+        for key, blob in blobs.items():
+            if blob:
+                self._buckets[key] = bytearray(blob)
+            else:
+                self._buckets.pop(key, None)
+
+    def delete(self, keys: Sequence[bytes]) -> None:
+        for key in keys:
+            self._buckets.pop(key, None)
+            self._counts.pop(key, None)
+
+    def add_counts(self, key: bytes, deltas: Mapping[str, int]) -> None:
+        counts = self._counts.setdefault(key, {})
+        for name, delta in deltas.items():
+            counts[name] = counts.get(name, 0) + delta
+
+    def read_counts(self, key: bytes) -> dict[str, int]:
+        return dict(self._counts.get(key, {}))
+
+    def set_default(self, key: bytes, name: str, value: int) -> None:
+        self._counts.setdefault(key, {}).setdefault(name, value)
+
+    def forget(self, key: bytes, names: Sequence[str]) -> None:
+        for name in names:
+            self._counts.get(key, {}).pop(name, None)
+
     def maximize(self, key: bytes, value: int) -> None:
         if int(self._buckets.get(key) or 0) < value:
             self._buckets[key] = bytearray(b"%d" % value)
 
     def clear(self) -> None:
         self._buckets.clear()
+        self._counts.clear()
 
 
 _APPEND = """
 for i, key in ipairs(KEYS) do redis.call('APPEND', key, ARGV[i]) end
+return #KEYS
+"""
+
+# ARGV: the expiry time (Unix seconds), then each key's chunk.
+_APPEND_EXPIRING = """
+local at = ARGV[1]
+for i, key in ipairs(KEYS) do
+  redis.call('APPEND', key, ARGV[i + 1])
+  redis.call('EXPIREAT', key, at)
+end
 return #KEYS
 """
 
@@ -170,7 +247,7 @@ return #KEYS
 _COMPACT = """
 for _, key in ipairs(KEYS) do
   local blob = redis.call('GET', key)
-  if blob then redis.call('SET', key, blob) end
+  if blob then redis.call('SET', key, blob, 'KEEPTTL') end
 end
 return #KEYS
 """
@@ -306,9 +383,14 @@ class RedisStorage(Storage):
             commands.append((slot, ("EVAL", script, len(chosen), *chosen, *extra, *values)))
         self._run(commands, idempotent)
 
-    def append(self, chunks: Mapping[bytes, bytes]) -> None:
+    def append(self, chunks: Mapping[bytes, bytes], expire_at: int | None = None) -> None:
         keys = list(chunks)
-        self._script(_APPEND, keys, list(chunks.values()), idempotent=False)
+        if expire_at is None:
+            self._script(_APPEND, keys, list(chunks.values()), idempotent=False)
+        else:
+            self._script(
+                _APPEND_EXPIRING, keys, list(chunks.values()), [expire_at], idempotent=False
+            )
         self._appended.update(keys)
 
     def set_values(self, values: Mapping[bytes, int]) -> None:
@@ -345,6 +427,42 @@ class RedisStorage(Storage):
     def compact(self) -> None:
         keys, self._appended = sorted(self._appended), set()
         self._script(_COMPACT, keys)
+
+    def compact_keys(self, keys: Sequence[bytes]) -> None:
+        self._script(_COMPACT, list(keys))
+
+    def put(self, blobs: Mapping[bytes, bytes]) -> None:
+        keys = list(blobs)
+        commands = []
+        for slot, at in self._batches(keys, self.BATCH):
+            full = [x for i in at for x in (keys[i], blobs[keys[i]]) if blobs[keys[i]]]
+            empty = [keys[i] for i in at if not blobs[keys[i]]]
+            if full:
+                commands.append((slot, ("MSET", *full)))
+            if empty:
+                commands.append((slot, ("UNLINK", *empty)))
+        if commands:
+            self._run(commands)
+        self._appended.difference_update(keys)
+
+    def delete(self, keys: Sequence[bytes]) -> None:
+        self._unlink(list(keys))
+
+    def add_counts(self, key: bytes, deltas: Mapping[str, int]) -> None:
+        pipe = self.client.pipeline(transaction=False)
+        for name, delta in deltas.items():
+            pipe.hincrby(key, name, delta)
+        pipe.execute()
+
+    def read_counts(self, key: bytes) -> dict[str, int]:
+        return {k.decode(): int(v) for k, v in self.client.hgetall(key).items()}
+
+    def set_default(self, key: bytes, name: str, value: int) -> None:
+        self.client.hsetnx(key, name, value)
+
+    def forget(self, key: bytes, names: Sequence[str]) -> None:
+        if names:
+            self.client.hdel(key, *names)
 
     def get(self, keys: Sequence[bytes]) -> list[bytes]:
         if not keys:

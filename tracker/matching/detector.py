@@ -220,7 +220,7 @@ class Detector:
                         _master_span(a.master.text),
                     )
                     for a in aligned
-                    if self._is_copy(a.alignment, a.near_duplicate, own.get(a.doc, 1.0))
+                    if self.is_copy(a.alignment, a.near_duplicate, own.get(a.doc, 1.0))
                 ]
         for i, page in enumerate(pages):
             if len(page) > LONG_PAGE_TOKENS:
@@ -278,7 +278,7 @@ class Detector:
         matches = []
         for doc, evidence in found.items():
             alignment = merged[doc]
-            if self._is_copy(alignment, evidence.near_duplicate, own.get(doc, 1.0)):
+            if self.is_copy(alignment, evidence.near_duplicate, own.get(doc, 1.0)):
                 method = "+".join(m for m in METHODS if m in evidence.methods)
                 meta, length = evidence.meta, evidence.length
                 matches.append(
@@ -382,7 +382,7 @@ class Detector:
             spans=Detector._spans(alignment, page, master_span),
         )
 
-    def _is_copy(self, alignment: Alignment, near_duplicate: bool, own: float = 1.0) -> bool:
+    def is_copy(self, alignment: Alignment, near_duplicate: bool, own: float = 1.0) -> bool:
         """``own``: the share of the passages' page tokens no other master aligned with the
         page explains too (:func:`tracker.matching.shared.own_shares`); the partial-copy rule
         counts only that share, so formulas a library repeats are no evidence of a copy."""

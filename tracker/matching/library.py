@@ -30,9 +30,13 @@ log line saying why.
 from __future__ import annotations
 
 import logging
+import multiprocessing
+import os
 import threading
+import time
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -55,13 +59,66 @@ log = logging.getLogger(__name__)
 WRITE_LOCK_TTL_S = 10.0  # a writer that dies blocks the others this long at most
 
 
+MAX_KEPT = 100_000  # works a summary names at most (a bulk load may hold millions)
+MAX_LISTED = 10  # empty documents and repeated ids a summary names
+BULK_BATCH = 1000  # documents a batch with fingerprinting workers: one insert, one round trip
+
+
+FINGERPRINT_BATCH = 200  # texts fingerprinted together: larger batches ran 25 % slower
+
+
+def _fingerprints(texts: list[str]) -> list[DocumentFingerprint]:
+    """The fingerprints of master texts (in a fingerprinting worker, or in process), in
+    batches of ``FINGERPRINT_BATCH`` (numpy's per-call cost paid once per batch, while the
+    SimHash votes' counts stay in the CPU's caches)."""
+    return [fp for part in batches(texts, FINGERPRINT_BATCH) for _, fp in fingerprint_many(part)]
+
+
+def _start_worker(parent: int) -> None:
+    """A fingerprinting worker's start: its tables loaded, and a watch on the process that
+    started it, which it outlives by a second at most (one killed with ``kill -9`` cannot stop
+    its pool: the worker would wait for batches for ever)."""
+    _fingerprints(["预热词典，加载表格。"])
+
+    def watch() -> None:
+        while True:
+            time.sleep(1.0)
+            try:
+                os.kill(parent, 0)
+            except ProcessLookupError:
+                os._exit(1)
+            except PermissionError:  # the pid was taken by another user's process
+                os._exit(1)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
+def _fingerprint_pool(workers: int) -> ProcessPoolExecutor:
+    """Worker processes for fingerprinting, spawned (this process has server connections and
+    their threads, which a forked child must not inherit), each with its tables and
+    dictionaries loaded before its first batch."""
+    context = multiprocessing.get_context("spawn")
+    return ProcessPoolExecutor(
+        workers, mp_context=context, initializer=_start_worker, initargs=(os.getpid(),)
+    )
+
+
 @dataclass
 class IngestSummary:
     added: int = 0
     replaced: int = 0
+    unchanged: int = 0  # stored already, the same text, work and title: left as they were
     skipped_empty: list[str] = field(default_factory=list)
+    empty: int = 0  # documents with no text after normalisation (the first named above)
     characters: int = 0
-    works: set[str] = field(default_factory=set)
+    works: set[str] = field(default_factory=set)  # the first MAX_KEPT
+    # An id met again in the same ingest (its first source, then the one stored): the first few.
+    again: list[tuple[str, str, str]] = field(default_factory=list)
+    repeated: int = 0
+
+    def add_work(self, work: str) -> None:
+        if len(self.works) < MAX_KEPT:
+            self.works.add(work)
 
 
 @dataclass(frozen=True)
@@ -137,24 +194,69 @@ class MasterLibrary:
         self,
         documents: Iterable[MasterDocument],
         progress: Callable[[int], None] | None = None,
+        workers: int = 0,
+        batch: int | None = None,
     ) -> IngestSummary:
-        """Fingerprint, store and index ``documents``; an id seen before is replaced.
+        """Fingerprint, store and index ``documents``; an id seen before is replaced, or left
+        as it is when its text, work and title are unchanged (so an ingest run again, or cut
+        short and run again, redoes nothing it finished).
 
-        Batches are pipelined: while one batch is written (under the write lock, in a writer
-        thread, as the writes mostly wait on the servers) the next one is fingerprinted.
+        Documents are read as they are used, in batches of ``batch`` (``BATCH``, or
+        ``BULK_BATCH`` with ``workers``), and pipelined: while one batch is written (under the
+        write lock, in a writer thread, as the writes mostly wait on the servers: one bulk
+        insert, one pipelined round trip of appends) the next ones are fingerprinted, in
+        ``workers`` processes (0: in this one). Memory holds a few batches whatever the
+        input's size. ``progress`` is told of each batch written (its documents).
         """
         summary = IngestSummary()
-        with ThreadPoolExecutor(1) as writer:
-            writing: Future[int] | None = None
-            for batch in batches(documents, self.BATCH):
-                prints = [fp for _, fp in fingerprint_many([doc.text for doc in batch])]
+        size = batch or (BULK_BATCH if workers else self.BATCH)
+        if self.index.state()[0] != self.store.version():
+            self.verify()  # a master stored unchanged is passed over: the index must hold it
+        started = self.store.version()  # ids stored after this were stored by this ingest
+        pool = _fingerprint_pool(workers) if workers else None
+        try:
+            with ThreadPoolExecutor(1) as writer:
+                writing: Future[int] | None = None
+                ahead: deque[tuple[list[MasterDocument], Future | None]] = deque()
+                for docs in batches(documents, size):
+                    texts = [doc.text for doc in docs]
+                    ahead.append((docs, pool.submit(_fingerprints, texts) if pool else None))
+                    if len(ahead) > workers:  # the workers keep that many batches ahead
+                        writing = self._hand_over(
+                            writer, writing, ahead.popleft(), summary, started, progress
+                        )
+                while ahead:
+                    writing = self._hand_over(
+                        writer, writing, ahead.popleft(), summary, started, progress
+                    )
                 if writing is not None:
                     self._written(writing, progress)
-                writing = writer.submit(self._write_batch, batch, prints, summary)
-            if writing is not None:
-                self._written(writing, progress)
-        self.index.compact()
+            with self.writing():
+                self.index.compact()
+        finally:
+            if pool is not None:
+                pool.shutdown(cancel_futures=True)
         return summary
+
+    def _hand_over(
+        self,
+        writer: ThreadPoolExecutor,
+        writing: Future[int] | None,
+        batch: tuple[list[MasterDocument], Future | None],
+        summary: IngestSummary,
+        started: int,
+        progress: Callable[[int], None] | None,
+    ) -> Future[int]:
+        """The batch's fingerprints (from its worker, or made here while the previous batch is
+        written), then its write, once the previous one is done (batches are written in order)."""
+        docs, fingerprinting = batch
+        if fingerprinting is not None:
+            prints = fingerprinting.result()
+        else:
+            prints = _fingerprints([doc.text for doc in docs])
+        if writing is not None:
+            self._written(writing, progress)
+        return writer.submit(self._write_batch, docs, prints, summary, started)
 
     @staticmethod
     def _written(writing: Future[int], progress: Callable[[int], None] | None) -> None:
@@ -167,18 +269,32 @@ class MasterLibrary:
         batch: list[MasterDocument],
         prints: list[DocumentFingerprint],
         summary: IngestSummary,
+        started: int = 0,
     ) -> int:
-        latest = {doc.doc_id: (doc, fp) for doc, fp in zip(batch, prints, strict=True)}
+        latest: dict[str, tuple[MasterDocument, DocumentFingerprint]] = {}
+        for doc, fp in zip(batch, prints, strict=True):
+            if doc.doc_id in latest:
+                self._again(summary, doc.doc_id, latest[doc.doc_id][0].source, doc.source)
+            latest[doc.doc_id] = (doc, fp)  # the last version of an id in a batch wins
         with self.writing():
             self._finish_open_changes()
-            existing = self.store.existing(latest)  # the last version of an id in a batch wins
+            existing = self.store.existing(latest)
             rows, journal = [], []
-            new_ids = [d for d, (_, fp) in latest.items() if d not in existing and fp.length]
+            for doc_id, (doc, fp) in list(latest.items()):
+                before = existing.get(doc_id)
+                if before is not None and before.changed_in > started:
+                    self._again(summary, doc_id, before.source, doc.source)
+                if fp.length == 0:
+                    summary.empty += 1
+                    if len(summary.skipped_empty) < MAX_LISTED:
+                        summary.skipped_empty.append(doc_id)
+                    del latest[doc_id]
+                elif before is not None and before.same(doc):
+                    summary.unchanged += 1
+                    del latest[doc_id]
+            new_ids = [d for d in latest if d not in existing]
             new_ns = iter(self.store.allocate_ns(len(new_ids)))
             for doc_id, (doc, fp) in latest.items():
-                if fp.length == 0:
-                    summary.skipped_empty.append(doc_id)
-                    continue
                 if doc_id in existing:
                     before = existing[doc_id]
                     summary.replaced += 1
@@ -188,10 +304,11 @@ class MasterLibrary:
                 rows.append((before.n, doc, fp))
                 journal.append((doc_id, before))
                 summary.characters += len(doc.text)
-                summary.works.add(doc.work)
+                summary.add_work(doc.work)
             if rows:
                 version = self.store.next_version()
                 self.store.begin(version, journal, deleted=False)
+                self.store.log_change(version, [doc.doc_id for _, doc, _ in rows])
                 self.store.save(rows, set(new_ids), version)  # MongoDB first
                 count = self.store.counted(len(new_ids))
                 for _, before in journal:
@@ -199,7 +316,14 @@ class MasterLibrary:
                 self.index.add((n, fp) for n, _, fp in rows)
                 self.index.set_state(version, count)
                 self.store.end(version)
+                self.index.maybe_compact()  # a bulk load: its buckets split as they fill
         return len(batch)
+
+    @staticmethod
+    def _again(summary: IngestSummary, doc_id: str, first: str, later: str) -> None:
+        summary.repeated += 1
+        if len(summary.again) < MAX_LISTED:
+            summary.again.append((doc_id, first, later))
 
     # ------------------------------------------------------------------------------ delete
 
@@ -328,6 +452,7 @@ class MasterLibrary:
             current = [(n, fp) for n, fp in batch if fp is not None]
             stale = [n for n, fp in batch if fp is None]
             self.index.add(current + (self.store.refingerprint(stale) if stale else []))
+            self.index.maybe_compact()
             total += len(batch)
             if progress:
                 progress(len(batch))

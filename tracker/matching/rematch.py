@@ -7,12 +7,14 @@ stores pages it could not match. A run:
 1. takes the pages whose matching *failed* (``match_state: failed``): each is checked in full;
 2. finds the oldest library version any page is matched at — a page's ``matched_version``, or
    the version of the last run's *mark* for the pages stored before it (see
-   :mod:`tracker.stores.rematch`) — and the masters added or replaced since
-   (``changed_in``);
+   :mod:`tracker.stores.rematch`) — and the masters added or replaced since (the library's
+   log of changes);
 3. looks those masters' anchors up in the page-anchor index
-   (:mod:`tracker.index.page_index`): the pages sharing one may copy them, every other page
-   cannot (a copied passage of 100+ characters shares an anchor), so the work grows with the
-   change, not with the page store. Pages with an open match of a replaced master are added;
+   (:mod:`tracker.index.page_index`, the pages stored in the last ``page_index_days``): the
+   pages sharing one may copy them, every other page cannot (a copied passage of 100+
+   characters shares an anchor), so the work grows with the change, not with the page store;
+   a page sharing a single anchor is aligned with that master alone first, and checked only
+   if it holds a copy of it. Pages with an open match of a replaced master are added;
 4. checks each candidate page in full against the library as it stands and records what it
    carries now, as a crawl would (new matches are found today, so they appear as new in the
    next report; matches the page no longer carries are closed);
@@ -34,7 +36,9 @@ from itertools import chain
 from typing import Any
 
 from tracker.batching import batches
+from tracker.fingerprints.anchors import gram_hashes
 from tracker.index.page_index import PageIndex
+from tracker.matching.align import Shingles, align
 from tracker.matching.library import MasterLibrary
 from tracker.servers.runtime import Runtime
 from tracker.stores.pages import FAILED, MatchStore, PageStore
@@ -61,6 +65,8 @@ class RematchSummary:
     new_matches: int = 0
     closed_matches: int = 0
     refiled: int = 0  # pages filed again in the page index (lost, or never filed)
+    expired_generations: int = 0  # of the page index, past page_index_days
+    screened_pages: int = 0  # sharing one anchor with a changed master, but no copy of it
     seconds: float = 0.0
     interrupted: bool = False
     new_doc_ids: list[str] = field(default_factory=list)
@@ -80,6 +86,7 @@ class Rematcher:
         self.matches = MatchStore(runtime.db)
         self.runs = RematchStore(runtime.db)
         self.index = PageIndex.from_runtime(runtime)
+        self.screened = 0  # pages sharing one anchor, left after aligning with the master
 
     def run(
         self,
@@ -88,6 +95,13 @@ class Rematcher:
     ) -> RematchSummary:
         started_at, clock = datetime.now(UTC), time.perf_counter()
         summary = RematchSummary()
+        if self.index.legacy():
+            log.warning(
+                "the stored pages' anchors were filed by an older version: run `tracker index "
+                "rebuild` to file them again (until then, late masters are looked up among the "
+                "pages stored since the upgrade)"
+            )
+        summary.expired_generations = self.index.expire()
         summary.refiled = self.verify_page_index()
         version = self.library.index.state()[0] or 0
         summary.library_version = version
@@ -107,6 +121,7 @@ class Rematcher:
                     summary.candidate_pages += page["_id"] not in todo
                     todo.setdefault(page["_id"], page)
             summary.changed_masters = len(changed)
+            summary.screened_pages, self.screened = self.screened, 0
         # Pages stored within the margin are not covered by this run's mark: those matched
         # against an older library are checked now (a few), the others are up to date already.
         recent = set()
@@ -151,8 +166,9 @@ class Rematcher:
         """Stored pages that may copy one of the ``changed`` masters and were not checked
         against it."""
         tokens = [normalize(master["text"]).tokens for master in changed]
-        votes = self.index.candidates(tokens)
-        pages = self.pages.by_ns(votes)
+        sharing = self.index.sharing(tokens)
+        pages = self.pages.by_ns(sharing)
+        pages = [page for page in pages if self._may_copy(page, sharing[page["n"]], tokens)]
         urls = self.matches.open_urls(master["_id"] for master in changed)
         pages += self.pages.by_urls(urls - {page["_id"] for page in pages})
         behind = [
@@ -161,6 +177,29 @@ class Rematcher:
             if not (mark.covers(page, version) if mark else _matched_at(page) >= version)
         ]
         return behind
+
+    def _may_copy(self, page: dict, shared: dict[int, int], masters: list) -> bool:
+        """Whether a page sharing anchors with changed masters (``shared``: how many with each,
+        by its index in ``masters``, their tokens) is worth checking in full: two shared
+        anchors are (a copied passage of 196 tokens shares two), one only if the page's
+        alignment with that master alone would be reported (a passage of 100 tokens shares
+        one anchor, and so do a few chance 5-syllable runs: aligning with one master costs a
+        tenth of a full check)."""
+        if max(shared.values()) >= 2:
+            return True
+        text = normalize(page.get("text") or "")
+        shingles = Shingles.of(gram_hashes(text.tokens))
+        for at in shared:
+            alignment = align(
+                text.tokens,
+                masters[at],
+                min_tokens=self.runtime.settings.min_span_chars,
+                page_shingles=shingles,
+            )
+            if self.detector.is_copy(alignment, near_duplicate=False):
+                return True
+        self.screened += 1
+        return False
 
     def _check(
         self,
@@ -209,11 +248,25 @@ class Rematcher:
         """File a page never filed in the page index (its first filing failed, or it was
         stored by an older version): a new page number, its anchors."""
         n = self.pages.allocate_n()
-        self.index.add([(n, normalize(page.get("text") or "").tokens)])
+        self._file_pages([{**page, "n": n}])
         return n
 
+    def _file_pages(self, pages: list[dict]) -> None:
+        """File stored pages' anchors, each in the generation of the time it was stored (the
+        page index keeps ``page_index_days`` of them)."""
+        by_period: dict[int, list[dict]] = {}
+        for page in pages:
+            stored = page.get("stored_at") or datetime.now(UTC)
+            by_period.setdefault(self.index.period_of(stored), []).append(page)
+        for group in by_period.values():
+            self.index.add(
+                ((page["n"], normalize(page.get("text") or "").tokens) for page in group),
+                group[0].get("stored_at"),
+            )
+
     def rebuild_page_index(self, progress: Callable[[int], None] | None = None) -> int:
-        """Recreate the page-anchor index from the stored pages' texts."""
+        """Recreate the page-anchor index from the stored pages' texts (those stored too long
+        ago to be kept are passed over)."""
         self.index.clear()
         total = 0
         for batch in batches(self.pages.iter_texts(), 500):
@@ -221,7 +274,7 @@ class Rematcher:
                 if not page.get("n"):
                     page["n"] = self.pages.allocate_n()
                     self.pages.number(page["_id"], page["n"])
-            self.index.add((page["n"], normalize(page.get("text") or "").tokens) for page in batch)
+            self._file_pages(batch)
             total += len(batch)
             if progress:
                 progress(len(batch))
@@ -239,7 +292,7 @@ class Rematcher:
             return 0
         missing = self.pages.with_n_above(indexed)
         for batch in batches(missing, 500):
-            self.index.add((page["n"], normalize(page.get("text") or "").tokens) for page in batch)
+            self._file_pages(batch)
         self.index.mark(since=floor)
         if missing:
             log.warning("filed %d page(s) missing from the page index again", len(missing))

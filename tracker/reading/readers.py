@@ -15,6 +15,7 @@ Errors are :class:`InputError` with a message naming the input and, where there 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sys
@@ -334,7 +335,8 @@ def _mib(size: int) -> str:
 
 @dataclass
 class Reading:
-    """What :func:`read_masters` found: the good documents and every problem."""
+    """What :func:`read_masters` found: the good documents and every problem
+    (:func:`iter_masters` fills in all but the documents, which it yields)."""
 
     documents: list[MasterDocument] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)  # files that gave documents
@@ -342,14 +344,15 @@ class Reading:
     skipped: list[Path] = field(default_factory=list)  # unsupported files in directories
     warnings: list[str] = field(default_factory=list)  # "FILE: what looks wrong"
     sources: dict[str, str] = field(default_factory=dict, repr=False)  # doc id -> first source
+    bytes_read: int = 0  # of the files read so far (progress of a long ingest)
+    problem_count: int = 0  # problems reported and taken out of ``problems`` (a long ingest)
 
 
-def read_masters(
-    paths: list[str | os.PathLike], work: str | None = None, max_bytes: int = DEFAULT_MAX_BYTES
-) -> Reading:
-    """Read every master file named or inside a named directory, reporting each bad file and
-    line instead of stopping at the first; ``work`` names the books' work."""
-    reading = Reading()
+def master_files(paths: list[str | os.PathLike], reading: Reading) -> list[Path]:
+    """The ``.txt`` and ``.jsonl`` files named or inside named directories, in order; other
+    files in directories are added to ``reading.skipped``, anything else named to its
+    problems."""
+    found = []
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
@@ -357,7 +360,7 @@ def read_masters(
                 if not child.is_file() or any(p.startswith(".") for p in child.parts[-1:]):
                     continue
                 if child.suffix.lower() in SUPPORTED:
-                    _read_into(reading, child, work, max_bytes)
+                    found.append(child)
                 else:
                     reading.skipped.append(child)
         elif path.is_file():
@@ -366,29 +369,61 @@ def read_masters(
                     f"{path}: unsupported file type (expected .txt books or .jsonl records)"
                 )
             else:
-                _read_into(reading, path, work, max_bytes)
+                found.append(path)
         else:
             reading.problems.append(f"{path}: no such file or directory")
-    return reading
+    return found
 
 
-def _read_into(reading: Reading, path: Path, work: str | None, max_bytes: int) -> None:
-    try:
-        documents = list(read_documents(path, work, max_bytes, reading.problems, reading.warnings))
-    except InputError as exc:
-        reading.problems.append(str(exc))
+def iter_masters(
+    files: list[Path],
+    reading: Reading,
+    work: str | None = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+) -> Iterator[MasterDocument]:
+    """The documents of master ``files`` (see :func:`master_files`), read as they are used:
+    each bad file and line is added to ``reading.problems`` as it is met, not raised, and
+    only one line or book is held at a time, so memory does not grow with the input."""
+    for path in files:
+        first = True
+        try:
+            for doc in _documents(path, work, max_bytes, reading):
+                if first:
+                    reading.files.append(path)
+                    first = False
+                yield doc
+        except InputError as exc:
+            reading.problems.append(str(exc))
+
+
+def _documents(
+    path: Path, work: str | None, max_bytes: int, reading: Reading
+) -> Iterator[MasterDocument]:
+    if path.suffix.lower() != ".jsonl":
+        yield from read_book(path, work, max_bytes, reading.warnings)
+        with contextlib.suppress(OSError):
+            reading.bytes_read += path.stat().st_size
         return
+    yield from read_jsonl(path, max_bytes, reading.problems, reading)
+
+
+def read_masters(
+    paths: list[str | os.PathLike], work: str | None = None, max_bytes: int = DEFAULT_MAX_BYTES
+) -> Reading:
+    """Read every master file named or inside a named directory, reporting each bad file and
+    line instead of stopping at the first; ``work`` names the books' work. Holds every
+    document: :func:`iter_masters` reads them as they are used."""
+    reading = Reading()
     seen = reading.sources
-    for doc in documents:
+    for doc in iter_masters(master_files(paths, reading), reading, work, max_bytes):
         if doc.doc_id in seen:
             reading.warnings.append(
                 f"{doc.source}: id {doc.doc_id} again (first in {seen[doc.doc_id]}): "
                 "the later one is stored"
             )
         seen[doc.doc_id] = doc.source
-    reading.documents.extend(documents)
-    if documents:
-        reading.files.append(path)
+        reading.documents.append(doc)
+    return reading
 
 
 def read_documents(
@@ -434,16 +469,21 @@ def read_book(
 
 
 def read_jsonl(
-    path: Path, max_bytes: int = DEFAULT_MAX_BYTES, problems: list[str] | None = None
+    path: Path,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    problems: list[str] | None = None,
+    reading: Reading | None = None,
 ) -> Iterator[MasterDocument]:
     """One ``{"id", "text"[, "work", "title"]}`` object a line, in UTF-8; ``work`` defaults to
-    the id, ``title`` too."""
+    the id, ``title`` too. ``reading.bytes_read`` counts the bytes read."""
     try:
         fh = path.open("rb")
     except OSError as exc:
         raise InputError(f"{path}: cannot read it ({exc.strerror or exc})") from None
     with fh:
         for lineno, line in enumerate(fh, start=1):
+            if reading is not None:
+                reading.bytes_read += len(line)
             if not line.strip():
                 continue
             try:

@@ -52,6 +52,7 @@ class PullSummary:
     documents: int = 0
     added: int = 0
     replaced: int = 0
+    unchanged: int = 0  # read again, stored already as they are: left as they were
     skipped: int = 0  # malformed files and source documents, and empty texts
     errors: list[str] = field(default_factory=list)
     interrupted: bool = False
@@ -62,6 +63,7 @@ class PullSummary:
         self.documents += other.documents
         self.added += other.added
         self.replaced += other.replaced
+        self.unchanged += other.unchanged
         self.skipped += other.skipped
         self.errors += other.errors
         self.interrupted |= other.interrupted
@@ -73,6 +75,7 @@ class PullSummary:
             "documents": self.documents,
             "added": self.added,
             "replaced": self.replaced,
+            "unchanged": self.unchanged,
             "skipped": self.skipped,
             "errors": self.errors[:20],
             "interrupted": self.interrupted,
@@ -85,6 +88,7 @@ def _ingest(library: MasterLibrary, batch: list[MasterDocument], summary: PullSu
     summary.documents += len(batch)
     summary.added += result.added
     summary.replaced += result.replaced
+    summary.unchanged += result.unchanged
     summary.skipped += len(result.skipped_empty)
 
 

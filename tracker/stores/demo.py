@@ -5,8 +5,9 @@ On a fresh install the demo writes into the tracker's own database, where ``trac
 ``report`` and ``check`` look next. Its mark names the sample's master ids, the base URLs of
 the local sites it crawled and the library version its ingest made. A database holds only the
 demo's data while it has the mark, every master is one of those ids, every page is under one of
-those URLs and the library version is that one (an ingest, a deletion or a crawl of the user's
-advances one of them); a database without the mark is the demo's to use only when it holds no
+those URLs and the library version is that one (an ingest that changes a master, a deletion or
+a crawl of the user's advances one of them: masters ingested again as they are stored leave the
+version as it was); a database without the mark is the demo's to use only when it holds no
 master and no page.
 """
 
@@ -22,13 +23,14 @@ from pymongo.database import Database
 from tracker.stores.masters import MasterStore
 
 MARK = "demo"
-#: The collections of the record the demo fills (the library, its journal and counters, the
+#: The collections of the record the demo fills (the library, its journal, log and counters, the
 #: pages, their matches and days, mirror groups, runs and stored reports), emptied when a demo
 #: starts again on a library that holds only its data. Never the console's users or the
 #: scheduler's jobs and ledger.
 RECORD = (
     "masters",
     "library_journal",
+    "library_changes",
     "counters",
     "pages",
     "matches",

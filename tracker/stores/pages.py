@@ -303,7 +303,7 @@ _DETAILS = dict.fromkeys(
     1,
 )
 _PRINT = {"simhash": 1, "site": 1, "first_seen": 1}
-_TO_FILE = {"text": 1, "n": 1}
+_TO_FILE = {"text": 1, "n": 1, "stored_at": 1}  # filed in the generation of its time
 _TO_MATCH = dict.fromkeys(
     ("text", "n", "matched_version", "stored_at", "match_state", "matched_doc_ids"), 1
 )

@@ -1,0 +1,680 @@
+"""A large library, as a user builds and checks it: ``tracker ingest`` of files of synthetic
+chapters, then ``tracker check --jsonl`` of the same queries at each checkpoint, against a
+valkey-server and a secantusd-py started as separate servers and given by URL (issue 29).
+
+At each checkpoint (``--points``, then ``--chapters``) this measures:
+
+* **the check**: ``tracker check --jsonl`` of the query file run as a user runs it (a new
+  process, default workers), its wall time over the queries *with* its start-up (the issue's
+  measure), best and median of ``--rounds`` runs; and amortised, (T(n) − T(n/2)) / (n/2), the
+  start-up cancelled; CPU of the command and of both servers per query (``/proc``);
+* **recall and wrong ids**: each query's expected master against what the command printed;
+* **the same queries against datasketch MinHashLSH** in memory (``bench.baselines``, 128
+  permutations, character 5-shingles, Jaccard 0.5), built over the same chapters in this
+  process (up to ``--minhash-max`` of them): its mean wall time per query, one at a time;
+* **ingest**: chapters per second of ``tracker ingest FILE`` over each step (the files are made
+  before, and kept in ``--work`` for the next run), its peak resident memory, and the CPU of
+  the command, its workers and the servers;
+* **bytes**: Redis ``used_memory`` per chapter (and ``used_memory_rss``), MongoDB BSON per
+  chapter (``collStats``).
+
+The queries (``--queries``, 600 by default): a quarter disguised copies of stored chapters
+(ad lines, punctuation noise), a quarter copies in Traditional characters with ad lines, a
+quarter partial copies (40 % of a chapter inside an unrelated text as long), a quarter
+unrelated chapters; all of them copy chapters among the first checkpoint's, so every
+checkpoint checks the same texts.
+
+    python -m bench.library_scale --chapters 100000 --points 10000          # ~15 min
+    flock /work/notes/bench.lock python -m bench.library_scale --chapters 1000000 \\
+        --points 100000 --work /tmp/library-scale                          # ~1.5 h, 12 GB disk
+
+Writes ``bench/results/library-scale.json`` and ``.md`` (``--out``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import orjson
+
+from bench import corpus as bench_corpus
+from bench.capacity import log, machine_with_memory
+from bench.crawl_throughput import process_stat
+from bench.disguises import embed, noise, traditional, with_ads
+from bench.scale import sentence_pool, synthetic_chapters
+
+DB, PREFIX = "scale", "scale:"
+KINDS = ("ads_noise", "traditional_ads", "partial_40", "innocent")
+
+
+# ----------------------------------------------------------------------------- the servers
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Servers:
+    """A valkey-server and a secantusd-py, each started as a separate server with its defaults
+    (as an operator starts them), data under ``home``; or the servers at given URLs."""
+
+    def __init__(self, home: Path, mongo_url: str | None, redis_url: str | None) -> None:
+        self.procs: dict[str, subprocess.Popen] = {}
+        self.mongo_url, self.redis_url = mongo_url, redis_url
+        if mongo_url and redis_url:
+            return
+        from tracker.servers.services import valkey_binary
+
+        home.mkdir(parents=True, exist_ok=True)
+        if not redis_url:
+            port = free_port()
+            (home / "valkey").mkdir(exist_ok=True)
+            self.procs["redis"] = subprocess.Popen(
+                [valkey_binary(), "--port", str(port), "--bind", "127.0.0.1"],
+                cwd=home / "valkey",
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            self.redis_url = f"redis://127.0.0.1:{port}/0"
+        if not mongo_url:
+            port = free_port()
+            exe = Path(sys.executable).parent / "secantusd-py"
+            command = [str(exe), "--host", "127.0.0.1", "--port", str(port)]
+            self.procs["mongo"] = subprocess.Popen(
+                [*command, "--storage-path", str(home / "mongo"), "--log-level", "WARNING"],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            self.mongo_url = f"mongodb://127.0.0.1:{port}/"
+        deadline = time.monotonic() + 60
+        for url in (self.redis_url, self.mongo_url):
+            port = int(url.rsplit(":", 1)[1].split("/")[0])
+            while True:
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                    break
+                except OSError:
+                    if time.monotonic() > deadline:
+                        raise RuntimeError(f"{url} did not start") from None
+                    time.sleep(0.2)
+
+    def pids(self) -> dict[str, int]:
+        return {name: proc.pid for name, proc in self.procs.items()}
+
+    def stop(self) -> None:
+        for proc in self.procs.values():
+            proc.terminate()
+        for proc in self.procs.values():
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+def servers_cpu(servers: Servers) -> dict[str, float]:
+    found = {}
+    for name, pid in servers.pids().items():
+        stat = process_stat(pid)
+        if stat is not None:
+            found[name] = stat[1]
+    return found
+
+
+def servers_rss(servers: Servers) -> dict[str, int]:
+    found = {}
+    for name, pid in servers.pids().items():
+        stat = process_stat(pid)
+        if stat is not None:
+            found[name] = stat[2] >> 20
+    return found
+
+
+# ------------------------------------------------------------------------------- the inputs
+
+
+def chapter_file(work: Path, pool: list, start: int, end: int, chars: int, seed: int) -> Path:
+    """Chapters ``start`` to ``end`` (of bench.scale's synthetic sequence) as a .jsonl file,
+    made once and kept."""
+    path = work / f"chapters-{seed}-{chars}-{start}-{end}.jsonl"
+    if path.exists():
+        return path
+    partial = path.with_suffix(".part")
+    with partial.open("wb") as out:
+        for i, doc in enumerate(synthetic_chapters(end, pool, seed=seed, chars=chars)):
+            if i >= start:
+                record = {"id": doc.doc_id, "work": doc.work, "title": doc.title, "text": doc.text}
+                out.write(orjson.dumps(record) + b"\n")
+            if i and i % 100_000 == 0:
+                log(f"  {i:,} chapters made")
+    partial.rename(path)
+    return path
+
+
+def read_chapters(path: Path, ids: set[str] | None = None) -> dict[str, str]:
+    found = {}
+    with path.open("rb") as fh:
+        for line in fh:
+            record = orjson.loads(line)
+            if ids is None or record["id"] in ids:
+                found[record["id"]] = record["text"]
+    return found
+
+
+def make_queries(
+    work: Path, first: Path, pool: list, count: int, chars: int, seed: int
+) -> tuple[Path, list[dict]]:
+    """The query file and, per query, its kind and expected id (None: unrelated)."""
+    rng = random.Random(f"library-scale:{seed}")
+    per_kind = count // len(KINDS)
+    stored = sum(1 for _ in first.open("rb"))
+    ids = [f"合成/{i + 1:06d}" for i in rng.sample(range(stored), 3 * per_kind)]
+    texts = read_chapters(first, set(ids))
+    others = [d.text for d in synthetic_chapters(2 * per_kind, pool, seed=seed + 7919, chars=chars)]
+    queries: list[dict] = []
+    for k, doc_id in enumerate(ids):
+        text = texts[doc_id]
+        kind = KINDS[k // per_kind]
+        if kind == "ads_noise":
+            case = noise(with_ads(text, rng), rng, 0.03)
+        elif kind == "traditional_ads":
+            case = traditional(with_ads(text, rng), rng)
+        else:
+            start = rng.randrange(0, int(len(text) * 0.6))
+            case = embed(text[start : start + int(len(text) * 0.4)], others.pop(), rng)
+        queries.append({"kind": kind, "expected": doc_id, "text": case})
+    queries += [{"kind": "innocent", "expected": None, "text": t} for t in others[:per_kind]]
+    rng.shuffle(queries)
+    for i, query in enumerate(queries):
+        query["id"] = f"q{i:04d}"
+    path = work / f"queries-{seed}-{count}.jsonl"
+    with path.open("wb") as out:
+        for query in queries:
+            out.write(orjson.dumps({"id": query["id"], "text": query["text"]}) + b"\n")
+    half = path.with_name(path.stem + "-half.jsonl")
+    with half.open("wb") as out:
+        for query in queries[: len(queries) // 2]:
+            out.write(orjson.dumps({"id": query["id"], "text": query["text"]}) + b"\n")
+    return path, queries
+
+
+# ------------------------------------------------------------------------------- the steps
+
+
+def env_for(servers: Servers, home: Path, db: str = DB, prefix: str = PREFIX) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TRACKER_", "SCRAPY"))}
+    env.update(
+        MONGO_URL=servers.mongo_url or "",
+        REDIS_URL=servers.redis_url or "",
+        TRACKER_MONGO_DB=db,
+        TRACKER_REDIS_PREFIX=prefix,
+        TRACKER_DATA_DIR=str(home / "data"),
+        TRACKER_CHECK_WARM_S="0",
+        HOME=str(home),
+    )
+    return env
+
+
+class TreeCPU:
+    """CPU seconds of a process and all its descendants (fingerprinting workers, ``tracker
+    check``'s worker processes), sampled from ``/proc`` every ``interval`` seconds: a process
+    that exited keeps its last reading. ``ru_maxrss`` would miss the workers' own peaks and
+    ``RUSAGE_CHILDREN`` the processes never waited for."""
+
+    def __init__(self, root: int, interval: float = 0.2) -> None:
+        self.root, self.interval = root, interval
+        self.last: dict[int, tuple[float, int]] = {}  # pid -> (cpu seconds, resident bytes)
+        self.peak_rss = 0
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._done.is_set():
+            self.sample()
+            self._done.wait(self.interval)
+
+    def sample(self) -> None:
+        stats = {}
+        for entry in os.listdir("/proc"):
+            if entry.isdigit() and (stat := process_stat(int(entry))) is not None:
+                stats[int(entry)] = stat
+        tree, frontier = {self.root}, [self.root]
+        while frontier:
+            pid = frontier.pop()
+            for child, (parent, _, _) in stats.items():
+                if parent == pid and child not in tree:
+                    tree.add(child)
+                    frontier.append(child)
+        total_rss = 0
+        for pid in tree:
+            if pid in stats:
+                self.last[pid] = (stats[pid][1], stats[pid][2])
+                total_rss += stats[pid][2]
+        self.peak_rss = max(self.peak_rss, total_rss)
+
+    def stop(self) -> float:
+        self._done.set()
+        self._thread.join()
+        return sum(cpu for cpu, _ in self.last.values())
+
+
+def timed(command: list[str], env: dict, servers: Servers, out: Path | None = None) -> dict:
+    """Run ``tracker …`` as a user does; its wall time, the CPU of it and its descendants
+    (sampled), the servers' CPU, the peak resident memory of the whole tree."""
+    before_servers = servers_cpu(servers)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    with (out or Path(os.devnull)).open("wb") as stdout:
+        proc = subprocess.Popen(
+            [str(Path(sys.executable).parent / "tracker"), *command],
+            env=env,
+            stdout=stdout,
+            stderr=subprocess.PIPE,
+        )
+        tree = TreeCPU(proc.pid)
+        _, err = proc.communicate()
+    wall = time.perf_counter() - started
+    sampled = tree.stop()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    # Processes waited for are counted exactly; sampling also sees those that were not.
+    waited = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    cpu = max(waited, sampled)
+    if proc.returncode not in (0, 1):
+        raise RuntimeError(f"tracker {command[0]} failed: {err.decode()[-2000:]}")
+    spent = servers_cpu(servers)
+    return {
+        "wall_s": wall,
+        "cpu_s": cpu,
+        "servers_cpu_s": {k: spent[k] - before_servers.get(k, 0.0) for k in spent},
+        "max_rss_mb": tree.peak_rss >> 20,
+        "stderr_tail": err.decode()[-400:],
+    }
+
+
+def redis_memory(url: str) -> tuple[int, int]:
+    import redis
+
+    info = redis.Redis.from_url(url).info("memory")
+    return int(info["used_memory"]), int(info["used_memory_rss"])
+
+
+def index_tables(url: str) -> str:
+    """The index's tables as ``tracker index stats`` shows them (their buckets, grown by
+    splits)."""
+    import redis
+
+    from tracker.index.master_index import MasterIndex
+    from tracker.index.storage import RedisStorage
+
+    return str(MasterIndex.open(RedisStorage(redis.Redis.from_url(url), PREFIX + "ix:")).tables)
+
+
+def mongo_masters(url: str) -> dict:
+    from pymongo import MongoClient
+
+    client = MongoClient(url)
+    try:
+        raw = client[DB].command("collStats", "masters")
+        return {k: int(raw.get(k, 0) or 0) for k in ("count", "size", "totalIndexSize")}
+    finally:
+        client.close()
+
+
+def ingest(path: Path, env: dict, servers: Servers, chapters: int) -> dict:
+    log(f"tracker ingest {path.name}")
+    run = timed(["ingest", str(path)], env, servers)
+    run["chapters"] = chapters
+    run["per_second"] = round(chapters / run["wall_s"], 1)
+    return run
+
+
+@dataclass
+class Library:
+    """A library on servers of its own, and the runs of ``tracker check`` made against it."""
+
+    name: str
+    servers: Servers
+    env: dict
+    runs: list[dict] = field(default_factory=list)
+    halves: list[float] = field(default_factory=list)
+
+
+def check_round(library: Library, queries: Path, half: Path, work: Path) -> None:
+    """One ``tracker check --jsonl`` of the queries and one of their first half."""
+    out = work / f"answers-{library.name}.jsonl"
+    library.runs.append(
+        timed(["check", "--jsonl", str(queries)], library.env, library.servers, out)
+    )
+    library.halves.append(
+        timed(["check", "--jsonl", str(half)], library.env, library.servers)["wall_s"]
+    )
+
+
+def interleaved(libraries: list[Library], queries: Path, half: Path, rounds: int, work: Path):
+    """``rounds`` rounds of checks of every library in turn (each checked once first, untimed,
+    as a user's first check warms the servers' caches), in an order that alternates from round
+    to round, so that the machine's state (other work shares it) weighs on all of them alike."""
+    for library in libraries:
+        timed(["check", "--jsonl", str(half)], library.env, library.servers)
+        library.runs, library.halves = [], []
+    for k in range(rounds):
+        for library in libraries if k % 2 == 0 else libraries[::-1]:
+            check_round(library, queries, half, work)
+
+
+def summary(library: Library, expected: list[dict], work: Path) -> dict:
+    """What the checks of ``library`` found and cost: the best and median run, amortised."""
+    runs, halves = library.runs, library.halves
+    n = len(expected)
+    answers = {}
+    with (work / f"answers-{library.name}.jsonl").open("rb") as fh:
+        for line in fh:
+            record = orjson.loads(line)
+            answers[record["id"]] = [m["doc_id"] for m in record.get("matches", [])]
+    found, wrong, by_kind = 0, 0, {}
+    for query in expected:
+        got = answers.get(query["id"], [])
+        kind = by_kind.setdefault(query["kind"], {"n": 0, "found": 0, "wrong": 0})
+        kind["n"] += 1
+        if query["expected"] is not None and query["expected"] in got:
+            found += 1
+            kind["found"] += 1
+        extra = [d for d in got if d != query["expected"]]
+        wrong += len(extra)
+        kind["wrong"] += len(extra)
+    walls = [r["wall_s"] for r in runs]
+    ordered = sorted(walls)
+    copies = sum(1 for q in expected if q["expected"] is not None)
+    best = min(runs, key=lambda r: r["wall_s"])
+    amortised = 1000 * (ordered[0] - min(halves)) / (n - n // 2)
+    return {
+        "queries": n,
+        "ms_per_query_with_startup": round(1000 * ordered[0] / n, 2),
+        "ms_per_query_with_startup_median": round(1000 * statistics.median(walls) / n, 2),
+        "runs_s": [round(w, 2) for w in walls],
+        "ms_per_query_amortised": round(amortised, 2),
+        "startup_s_estimate": round(ordered[0] - amortised * n / 1000, 2),
+        "cpu_ms_per_query": round(1000 * best["cpu_s"] / n, 2),
+        "servers_cpu_ms_per_query": {
+            k: round(1000 * v / n, 2) for k, v in best["servers_cpu_s"].items()
+        },
+        "recall": round(found / copies, 4),
+        "wrong_ids": wrong,
+        "by_kind": by_kind,
+    }
+
+
+def against(library: Library, first: Library) -> dict:
+    """The checks of ``library`` over the first library's, made in the same rounds."""
+    pairs = [b["wall_s"] / a["wall_s"] for a, b in zip(first.runs, library.runs, strict=True)]
+    return {
+        "ratio_best": round(
+            min(r["wall_s"] for r in library.runs) / min(r["wall_s"] for r in first.runs), 3
+        ),
+        "ratio_median_of_rounds": round(statistics.median(pairs), 3),
+        "ratio_per_round": [round(x, 3) for x in pairs],
+    }
+
+
+def minhash(files: list[Path], expected: list[dict], most: int) -> dict:
+    """datasketch MinHashLSH over the chapters of ``files`` (at most ``most``), in memory; its
+    mean wall time per query, one at a time."""
+    from bench.baselines import MinHashLSHBaseline
+    from tracker.model import MasterDocument
+
+    lsh = MinHashLSHBaseline()
+    started, built = time.perf_counter(), 0
+    for path in files:
+        with path.open("rb") as fh:
+            docs = []
+            for line in fh:
+                if built >= most:
+                    break
+                record = orjson.loads(line)
+                docs.append(
+                    MasterDocument(record["id"], record["work"], record["title"], record["text"])
+                )
+                built += 1
+                if len(docs) == 10_000:
+                    lsh.add(docs)
+                    docs = []
+            lsh.add(docs)
+    build_s = time.perf_counter() - started
+    lsh.check(expected[0]["text"])
+    times, found, wrong = [], 0, 0
+    for query in expected:
+        start = time.perf_counter()
+        got = lsh.check(query["text"])
+        times.append(time.perf_counter() - start)
+        found += query["expected"] in got
+        wrong += len([d for d in got if d != query["expected"]])
+    copies = sum(1 for q in expected if q["expected"] is not None)
+    return {
+        "chapters": built,
+        "build_s": round(build_s, 1),
+        "ms_per_query": round(1000 * statistics.mean(times), 2),
+        "ms_per_query_p50": round(1000 * statistics.median(times), 2),
+        "recall": round(found / copies, 4),
+        "wrong_ids": wrong,
+    }
+
+
+def extended(
+    target: int, stored: int, full: Library, first: Library, expected: list, args, work: Path
+) -> dict:
+    """The index alone extended to ``target`` chapters (bench.index_extend), checked with the
+    same queries in rounds with the first library."""
+    import redis
+
+    from bench.index_extend import extend
+    from tracker.index.storage import RedisStorage
+
+    log(f"extending the index to {target:,} chapters (salted copies)")
+    client = redis.Redis.from_url(full.servers.redis_url)
+    before = redis_memory(full.servers.redis_url)[0]
+    started = time.perf_counter()
+    done = extend(RedisStorage(client, PREFIX + "ix:"), stored, target)
+    seconds = time.perf_counter() - started
+    used, rss = redis_memory(full.servers.redis_url)
+    queries = work / f"queries-{args.seed}-{args.queries}.jsonl"
+    half = queries.with_name(queries.stem + "-half.jsonl")
+    log(f"checking {len(expected)} queries at {target:,} chapters (index only)")
+    interleaved([first, full], queries, half, args.rounds, work)
+    return {
+        "chapters": target,
+        "index_only": True,
+        "extension": {**done, "seconds": round(seconds, 1)},
+        "redis_bytes_per_chapter": round(used / target),
+        "redis_growth_bytes_per_copied_chapter": round((used - before) / (target - stored)),
+        "redis_rss_per_chapter": round(rss / target),
+        "servers_rss_mb": servers_rss(full.servers),
+        "tables": index_tables(full.servers.redis_url),
+        "check": summary(full, expected, work),
+        "first_library_check_same_rounds": summary(first, expected, work),
+        "against_first": against(full, first),
+    }
+
+
+def start_library(name: str, home: Path, args) -> Library:
+    """A library on servers of its own (on configured servers, a database and key prefix of
+    its own: the Redis bytes then count both libraries)."""
+    servers = Servers(home / name / "servers", args.mongo_url, args.redis_url)
+    if name == "full":
+        return Library(name, servers, env_for(servers, home / name))
+    return Library(name, servers, env_for(servers, home / name, f"{DB}_{name}", f"{name}:"))
+
+
+# -------------------------------------------------------------------------------- the run
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--chapters", type=int, default=100_000)
+    parser.add_argument("--points", default="10000", help="checkpoints below --chapters")
+    parser.add_argument("--chars", type=int, default=1500)
+    parser.add_argument("--queries", type=int, default=600)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--minhash-max",
+        type=int,
+        default=100_000,
+        help="build MinHashLSH at the checkpoints up to this many chapters (~10 KB of memory "
+        "each: a million takes ~10 GB)",
+    )
+    parser.add_argument("--work", type=Path, default=Path("/tmp/tracker-library-scale"))
+    parser.add_argument("--keep", action="store_true", help="keep the servers' data")
+    parser.add_argument(
+        "--extend-index",
+        type=int,
+        default=0,
+        metavar="N",
+        help="then extend the index alone to N chapters (bench.index_extend) and check again",
+    )
+    parser.add_argument("--mongo-url")
+    parser.add_argument("--redis-url")
+    parser.add_argument(
+        "--out", type=Path, default=Path(__file__).parent / "results" / "library-scale.json"
+    )
+    args = parser.parse_args(argv)
+
+    points = sorted({int(p) for p in args.points.split(",") if p} | {args.chapters})
+    work = args.work
+    work.mkdir(parents=True, exist_ok=True)
+    pool = sentence_pool(
+        d.text for d in bench_corpus.load(bench_corpus.default_corpus_dir()).masters
+    )
+    log(f"making the chapter files in {work}")
+    files, start = [], 0
+    for point in points:
+        files.append(chapter_file(work, pool, start, point, args.chars, args.seed))
+        start = point
+    queries, expected = make_queries(work, files[0], pool, args.queries, args.chars, args.seed)
+    half = queries.with_name(queries.stem + "-half.jsonl")
+
+    home = work / "home"
+    shutil.rmtree(home, ignore_errors=True)
+    load_before = os.getloadavg()
+    # The first checkpoint's library is kept beside the growing one: every comparison is made
+    # of rounds that check both in turn, under the same load.
+    first = full = None
+    results = []
+    try:
+        first = start_library("first", home, args)
+        full = start_library("full", home, args)
+        base_used, base_rss = redis_memory(full.servers.redis_url)
+        first_ingest = ingest(files[0], first.env, first.servers, points[0])
+        stored = 0
+        for point, path in zip(points, files, strict=True):
+            step = ingest(path, full.env, full.servers, point - stored)
+            stored = point
+            used, rss = redis_memory(full.servers.redis_url)
+            masters = mongo_masters(full.servers.mongo_url)
+            log(f"checking {len(expected)} queries at {stored:,} chapters and at {points[0]:,}")
+            interleaved([first, full], queries, half, args.rounds, work)
+            point_result = {
+                "chapters": stored,
+                "ingest": step,
+                "redis_bytes_per_chapter": round((used - base_used) / stored),
+                "redis_rss_per_chapter": round((rss - base_rss) / stored),
+                "mongo_bson_bytes_per_chapter": round(masters["size"] / max(1, masters["count"])),
+                "servers_rss_mb": servers_rss(full.servers),
+                "tables": index_tables(full.servers.redis_url),
+                "check": summary(full, expected, work),
+                "first_library_check_same_rounds": summary(first, expected, work),
+                "against_first": against(full, first),
+            }
+            if stored <= args.minhash_max:
+                log(f"MinHashLSH over {stored:,} chapters")
+                point_result["minhash_lsh"] = minhash(
+                    files[: len(results) + 1], expected, args.minhash_max
+                )
+            results.append(point_result)
+            log(json.dumps(point_result))
+        if args.extend_index:
+            results.append(extended(args.extend_index, stored, full, first, expected, args, work))
+            log(json.dumps(results[-1]))
+    finally:
+        for library in (first, full):
+            if library is not None:
+                library.servers.stop()
+        if not args.keep:
+            shutil.rmtree(home, ignore_errors=True)
+    ingest_s = sum(p["ingest"]["wall_s"] for p in results if "ingest" in p)
+    result = {
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": machine_with_memory(),
+        "load_before": [round(x, 2) for x in load_before],
+        "command": "python -m bench.library_scale " + " ".join(argv or sys.argv[1:]),
+        "servers": "configured" if args.mongo_url else "valkey-server and secantusd-py, defaults",
+        "chars_per_chapter": args.chars,
+        "points": results,
+        "ingest_per_second_overall": round(args.chapters / ingest_s, 1),
+        "first_library_ingest": first_ingest,
+        "check_ratio_to_first": {
+            f"{p['chapters']:,}": p["against_first"]["ratio_median_of_rounds"] for p in results
+        },
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    args.out.with_suffix(".md").write_text(render(result), encoding="utf-8")
+    print(render(result))
+    return 0
+
+
+def render(r: dict) -> str:
+    head = (
+        "| chapters | ingest /s (peak RSS) | Redis B/chapter (RSS) | check ms/query with start-up "
+        "(median) | the first library's in the same rounds | ratio (median of rounds) | "
+        "amortised | CPU ms/query: command + servers | recall | wrong ids | MinHashLSH ms/query "
+        "(recall) |\n|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|\n"
+    )
+    rows = []
+    for p in r["points"]:
+        c, f, a = p["check"], p["first_library_check_same_rounds"], p["against_first"]
+        i = p.get("ingest") or {"per_second": "index only", "max_rss_mb": 0}
+        servers = " + ".join(f"{k} {v}" for k, v in c["servers_cpu_ms_per_query"].items())
+        m = p.get("minhash_lsh")
+        lsh = f"{m['ms_per_query']} ({m['recall']}, {m['chapters']:,} chapters)" if m else "—"
+        rows.append(
+            f"| {p['chapters']:,} | {i['per_second']} ({i['max_rss_mb']} MB) | "
+            f"{p['redis_bytes_per_chapter']} ({p['redis_rss_per_chapter']}) | "
+            f"{c['ms_per_query_with_startup']} ({c['ms_per_query_with_startup_median']}) | "
+            f"{f['ms_per_query_with_startup']} ({f['ms_per_query_with_startup_median']}) | "
+            f"×{a['ratio_median_of_rounds']} ({a['ratio_per_round']}) | "
+            f"{c['ms_per_query_amortised']} | {c['cpu_ms_per_query']} + {servers} | "
+            f"{c['recall']} | {c['wrong_ids']} | {lsh} |"
+        )
+    first = r["first_library_ingest"]
+    return (
+        f"### Library scale ({r['date']}, {r['machine']})\n\n`{r['command']}`; servers: "
+        f"{r['servers']}; load average before: {r['load_before']}; chapters of "
+        f"{r['chars_per_chapter']:,} characters. Each check is compared with the same queries' "
+        f"check of a library of the first checkpoint's chapters, kept on servers of its own and "
+        f"checked in turn in the same rounds.\n\n"
+        + head
+        + "\n".join(rows)
+        + f"\n\nIngest over the library's chapters: {r['ingest_per_second_overall']} "
+        f"chapters/s (the first library's: {first['per_second']}/s); the check against the "
+        f"first library's: {r['check_ratio_to_first']}.\n"
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
