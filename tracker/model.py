@@ -29,6 +29,19 @@ def site_of(url: str) -> str:
     return (urlsplit(url).hostname or "").lower()
 
 
+def site_key(url: str) -> str:
+    """A site as discovery registers it (:mod:`tracker.discovery`): the host, lower-case, and
+    the port when the URL names one, so two sites on one host (on a test machine, or a pirate's
+    mirror on another port) are two sites."""
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    try:
+        port = parts.port
+    except ValueError:  # a malformed port: the host alone
+        port = None
+    return f"{host}:{port}" if port else host
+
+
 def content_hash(text: str) -> str:
     """A 128-bit digest of a page's extracted text: equal digests, unchanged page."""
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
