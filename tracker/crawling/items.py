@@ -19,6 +19,7 @@ class PageItem(scrapy.Item):
     )  # per-site extraction rules (dict, see tracker.reading.extract.ExtractionRules)
     render_reason = scrapy.Field()  # may need the browser (tracker.crawling.rendering), why
     rendered = scrapy.Field()  # read from the browser's rendered DOM
+    found_by = scrapy.Field()  # the search query that led to the page (spiders/discover.py)
     # Set by the pipelines:
     title = scrapy.Field()
     chapter_title = scrapy.Field()
