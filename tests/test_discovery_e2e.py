@@ -135,3 +135,41 @@ def test_discover_finds_every_copy_on_the_pirate_sites_and_nothing_else(
     sent = engine.queries[queried:]
     assert failed in sent and not answered & set(sent) and again["queries"] == len(sent) == 8
     assert again["checked"] == 0 and again["skipped_checked"] == 3 and not again["new_sites"]
+
+
+def test_the_discover_job_crawls_the_watched_sites_afterwards(
+    cli_env, monkeypatch, tmp_path, capsys, web, settings
+):
+    from dataclasses import replace
+
+    from tracker.scheduler.jobs import JobContext, job_plan
+
+    first, second, licensed, _, engine = web
+    assert "discover" not in {spec.name for spec in job_plan(settings)}  # no engine, no job
+    monkeypatch.setenv("TRACKER_SEARCH_URL", engine.url)
+    monkeypatch.setenv("TRACKER_LICENSED_SITES", f"127.0.0.1:{licensed.port}")
+    monkeypatch.setenv("TRACKER_DISCOVER_QUERIES_PER_WORK", "2")
+    assert main(["ingest", *(str(book_file(tmp_path, work)) for work in WORKS)]) == 0
+    assert main(["discover"]) == 0
+    site = f"127.0.0.1:{first.port}"
+    assert main(["discover", "mark", site, "watched"]) == 0
+    assert main(["discover", "mark", "nowhere.test", "watched"]) == 2
+    assert main(["discover", "sites", "--state", "watched", "--json"]) == 0
+    capsys.readouterr()
+    assert main(["discover", "sites", "--json"]) == 0
+    listed = {doc["_id"]: doc["state"] for doc in json.loads(capsys.readouterr().out)}
+    assert listed == {site: "watched", f"127.0.0.1:{second.port}": "candidate"}
+
+    before = first.fetched()["/book/1.html"], second.fetched()["/book/1.html"]
+    job_settings = replace(settings, search_url=engine.url, data_dir=tmp_path / "data")
+    context = JobContext(job_settings)
+    try:
+        record = context.run("discover")
+    finally:
+        context.runtime.close()
+    assert record["status"] == "ok", record
+    [watched] = record["result"]["watched"]
+    assert watched["site"] == site and watched["exit_code"] == 0
+    # The watched site was crawled again, the candidate was not.
+    assert first.fetched()["/book/1.html"] == before[0] + 1
+    assert second.fetched()["/book/1.html"] == before[1]
