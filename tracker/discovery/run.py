@@ -98,7 +98,7 @@ class DiscoverySummary:
 
 def licensed_sites(settings: Settings, registry: SiteRegistry | None = None) -> set[str]:
     """The sites discovery never checks: ``licensed_sites``, the configured site files marked
-    ``licensed: true`` (their start pages' sites), and the sites marked licensed in the
+    ``licensed: true`` (their allowed domains), and the sites marked licensed in the
     console."""
     found = set(settings.licensed_sites)
     for position, raw in enumerate(settings.sites):
@@ -112,7 +112,11 @@ def licensed_sites(settings: Settings, registry: SiteRegistry | None = None) -> 
         except (OSError, SiteConfigError) as exc:
             raise ConfigError(f"sites[{position}]: {exc}") from None
         if config.licensed:
-            found |= {parse_site(url) for url in config.start_urls}
+            # Its allowed domains; a start page naming a port: that host on that port only
+            # (as its crawl is confined).
+            ported = {parse_site(url) for url in config.start_urls if urlsplit(url).port}
+            hosts = {site.split(":")[0] for site in ported}
+            found |= ported | {parse_site(d) for d in config.allowed_domains if d not in hosts}
     if registry is not None:
         found |= {doc["_id"] for doc in registry.with_state(LICENSED)}
     return found
