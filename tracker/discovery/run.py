@@ -84,6 +84,7 @@ class DiscoverySummary:
     crawl_exit_code: int | None = None
     log_file: str = ""
     seconds: float = 0.0
+    search_seconds: float = 0.0  # planning and searching, the rest is the crawl
     errors: list[str] = field(default_factory=list)
     unresponsive: dict[str, int] = field(default_factory=dict)  # engine -> answers it missed
     new_sites: list[dict[str, Any]] = field(default_factory=list)  # {site, query, found_at}
@@ -167,6 +168,7 @@ def discover(
 
     found = _search(runtime, settings, engine, queries, summary, works, now, stop)
     summary.results = len(found)
+    summary.search_seconds = round(time.monotonic() - started, 3)
 
     ignored = {doc["_id"] for doc in registry.with_state(IGNORED)}
     recent = results.checked_since(found, now - timedelta(days=settings.discover_requery_days))
