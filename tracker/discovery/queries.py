@@ -8,11 +8,17 @@ Three kinds, for each work of the library:
 * ``sentence``: a distinctive phrase of a chapter, in quotes (an exact-phrase query), which
   finds a copy whatever the site calls the book. A phrase is distinctive when its words are
   rare in Chinese at large, scored by jieba's IDF table (the weights SimHash uses,
-  :func:`tracker.fingerprints.simhash.idf_weights`): the sum of its words' IDF above the
-  table's median, so names and unusual terms count and function words do not. And it must
+  :func:`tracker.fingerprints.simhash.idf_weights`): the sum of the IDF of its words rarer
+  than everyday vocabulary (:data:`RARE_IDF`), so names and unusual terms count and common
+  and function words do not. And it must
   identify this work and no other: every one of its shingles is looked up in the library's
   index (:meth:`tracker.index.master_index.MasterIndex.anchor_holders`), and a phrase some
-  master of another work holds is not chosen.
+  master of another work holds is not chosen. The index keeps a winnowed sample of each
+  master's shingles (its anchors), so this catches another work's copy of the phrase when one
+  of the phrase's shingles is among that work's anchors: always when that work is short (a
+  news item, an epigraph: shorter than one window), for a phrase inside a long chapter about
+  one time in three (one anchor per ~24.5 shingles). A shared phrase that slips through costs a
+  query, never a wrong match: every page found is matched against the whole library.
 
 :class:`QueryPlanner` picks a run's queries. Works go in this order: those named by the
 ``discover_priority`` setting, in its order; then works never searched, the most recently
@@ -47,6 +53,10 @@ TITLE, CHAPTER, SENTENCE = "title", "chapter", "sentence"
 PHRASE_MIN, PHRASE_MAX = 12, 30
 #: Phrases of a chapter checked against the library's index, the best first.
 PHRASES_CHECKED = 4
+#: jieba's IDF of a word rarer than everyday vocabulary: 今天 5.0, 众人 5.8, 抬头 6.6 fall
+#: below; 天边 9.2, 琉璃 8.9, 饕餮 10.3 above. (The table's median, 11.9, is the weight of a
+#: word it lacks: most of its entries are rare words, so the median is no threshold.)
+RARE_IDF = 7.0
 #: Chapters whose texts are read at a time for their phrases.
 TEXT_BATCH = 8
 
@@ -103,10 +113,11 @@ def _length(phrase: str) -> int:
 
 
 def rarity(phrase: str) -> float:
-    """How rare the phrase's words are: the sum of their IDF above the table's median."""
+    """How rare the phrase's words are: the sum of the IDF of its words rarer than everyday
+    vocabulary (:data:`RARE_IDF`; a word the table lacks, a name mostly, weighs its median)."""
     words = tokenize(normalize(phrase).chars)
-    weights, median = idf_weights(words)
-    return float((weights - median).clip(min=0).sum())
+    weights, _ = idf_weights(words)
+    return float(weights[weights >= RARE_IDF].sum())
 
 
 def distinctive_phrases(

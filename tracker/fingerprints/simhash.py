@@ -286,7 +286,7 @@ def _weight_table() -> _WeightTable:
 
 def idf_weights(words: Sequence[str]) -> tuple[np.ndarray, float]:
     """jieba's IDF of each word as SimHash weighs it (0 for a stop word, the median for a word
-    the table lacks), and that median: a word far above it is rare in Chinese text at large."""
+    the table lacks), and that median (high: most of the table's entries are rare words)."""
     table = _weight_table()
     if not words:
         return np.zeros(0), float(table.median)
