@@ -173,3 +173,20 @@ def test_the_discover_job_crawls_the_watched_sites_afterwards(
     # The watched site was crawled again, the candidate was not.
     assert first.fetched()["/book/1.html"] == before[0] + 1
     assert second.fetched()["/book/1.html"] == before[1]
+
+
+def test_a_catalogue_result_is_probed_and_its_site_crawled(cli_env, monkeypatch, tmp_path, capsys):
+    """What a title query mostly returns is a book's catalogue, not a chapter: three of its
+    chapter links are fetched, and a copy among them has the whole site crawled."""
+    site = pirate_site("青云剑录", 9301)
+    with site, SearchServer(lambda query: [site.url + "book/"]) as engine:
+        monkeypatch.setenv("TRACKER_SEARCH_URL", engine.url)
+        monkeypatch.setenv("TRACKER_DISCOVER_QUERIES_PER_WORK", "1")
+        assert main(["ingest", str(book_file(tmp_path, "青云剑录"))]) == 0
+        capsys.readouterr()
+        assert main(["discover", "--json"]) == 0
+        run = json.loads(capsys.readouterr().out)
+    assert run["copies"] == CHAPTERS and [s["site"] for s in run["new_sites"]] == [
+        f"127.0.0.1:{site.port}"
+    ]
+    assert run["new_sites"][0]["query"] == "青云剑录 笔趣阁"
