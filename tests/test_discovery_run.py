@@ -143,3 +143,12 @@ def test_licensed_sites_come_from_the_setting_site_files_and_the_console(
     assert not is_licensed("https://qidian.com.evil.test/1", {"qidian.com"})
     assert is_licensed("http://127.0.0.1:9000/x", {"127.0.0.1:9000"})
     assert not is_licensed("http://127.0.0.1:9001/x", {"127.0.0.1:9000"})
+
+
+def test_an_engine_that_cannot_be_reached_spends_one_query(library, settings):
+    with SearchServer() as gone:
+        url = gone.url
+    engine = SearxngEngine(url, timeout=2, retries=0)
+    summary = discover(library, settings, engine=engine, now=NOW, crawl=CrawlStub())
+    assert summary.engine_down and summary.queries == 1 and summary.failed == 1
+    assert "cannot be reached" in summary.errors[0]

@@ -56,6 +56,11 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     if args.json:
         print(json.dumps(summary.to_dict(), ensure_ascii=False, default=str))
     else:
+        if not summary.queries and not summary.errors:
+            print(
+                "no query was due: the library is empty (tracker ingest), every query ran "
+                "within discover_requery_days, or today's discover_queries_per_day are spent"
+            )
         for site in summary.new_sites:
             print(f"new site {site['site']}: {site['copies']} copies, found by {site['query']!r}")
         print(

@@ -10,7 +10,8 @@ crawled again.
 2. **search** (:mod:`tracker.discovery.engines`): each answer recorded; a query that failed
    (timeout, malformed or empty page, server error, every engine unresponsive) is logged,
    kept due and run again next time, and the run goes on; a rate limit that outlasts the
-   back-off ends the searching for the run;
+   back-off, an engine that cannot be reached, or :data:`MAX_FAILURES_IN_A_ROW` failures in a
+   row end the searching for the run (the day's budget is not spent on a failing engine);
 3. **sift** the result URLs: licensed sites (``licensed_sites``, ``licensed: true`` in a site
    file, or marked licensed in the console), sites marked ignored, and URLs checked within
    ``discover_requery_days`` are left out, each counted;
@@ -43,7 +44,13 @@ from urllib.parse import urlsplit
 
 from tracker.config import ConfigError, Settings, parse_site
 from tracker.crawling.crawl import run_crawl
-from tracker.discovery.engines import RATE_LIMITED, SearchEngine, SearchError, engine_for
+from tracker.discovery.engines import (
+    CONNECTION,
+    RATE_LIMITED,
+    SearchEngine,
+    SearchError,
+    engine_for,
+)
 from tracker.discovery.queries import QueryPlanner
 from tracker.matching.library import MasterLibrary
 from tracker.model import site_key
@@ -60,6 +67,8 @@ from tracker.stores.masters import MasterStore
 
 log = logging.getLogger(__name__)
 
+#: Queries failing in a row that end the searching for the run (the engine is failing).
+MAX_FAILURES_IN_A_ROW = 5
 #: A discovery crawl, or a watched site's, is stopped after this long.
 CRAWL_TIMEOUT_S = 3600.0
 
@@ -73,6 +82,7 @@ class DiscoverySummary:
     failed: int = 0  # queries without an answer that counts: run again next time
     budget_left: int = 0
     rate_limited: bool = False
+    engine_down: bool = False  # unreachable, or failing MAX_FAILURES_IN_A_ROW queries in a row
     results: int = 0  # distinct result URLs
     skipped_licensed: int = 0
     skipped_ignored: int = 0
@@ -220,8 +230,9 @@ def _search(
     day = now.astimezone(UTC).date().isoformat()
     budget = settings.discover_queries_per_day - store.spent(day)
     found: dict[str, str] = {}
+    failing = 0  # queries failed in a row
     for work in planner.ordered_works(only):
-        if budget <= 0 or summary.rate_limited or (stop and stop.is_set()):
+        if budget <= 0 or summary.rate_limited or summary.engine_down or (stop and stop.is_set()):
             break
         planned = planner.for_work(work, limit=budget)
         if not planned:
@@ -239,11 +250,17 @@ def _search(
                 summary.errors.append(f"{query.text}: {exc}")
                 log.error("query %r failed, to be run again next time: %s", query.text, exc)
                 store.attempted(query.text, query.about(), now, done=False, error=str(exc))
+                failing += 1
                 if exc.kind == RATE_LIMITED:
                     summary.rate_limited = True
                     log.error("the search engine is rate-limiting: no more queries this run")
                     break
+                if exc.kind == CONNECTION or failing >= MAX_FAILURES_IN_A_ROW:
+                    summary.engine_down = True
+                    log.error("the search engine is failing: no more queries this run")
+                    break
                 continue
+            failing = 0
             for engine_name, _reason in answer.unresponsive:
                 summary.unresponsive[engine_name] = summary.unresponsive.get(engine_name, 0) + 1
             urls = [result.url for result in answer.results]
