@@ -3,7 +3,9 @@ sites where they found copies (see :mod:`tracker.discovery`, which writes the fi
 this crawl).
 
 ``results`` names a JSON file, ``[{"url", "query"}, …]``: the result pages to fetch, each
-with the query that found it. Every page goes through the same download, rendering, ban,
+with the query that found it (a result may redirect to another site: an engine's redirect
+link); ``-a licensed=SITE,…`` names sites whose pages a redirect may reach but that are never
+checked (hosts or ``host:port``). Every page goes through the same download, rendering, ban,
 challenge and extraction path and the same pipelines as any crawl (a result page that could
 not be read is *unread*, never clean), and each page stored or matched carries ``found_by``,
 the query that led to it. Then, per site (its :func:`~tracker.model.site_key`: host and port):
@@ -39,10 +41,10 @@ from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.http import Request, Response, TextResponse
 
-from spiders.base import argument
+from spiders.base import argument, split_list
 from spiders.novel import NovelSpider, is_continuation
 from tracker.crawling.items import PageItem
-from tracker.model import site_key
+from tracker.model import is_licensed, site_key
 from tracker.text.chapters import CHAPTER_NUMBER
 
 #: Chapter-like links of a catalogue result fetched to see whether its site carries copies.
@@ -76,6 +78,7 @@ class DiscoverSpider(NovelSpider):
         results: str | None = None,
         summary: str | None = None,
         max_site_pages: str | int | None = None,
+        licensed: str | None = None,
         **kwargs: Any,
     ) -> None:
         if not results:
@@ -87,6 +90,10 @@ class DiscoverSpider(NovelSpider):
         self.start_urls = list(self.queries)
         kwargs.pop("start_url", None)  # the results are the start pages
         super().__init__(**kwargs)
+        # A result may be the engine's redirect link (Baidu's /link?url=…) to another site:
+        # no domain filter, each page's links are kept on its own site (follow, on_site).
+        self.allowed_domains, self.allowed_ports = [], None
+        self.licensed = split_list(licensed)
         self.summary_path = summary
         self.max_site_pages = argument("max_site_pages", max_site_pages, int)
         self.sites: dict[str, SiteTally] = {}
@@ -144,10 +151,25 @@ class DiscoverSpider(NovelSpider):
 
     # -- pages -----------------------------------------------------------------------------
 
+    def on_site(self, url: str) -> bool:
+        """Any http(s) URL: :meth:`follow` keeps a page's links on its own site."""
+        return urlsplit(url).scheme in ("http", "https")
+
+    def canonical_request(self, response: TextResponse) -> Request | None:
+        request = super().canonical_request(response)
+        if request is not None and site_key(request.url) != site_key(response.url):
+            return None  # a canonical page on another site is not this site's
+        return request
+
     def parse(self, response: Response) -> Iterator[Any]:
         redirects = response.meta.get("redirect_urls")
         if redirects and redirects[0] in self.queries:
             self.aliases[response.url] = redirects[0]
+        if is_licensed(response.url, self.licensed):
+            # A result redirected to a licensed site: its pages are not checked.
+            self.crawler.stats.inc_value("tracker/discover/licensed_skipped")
+            self.logger.info("%s is on a licensed site: not checked", response.url)
+            return iter(())
         self.tally(site_key(response.url), response.url).fetched += 1
         return self.parse_page(response)
 

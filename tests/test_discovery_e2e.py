@@ -175,12 +175,28 @@ def test_the_discover_job_crawls_the_watched_sites_afterwards(
     assert second.fetched()["/book/1.html"] == before[1]
 
 
-def test_a_catalogue_result_is_probed_and_its_site_crawled(cli_env, monkeypatch, tmp_path, capsys):
-    """What a title query mostly returns is a book's catalogue, not a chapter: three of its
-    chapter links are fetched, and a copy among them has the whole site crawled."""
+def test_a_catalogue_result_is_probed_and_its_site_crawled(
+    cli_env, monkeypatch, tmp_path, capsys, runtime
+):
+    """What a title query mostly returns is a book's catalogue, not a chapter, and often
+    through the engine's redirect link (Baidu's ``/link?url=…``): the redirect is followed to
+    the pirate site, three of the catalogue's chapter links are fetched, and a copy among them
+    has the whole site crawled."""
     site = pirate_site("青云剑录", 9301)
-    with site, SearchServer(lambda query: [site.url + "book/"]) as engine:
+    redirector = TestSite()
+    redirector.pages["/link"] = Page(status=302, headers={"Location": site.url + "book/"})
+    link = redirector.url + "link?url=a1b2c3"
+    # Another redirect link leads to the licensed site: it is neither checked nor crawled.
+    title, text = chapters("青云剑录")[0]
+    chapter = html_page(title, chapter_br(title, text, '<a href="/read/2.html">下一章</a>'))
+    licensed = TestSite({"/read/1.html": Page(chapter.encode())})
+    redirector.pages["/link2"] = Page(
+        status=302, headers={"Location": licensed.url + "read/1.html"}
+    )
+    results = [link, redirector.url + "link2?url=d4e5"]
+    with site, redirector, licensed, SearchServer(lambda query: results) as engine:
         monkeypatch.setenv("TRACKER_SEARCH_URL", engine.url)
+        monkeypatch.setenv("TRACKER_LICENSED_SITES", f"127.0.0.1:{licensed.port}")
         monkeypatch.setenv("TRACKER_DISCOVER_QUERIES_PER_WORK", "1")
         assert main(["ingest", str(book_file(tmp_path, "青云剑录"))]) == 0
         capsys.readouterr()
@@ -190,3 +206,7 @@ def test_a_catalogue_result_is_probed_and_its_site_crawled(cli_env, monkeypatch,
         f"127.0.0.1:{site.port}"
     ]
     assert run["new_sites"][0]["query"] == "青云剑录 笔趣阁"
+    # Where the redirect led (and its robots.txt), and no further.
+    assert [path for path in licensed.requests if path != "/robots.txt"] == ["/read/1.html"]
+    stored = [page["_id"] for page in runtime.db["pages"].find({}, {"_id": 1})]
+    assert not [url for url in stored if url.startswith(licensed.url)]

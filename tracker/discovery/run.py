@@ -53,7 +53,7 @@ from tracker.discovery.engines import (
 )
 from tracker.discovery.queries import QueryPlanner
 from tracker.matching.library import MasterLibrary
-from tracker.model import site_key
+from tracker.model import is_licensed, site_key
 from tracker.servers.runtime import Runtime
 from tracker.stores.discovery import (
     IGNORED,
@@ -133,20 +133,6 @@ def licensed_sites(settings: Settings, registry: SiteRegistry | None = None) -> 
     return found
 
 
-def is_licensed(url: str, licensed: Iterable[str]) -> bool:
-    """Whether ``url`` is on one of the ``licensed`` sites: a ``host:port`` names that port
-    only, a host every port and every subdomain."""
-    key = site_key(url)
-    host = (urlsplit(url).hostname or "").lower()
-    for site in licensed:
-        if ":" in site:
-            if key == site:
-                return True
-        elif host == site or host.endswith("." + site):
-            return True
-    return False
-
-
 # ------------------------------------------------------------------------------------ run
 
 
@@ -200,7 +186,7 @@ def discover(
         summary.skipped_checked, settings.discover_requery_days,
     )  # fmt: skip
     if to_check and not (stop and stop.is_set()):
-        _check(settings, to_check, summary, results, registry, now, log_file, crawl, stop)
+        _check(settings, to_check, licensed, summary, results, registry, now, log_file, crawl, stop)
     summary.seconds = round(time.monotonic() - started, 3)
     return summary
 
@@ -290,6 +276,7 @@ def _search(
 def _check(
     settings: Settings,
     to_check: dict[str, str],
+    licensed: set[str],
     summary: DiscoverySummary,
     results: ResultStore,
     registry: SiteRegistry,
@@ -312,7 +299,11 @@ def _check(
         summary.crawl_exit_code = crawl(
             "discover",
             settings,
-            arguments={"results": str(results_file), "summary": str(summary_file)},
+            arguments={
+                "results": str(results_file),
+                "summary": str(summary_file),
+                "licensed": ",".join(sorted(licensed)),
+            },
             scrapy_settings={"TRACKER_DISCOVER_MAX_PAGES": settings.discover_max_pages},
             log_file=log_file,
             timeout=CRAWL_TIMEOUT_S,
