@@ -152,3 +152,16 @@ def test_an_engine_that_cannot_be_reached_spends_one_query(library, settings):
     summary = discover(library, settings, engine=engine, now=NOW, crawl=CrawlStub())
     assert summary.engine_down and summary.queries == 1 and summary.failed == 1
     assert "cannot be reached" in summary.errors[0]
+
+
+def test_a_crawl_killed_midway_leaves_its_results_to_be_checked_again(library, settings, server):
+    def killed(spider, settings, arguments, **kwargs) -> int:
+        return -9  # SIGKILL: no summary written
+
+    settings = replace(settings, licensed_sites=("licensed.test",))
+    engine = SearxngEngine(server.url, retries=0, sleep=lambda s: None)
+    summary = discover(library, settings, engine=engine, now=NOW, crawl=killed)
+    assert summary.crawl_exit_code == -9 and "wrote no summary" in summary.errors[-1]
+    assert not SiteRegistry(library.db).all()
+    _, crawl = run(library, settings, server, now=NOW + timedelta(hours=1))
+    assert crawl.checked == [[RESULTS[0]]]  # not taken for checked
