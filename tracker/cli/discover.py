@@ -83,15 +83,15 @@ def run_sites(args: argparse.Namespace, settings: Settings) -> int:
     from tracker.servers.connect import connect
     from tracker.stores.discovery import STATES, SiteRegistry
 
+    if args.state and args.state not in STATES:
+        print(f"tracker: error: --state must be one of {', '.join(STATES)}", file=sys.stderr)
+        return 2
     runtime = connect(settings, redis=False)
     try:
         registry = SiteRegistry(runtime.read_db)
         docs = registry.with_state(args.state) if args.state else registry.all()
     finally:
         runtime.close()
-    if args.state and args.state not in STATES:
-        print(f"tracker: error: --state must be one of {', '.join(STATES)}", file=sys.stderr)
-        return 2
     if args.json:
         print(json.dumps(docs, ensure_ascii=False, default=str))
         return 0
