@@ -194,12 +194,6 @@ class SiteRegistry:
         )
         return result.upserted_id is not None
 
-    def counted(self, site: str, pages: int, copies: int, now: datetime) -> None:
-        """Set a registered site's counts (after a crawl of it)."""
-        self.sites.update_one(
-            {"_id": site}, {"$set": {"pages": pages, "copies": copies, "updated_at": now}}
-        )
-
     def mark(self, site: str, state: str, by: str, now: datetime) -> dict[str, Any] | None:
         """Set ``site``'s state (one of :data:`STATES`), recording who did it; the site's
         document after the change, or None when it is not registered."""

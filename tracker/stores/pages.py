@@ -283,14 +283,9 @@ class PageStore:
     def matched_on(self, site: str) -> list[str]:
         """The URLs of ``site``'s pages that carried a match at their latest check (index
         ``site, last_seen``)."""
-        return [url for url, carries in self.carrying_on(site).items() if carries]
-
-    def carrying_on(self, site: str) -> dict[str, bool]:
-        """Every stored page of ``site`` (a host), and whether it carried a match at its latest
-        check (index ``site, last_seen``)."""
         # The site alone in the filter: SecantusDB plans a filter of two fields as a scan.
         found = self.pages.find({"site": site}, {"matched_doc_ids": 1})
-        return {doc["_id"]: bool(doc.get("matched_doc_ids")) for doc in found}
+        return [doc["_id"] for doc in found if doc.get("matched_doc_ids")]
 
 
 _DETAILS = dict.fromkeys(
