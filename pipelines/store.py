@@ -62,7 +62,7 @@ class StorePipeline(BatchedStage):
         saving = list(range(len(items)))
         matched = [k for k in saving if records[k].matched is not None]
         if matched:
-            found = {records[k].url: items[k]["matches"] for k in matched}
+            found = {records[k].url: _with_query(items[k]) for k in matched}
             alerts = self._queue_alerts(ctx, now)
             try:
                 new, closed = ctx.call(
@@ -117,10 +117,18 @@ def _record(item: PageItem) -> PageRecord:
             "parts": list(item.get("parts") or ()),
             "parts_unread": list(item.get("parts_unread") or ()),
             "reading": dict(item.get("reading") or {}),
+            **({"found_by": item["found_by"]} if item.get("found_by") else {}),
         },
         matched=[m["doc_id"] for m in matches] if matches is not None else None,
         library_version=item.get("library_version") or 0,
     )
+
+
+def _with_query(item: PageItem) -> list[dict[str, Any]]:
+    """The page's matches, each with the search query that led to the page (``found_by``)
+    when a discovery crawl found it."""
+    query = item.get("found_by")
+    return [{**m, "found_by": query} for m in item["matches"]] if query else item["matches"]
 
 
 def _rounds(urls: list[str]) -> list[list[int]]:

@@ -42,6 +42,7 @@ _KEYS: dict[str, Any] = {
     "headers": None,
     "impersonate": None,
     "abuse_contact": None,
+    "licensed": None,
 }
 
 
@@ -79,6 +80,9 @@ class SiteConfig:
     headers: dict[str, str] = field(default_factory=dict)
     impersonate: str | None = None
     abuse_contact: str = ""  # where `tracker notices send` mails the site's notices
+    # The site may carry the works (the rights holder's own, or licensed): discovery never
+    # checks its pages (tracker.discovery.sites).
+    licensed: bool = False
 
     @property
     def extraction_rules(self) -> dict[str, Any] | None:
@@ -204,6 +208,10 @@ def parse_site_config(data: Any, source: str = "<site config>") -> SiteConfig:
     if contact and not re.fullmatch(r"[^@\s<>,]+@[^@\s<>,]+\.[^@\s<>,]+", contact):
         raise fail("abuse_contact", f"not an e-mail address: {contact!r}")
 
+    licensed = data.get("licensed", False)
+    if not isinstance(licensed, bool):
+        raise fail("licensed", f"expected true or false, got {licensed!r}")
+
     return SiteConfig(
         name=name,
         start_urls=start_urls,
@@ -231,6 +239,7 @@ def parse_site_config(data: Any, source: str = "<site config>") -> SiteConfig:
         headers={str(k): str(v) for k, v in headers.items()},
         impersonate=reader["impersonate"],
         abuse_contact=contact,
+        licensed=licensed,
     )
 
 

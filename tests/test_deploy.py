@@ -32,7 +32,11 @@ TRACKER_ENV = {"TRACKER_CONFIG"} | {env_name(f.name) for f in fields(Settings)}
 
 
 #: The passwords deploy/.env holds (as its documented command makes them: hex).
-PASSWORDS = {"MONGO_PASSWORD": "5ca1ab1e" * 6, "REDIS_PASSWORD": "0ddba11" * 6}
+PASSWORDS = {
+    "MONGO_PASSWORD": "5ca1ab1e" * 6,
+    "REDIS_PASSWORD": "0ddba11" * 6,
+    "SEARXNG_SECRET": "5eed" * 12,
+}
 
 
 class Missing(Exception):
@@ -84,7 +88,7 @@ def compose(compose_file) -> dict:
 
 def test_compose_runs_every_role_on_mongodb_and_redis(compose):
     services = compose["services"]
-    assert set(services) == {"mongo", "redis", *ROLES}
+    assert set(services) == {"mongo", "redis", "searxng", *ROLES}
     volumes = set(compose["volumes"])
 
     mongo = services["mongo"]
@@ -133,6 +137,22 @@ def test_compose_runs_every_role_on_mongodb_and_redis(compose):
         assert check["test"][0] in ("CMD", "CMD-SHELL"), name
         if check["test"][1] == "tracker":
             assert_cli_command(check["test"][1:])
+
+
+def test_compose_runs_searxng_with_the_json_format_for_discovery(compose):
+    services = compose["services"]
+    searxng = services["searxng"]
+    assert searxng["image"].startswith("searxng/searxng")
+    assert searxng["environment"]["SEARXNG_SECRET"] == PASSWORDS["SEARXNG_SECRET"]
+    [mount] = searxng["volumes"]
+    source, target = mount.split(":")[:2]
+    assert target == "/etc/searxng/settings.yml"
+    config = yaml.safe_load((DEPLOY / source).read_text(encoding="utf-8"))
+    assert "json" in config["search"]["formats"] and config["use_default_settings"] is True
+    assert "ports" not in searxng  # on the compose network only
+    url = services["scheduler"]["environment"]["TRACKER_SEARCH_URL"]
+    assert urlsplit(url).hostname == "searxng"
+    assert Settings.load(search_url=url).search_url == url
 
 
 def test_compose_servers_require_passwords(compose_file, compose):
@@ -195,7 +215,7 @@ def test_the_documented_command_makes_the_passwords_compose_needs(compose_file, 
     required = set(re.findall(r"\$\{(\w+):\?", (DEPLOY / "compose.yaml").read_text()))
     assert set(env) == required == set(PASSWORDS)
     assert all(re.fullmatch(r"[0-9a-f]{48}", value) for value in env.values())
-    assert len(set(env.values())) == 2
+    assert len(set(env.values())) == len(PASSWORDS)
     scheduler = interpolate(compose_file, env)["services"]["scheduler"]["environment"]
     settings = Settings.load(mongo_url=scheduler["MONGO_URL"], redis_url=scheduler["REDIS_URL"])
     assert urlsplit(settings.mongo_url).password == env["MONGO_PASSWORD"]

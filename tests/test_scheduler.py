@@ -472,6 +472,13 @@ def test_hot_queries_use_indexes(sched_settings, runtime, clock, sites):
     run_until(service, clock, DAY1 + timedelta(days=2, hours=7))
     service.halt()
 
+    from tracker.stores.discovery import QueryStore, ResultStore, SiteRegistry
+
+    now = DAY1 + timedelta(days=1)
+    SiteRegistry(db).found("s.test", query="q", url="http://s.test/1", entries=[], pages=1,
+                           copies=1, now=now)  # fmt: skip
+    ResultStore(db).checked([("u", "s.test", "q", "copy")], now)
+    QueryStore(db).attempted("q", {"work": "A", "kind": "title"}, now, done=True, results=["u"])
     queries = {
         "ledger: last run": db["job_runs"].find({"job": "pull"}).sort("started_at", -1).limit(1),
         "ledger: running": db["job_runs"].find({"status": "running"}),
@@ -505,6 +512,10 @@ def test_hot_queries_use_indexes(sched_settings, runtime, clock, sites):
         "report: chapters per work": db["masters"].find({"work": {"$in": ["A"]}}, {"work": 1}),
         "report, rematch: pages by URL": db["pages"].find({"_id": {"$in": [PIRATE + "1"]}}),
         "clusters of pages": db["cluster_members"].find({"_id": {"$in": [PIRATE + "1"]}}),
+        "discovery: sites by state": db["discovered_sites"].find({"state": {"$in": ["watched"]}}),
+        "report: sites first found": db["discovered_sites"].find({"first_day": "2031-03-02"}),
+        "discovery: results checked": db["discovery_results"].find({"_id": {"$in": ["u"]}}),
+        "discovery: queries run": db["discovery_queries"].find({"_id": {"$in": ["q"]}}),
     }
     scans = [name for name, cursor in queries.items() if not uses_an_index(cursor)]
     assert scans == []

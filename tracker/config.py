@@ -185,6 +185,22 @@ class Settings:
     alert_webhook: str = ""  # new copies are POSTed here as JSON
     alert_interval_s: float = _within(30.0, 0.1)  # a crawl sends new copies this often, and at end
 
+    # Discovery (tracker.discovery): the pirate sites nobody named, found through a search engine
+    # (SearXNG's JSON API at search_url), within a daily query budget, each query not run again
+    # (each result URL not fetched again) within discover_requery_days; the sites found are
+    # crawled from the page found, discover_max_pages a site, and the watched ones again after
+    # each daily run (discover_cron). licensed_sites (hosts or host:port) are never checked.
+    search_url: str = ""
+    search_timeout_s: float = _within(20.0, 0.5)
+    search_retries: int = _within(3, 0)  # a query answered 429 or 5xx is asked again, backing off
+    licensed_sites: tuple[str, ...] = ()
+    discover_cron: str = "0 1 * * *"
+    discover_queries_per_day: int = _within(100, 1)
+    discover_queries_per_work: int = _within(10, 1)
+    discover_requery_days: int = _within(7, 0)
+    discover_max_pages: int = _within(500, 1)
+    discover_priority: tuple[str, ...] = ()  # works searched first, in this order
+
     @classmethod
     def load(cls, path: str | os.PathLike | None = None, **overrides: Any) -> Settings:
         values: dict[str, Any] = {}
@@ -239,6 +255,7 @@ CRAWL_SETTINGS = (
     "trap_max_segment_repeats",
     "trap_max_url_length",
     "trap_session_params",
+    "discover_max_pages",
 )
 #: Environment variables with the prefix that are not settings: the settings file's path.
 NOT_SETTINGS = frozenset({"TRACKER_CONFIG"})
@@ -410,6 +427,7 @@ _SERVICE_SCHEMES = {
     "tsa_url": ("http", "https"),
     "smtp_url": ("smtp", "smtps"),
     "alert_webhook": ("http", "https"),
+    "search_url": ("http", "https"),
 }
 #: MongoDB's read preference modes, by their lower-case names.
 READ_PREFERENCES = ("primary", "primaryPreferred", "secondary", "secondaryPreferred", "nearest")
@@ -441,7 +459,23 @@ _CHECKS = {
     "render": lambda value: _one_of(value, ("auto", "always", "never")),
     "mongo_write_concern": lambda value: str(parse_write_concern(value)),
     "mongo_read_preference": parse_read_preference,
+    "licensed_sites": lambda values: tuple(parse_site(value) for value in values),
 }
+
+
+def parse_site(value: str) -> str:
+    """A site as ``licensed_sites`` names it: a host (its subdomains included) or
+    ``host:port``, lower-case; a URL is taken for its host and port."""
+    text = str(value).strip().lower()
+    if "://" in text:
+        text = text.split("://", 1)[1]
+    text = text.split("/", 1)[0].rsplit("@", 1)[-1]
+    host, _, port = text.partition(":")
+    if not re.fullmatch(r"[a-z0-9]([a-z0-9.-]*[a-z0-9])?", host) or (
+        port and not (port.isdigit() and 0 < int(port) < 65536)
+    ):
+        raise ValueError(f"{value!r} is not a host or host:port")
+    return f"{host}:{int(port)}" if port else host
 
 
 def _one_of(value: str, choices: tuple[str, ...]) -> str:

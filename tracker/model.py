@@ -5,6 +5,7 @@ text changed."""
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -27,6 +28,33 @@ CHAPTER, ARTICLE = "chapter", "article"
 def site_of(url: str) -> str:
     """The site a page belongs to: its host name, lower-case."""
     return (urlsplit(url).hostname or "").lower()
+
+
+def site_key(url: str) -> str:
+    """A site as discovery registers it (:mod:`tracker.discovery`): the host, lower-case, and
+    the port when the URL names one, so two sites on one host (on a test machine, or a pirate's
+    mirror on another port) are two sites."""
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    try:
+        port = parts.port
+    except ValueError:  # a malformed port: the host alone
+        port = None
+    return f"{host}:{port}" if port else host
+
+
+def is_licensed(url: str, licensed: Iterable[str]) -> bool:
+    """Whether ``url`` is on one of the ``licensed`` sites: a ``host:port`` names that port
+    only, a host every port and every subdomain."""
+    key = site_key(url)
+    host = (urlsplit(url).hostname or "").lower()
+    for site in licensed:
+        if ":" in site:
+            if key == site:
+                return True
+        elif host == site or host.endswith("." + site):
+            return True
+    return False
 
 
 def content_hash(text: str) -> str:

@@ -19,7 +19,7 @@ def register(commands: argparse._SubParsersAction) -> None:
 
     parser = commands.add_parser(
         "run-job",
-        help="run one scheduler job now: pull, rematch, report, takedown or crawl:SITE",
+        help="run one scheduler job now: pull, rematch, report, takedown, discover or crawl:SITE",
         description="Run one of the scheduler's jobs now, recorded in the job ledger like a "
         "scheduled run and never alongside the same job; prints the run's record as JSON. Exit "
         "status: 0 ok, 1 the job failed or was skipped (running already), 2 error.",
@@ -32,6 +32,8 @@ def register(commands: argparse._SubParsersAction) -> None:
                 "7 missed days) to <data_dir>/reports/",
                 "takedown": "re-fetch every noticed URL and record whether it was taken down, "
                 "then send again what is pending (notices, time-stamps, alerts)",
+                "discover": "search for the library's works (with search_url set), check the "
+                "results, crawl the sites carrying copies, then the watched sites",
                 "crawl:SITE": "crawl the site SITE of the settings' [[sites]]",
             }
         ).replace("actions:", "jobs:"),

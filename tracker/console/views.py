@@ -36,6 +36,8 @@ from tracker.reading.readers import InputError
 from tracker.reports.build import COPIED_SHARE, unread_sites
 from tracker.reports.charts import daily_bars, report_charts, sparkline
 from tracker.stores.crawl_runs import CrawlRunStore
+from tracker.stores.discovery import CANDIDATE, SiteRegistry
+from tracker.stores.discovery import STATES as SITE_STATES
 from tracker.stores.evidence import CaptureStore
 from tracker.stores.job_runs import RUNNING, JobRunStore
 from tracker.stores.pages import PageStore
@@ -54,6 +56,7 @@ TEMPLATES = "console/"  # the console's folder of tracker/html/templates
 
 WorkName = Annotated[str, Query(min_length=1, max_length=300)]
 SiteName = Annotated[str, Query(min_length=1, max_length=300)]
+StateParam = Annotated[str | None, Query(max_length=20)]
 
 
 def render(request: Request, template: str, status_code: int = 200, **context: Any) -> HTMLResponse:
@@ -415,6 +418,33 @@ def run(
     return render(
         request, "run.html", nav="jobs", run=record, refresh=record.get("status") == RUNNING
     )
+
+
+@router.get("/discovered")
+def discovered(request: Request, _: Viewer, state: StateParam = None) -> HTMLResponse:
+    """The sites discovery found carrying copies (candidates first), each with the query that
+    found it; an operator marks each watched, ignored or licensed."""
+    registry = SiteRegistry(deps.console(request).runtime.read_db)
+    if state is not None and state not in SITE_STATES:
+        raise HTTPException(422, f"state: one of {', '.join(SITE_STATES)}")
+    found = registry.with_state(state) if state else registry.all()
+    found.sort(key=lambda doc: (doc.get("state") != CANDIDATE, doc["_id"]))
+    return render(
+        request, "discovered.html", nav="discovered", sites=found, states=SITE_STATES, state=state
+    )
+
+
+@router.post("/discovered/mark")
+async def mark_discovered(request: Request, principal: Operator) -> Response:
+    form = await form_of(request, principal)
+    site, state = field(form, "site", 300), field(form, "state", 20)
+    if state not in SITE_STATES:
+        raise HTTPException(422, f"state: one of {', '.join(SITE_STATES)}")
+    registry = SiteRegistry(deps.console(request).runtime.db)
+    if registry.get(site) is None:
+        raise HTTPException(404, "no such discovered site")
+    registry.mark(site, state, principal.user.name, datetime.now(UTC))
+    return RedirectResponse("/discovered", status_code=303)
 
 
 @router.get("/check")

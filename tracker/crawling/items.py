@@ -25,6 +25,7 @@ class PageItem(scrapy.Item):
     resources = scrapy.Field()  # stylesheets and web fonts (tracker.crawling.resources)
     render_reason = scrapy.Field()  # may need the browser (tracker.crawling.rendering), why
     rendered = scrapy.Field()  # read from the browser's rendered DOM
+    found_by = scrapy.Field()  # the search query that led to the page (spiders/discover.py)
     # Set by the pipelines:
     title = scrapy.Field()
     chapter_title = scrapy.Field()

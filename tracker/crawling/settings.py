@@ -82,6 +82,8 @@ TRACKER_TRAP_MAX_DATE_PAGES = _model.trap_max_date_pages
 TRACKER_TRAP_MAX_SEGMENT_REPEATS = _model.trap_max_segment_repeats
 TRACKER_TRAP_MAX_URL_LENGTH = _model.trap_max_url_length
 TRACKER_TRAP_SESSION_PARAMS = list(_model.trap_session_params)
+# A site found through a search engine is crawled this many pages a run (spiders/discover.py).
+TRACKER_DISCOVER_MAX_PAGES = _model.discover_max_pages
 
 # Scrapy 2.19 does not keep CONCURRENT_REQUESTS_PER_DOMAIN without a delay:
 # tracker/crawling/downloader.py

@@ -284,6 +284,16 @@ def _weight_table() -> _WeightTable:
     return _WeightTable(arrays["slots"], float(arrays["median"]))
 
 
+def idf_weights(words: Sequence[str]) -> tuple[np.ndarray, float]:
+    """jieba's IDF of each word as SimHash weighs it (0 for a stop word, the median for a word
+    the table lacks), and that median (high: most of the table's entries are rare words)."""
+    table = _weight_table()
+    if not words:
+        return np.zeros(0), float(table.median)
+    hashes = word_hashes(codepoints("".join(words)), _lengths(words))
+    return table.lookup(hashes).astype(np.float64), float(table.median)
+
+
 def _lengths(words: Sequence[str]) -> np.ndarray:
     return np.fromiter(map(len, words), np.int64, len(words))
 

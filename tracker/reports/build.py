@@ -25,6 +25,7 @@ from tracker.enforcement.compliance import Compliance, takedown_figures
 from tracker.formats import plural
 from tracker.model import ARTICLE, CHAPTER, site_of
 from tracker.stores.clusters import ClusterStore
+from tracker.stores.discovery import SiteRegistry
 from tracker.stores.masters import MasterStore
 from tracker.stores.pages import MatchStore, PageStore
 from tracker.stores.reports import ReportStore
@@ -83,7 +84,9 @@ def build_report(
          "unread": [{"url", "site", "reason", "first_seen", "last_seen", "attempts"}],
          "takedown": [{"site", "noticed", "removed", "live", "reappeared", "unchecked",
                        "removal_rate", "median_hours_to_removal", "first_noticed",
-                       "noncompliant"}]}
+                       "noncompliant"}],
+         "discovered": [{"site", "state", "found_by", "found_at", "first_seen", "pages",
+                         "copies"}]}
 
     Works are sorted by number of pages (desc) then name; a work's pages by score (desc) then
     URL, and their doc_ids/score/coverage/first_seen/evidence cover that work's matches only.
@@ -114,6 +117,8 @@ def build_report(
     them up per site.
     ``takedown`` is each noticed site's compliance at the end of ``day`` (or now, for today), by
     ``compliance`` (:func:`tracker.enforcement.compliance.takedown_figures`).
+    ``discovered`` lists the sites discovery first found carrying copies on ``day``
+    (:mod:`tracker.discovery`), by site, each with the search query that found it.
     """
     matches = _carried_matches(db, day)
     previous = ReportStore(db).previous(day)
@@ -196,7 +201,31 @@ def build_report(
         "trend": [*trend, today],
         "unread": unread,
         "takedown": _takedown(db, day, now, compliance),
+        "discovered": _discovered(db, day),
     }
+
+
+def _discovered(db: Database, day: date) -> list[dict[str, Any]]:
+    """The sites discovery first found on ``day``, with the query that found each."""
+    return [
+        {
+            "site": doc["_id"],
+            "state": doc.get("state", ""),
+            "found_by": doc.get("found_by", ""),
+            "found_at": doc.get("found_at", ""),
+            "first_seen": _iso(doc.get("first_seen")),
+            "pages": int(doc.get("pages", 0)),
+            "copies": int(doc.get("copies", 0)),
+        }
+        for doc in SiteRegistry(db).first_seen_on(day.isoformat())
+    ]
+
+
+def _iso(moment: datetime | None) -> str | None:
+    if moment is None:
+        return None
+    moment = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
+    return moment.isoformat(timespec="seconds")
 
 
 def _takedown(

@@ -21,6 +21,11 @@ Jobs, by name:
     (:mod:`tracker.enforcement.takedown`); then what waits is sent again: notices the SMTP
     server did not take, time-stamps the TSA did not give, alerts the webhook did not take;
     at ``takedown_cron``.
+``discover``
+    Discovery through the search engine (:mod:`tracker.discovery`): the day's queries, their
+    results checked and the sites carrying copies crawled and registered; then every site
+    marked watched crawled from its pages with copies, as a configured site is; at
+    ``discover_cron``, when ``search_url`` names an engine.
 ``report``
     The daily report of the last UTC day that has ended (and of any earlier day whose report
     was missed, up to :data:`CATCH_UP_DAYS`), stored in MongoDB and written as HTML, CSV, JSON
@@ -135,7 +140,7 @@ def _site_file_schedule(raw: Mapping[str, Any], where: str) -> str | None:
 @dataclass(frozen=True)
 class JobSpec:
     name: str
-    kind: str  # "pull" | "rematch" | "crawl" | "report" | "takedown"
+    kind: str  # "pull" | "rematch" | "crawl" | "report" | "takedown" | "discover"
     schedule: str  # as configured, for people
     trigger: CronTrigger | None  # None: run by other jobs (and by hand), never on a clock
     description: str
@@ -196,6 +201,16 @@ def job_plan(settings: Settings) -> list[JobSpec]:
             description="check noticed pages were taken down; send what is pending",
         ),
     ]
+    if settings.search_url:
+        plan.append(
+            JobSpec(
+                name="discover",
+                kind="discover",
+                schedule=settings.discover_cron,
+                trigger=_cron(settings.discover_cron, tz, "discover_cron"),
+                description="find pirate sites through the search engine; crawl watched sites",
+            )
+        )
     seen: set[str] = set()
     for position, raw in enumerate(settings.sites):
         site = SiteSchedule.parse(raw, position)
@@ -475,12 +490,45 @@ def takedown_job(context: JobContext, spec: JobSpec, now: datetime) -> dict[str,
     return result
 
 
+def discover_job(context: JobContext, spec: JobSpec, now: datetime) -> dict[str, Any]:
+    """Discovery, then the crawls of the watched sites (run whatever discovery did); the run
+    fails when a query failed (it is run again next time) or a crawl did not finish."""
+    from tracker.discovery.run import crawl_watched, discover
+    from tracker.stores.discovery import SiteRegistry
+
+    settings, runtime = context.settings, context.runtime
+    started = context.clock()
+    failures = []
+    result: dict[str, Any] = {}
+    try:
+        summary = discover(runtime, settings, now=started, stop=context.stop)
+        result["discovery"] = summary.to_dict()
+        if summary.failed:
+            failures.append(f"{summary.failed} queries failed (run again next time)")
+        if summary.crawl_exit_code not in (None, 0):
+            failures.append(f"the discovery crawl exited with {summary.crawl_exit_code}")
+    except Exception as exc:
+        log.exception("discovery failed")
+        failures.append(f"discovery: {exc}")
+    watched = crawl_watched(settings, SiteRegistry(runtime.db), now=started, stop=context.stop)
+    result["watched"] = watched
+    failures += [
+        f"crawl of {w['site']} exited with {w['exit_code']}" for w in watched if w["exit_code"] != 0
+    ]
+    clusters = PageClusterer.from_runtime(runtime).cluster_seen_since(started)
+    result["clustering"] = clusters.to_dict()
+    if failures:
+        raise JobFailed("; ".join(failures), result)
+    return result
+
+
 JOBS: dict[str, Callable[[JobContext, JobSpec, datetime], dict[str, Any]]] = {
     "pull": pull_job,
     "rematch": rematch_job,
     "crawl": crawl_job,
     "report": report_job,
     "takedown": takedown_job,
+    "discover": discover_job,
 }
 
 

@@ -14,8 +14,9 @@ shards only for indexes prefixed by the shard key; the counter hands out each ``
 The hot query each index serves is named beside it; the README's "MongoDB at scale" lists
 them with the shard keys, and ``tests/test_scheduler.py::test_hot_queries_use_indexes``
 explains them. Collections not listed (``counters``, ``clusters``, ``reports``,
-``rematch_mark``, ``master_sources``, ``scheduler_jobs``, ``users``, ``render_sites``) are read
-by ``_id`` or whole.
+``rematch_mark``, ``master_sources``, ``scheduler_jobs``, ``users``, ``render_sites``,
+``discovery_queries``, ``discovery_days``, ``discovery_works``, ``discovery_results``) are
+read by ``_id`` or whole.
 """
 
 from __future__ import annotations
@@ -96,6 +97,10 @@ INDEXES: Mapping[str, tuple[IndexModel, ...]] = {
     ),
     "unread_days": (
         _index(("day", ASCENDING), ("site", ASCENDING)),  # report: the day's unread pages
+    ),
+    "discovered_sites": (
+        _index(("state", ASCENDING)),  # scheduler: the watched sites' crawls; console lists
+        _index(("first_day", ASCENDING)),  # report: the sites first found on a day
     ),
 }
 

@@ -240,6 +240,14 @@ class MasterStore:
                 found[str(doc["_id"])] = doc
         return found
 
+    def works_of(self, ns: Iterable[int]) -> dict[int, str]:
+        """``n → work`` of the masters numbered ``ns`` (index ``n``), without their texts."""
+        found = {}
+        for chunk in batches(sorted({int(n) for n in ns}), ID_BATCH):
+            for doc in self.masters.find({"n": {"$in": chunk}}, {"n": 1, "work": 1}):
+                found[int(doc["n"])] = str(doc.get("work", ""))
+        return found
+
     def listing(self, work: str | None = None) -> Iterator[MasterEntry]:
         """Every master, or those of ``work`` in the order ingested (its ``work`` index)."""
         if work is None:
