@@ -40,7 +40,7 @@ def test_master_anchors_in_a_batch_are_those_of_each_master():
 
 def test_any_passage_of_100_tokens_shares_two_anchors_with_its_master():
     filler = normalize(prose(seed=1, chars=400)).tokens
-    for chars, window in ((1500, DENSE_WINDOW), (6000, SPARSE_WINDOW)):  # short, long master
+    for chars, window in ((900, DENSE_WINDOW), (6000, SPARSE_WINDOW)):  # short, long master
         master = normalize(prose(seed=chars, chars=chars)).tokens
         assert (len(master) < DENSE_BELOW_TOKENS) == (window == DENSE_WINDOW)
         stored = set(AnchorIndex.master_anchors(master).tolist())
