@@ -287,7 +287,9 @@ def clean_up(base: Settings, tag: str, stop_servers: bool = True) -> None:
             cleanup.mongo.drop_database(name)
     for key in cleanup.redis.scan_iter(match=f"{tag}:*"):
         cleanup.redis.delete(key)
-    if stop_servers and not (Settings.load().mongo_url and Settings.load().redis_url):
+    cleanup.close()
+    configured = Settings.load()
+    if stop_servers and not (configured.mongo_url and configured.redis_url):
         services.stop(replace(base, mongo_url=None, redis_url=None))
 
 

@@ -42,6 +42,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench.crawl_throughput import clean_up  # noqa: E402
 from tracker.config import Settings  # noqa: E402
 from tracker.crawling.crawl import run_crawl  # noqa: E402
 from tracker.demo.searxng import SearchServer  # noqa: E402
@@ -50,7 +51,6 @@ from tracker.demo.site import _data_path  # noqa: E402
 from tracker.discovery.run import discover  # noqa: E402
 from tracker.matching.library import MasterLibrary  # noqa: E402
 from tracker.model import MasterDocument  # noqa: E402
-from tracker.servers import services  # noqa: E402
 from tracker.servers.runtime import Runtime  # noqa: E402
 
 AD = "最快更新本书最新章节，请记住本站域名"
@@ -281,17 +281,9 @@ def run(args: argparse.Namespace) -> dict:
             }
             print(f"known sites: {out['known_sites']}", file=sys.stderr)
         finally:
-            cleanup = Runtime(replace(base, redis_prefix=f"{tag}:"))
-            for name in cleanup.mongo.list_database_names():
-                if name.startswith(tag):
-                    cleanup.mongo.drop_database(name)
-            for key in cleanup.redis.scan_iter(match=f"{tag}:*"):
-                cleanup.redis.delete(key)
-            cleanup.close()
             for server in (*pirates, licensed, unrelated, engine):
                 server.close()
-            if not (Settings.load().mongo_url and Settings.load().redis_url):
-                services.stop(replace(base, mongo_url=None, redis_url=None))
+            clean_up(base, tag)
     d, k = out["discovery"], out["known_sites"]
     out["ratios"] = {
         "pages_per_copy": round(d["pages_per_copy"] / k["pages_per_copy"], 2),
