@@ -211,6 +211,13 @@ def test_a_page_notes_its_same_site_sheets_and_web_fonts():
         "private_use": True,
     }
     assert linked_resources(page("http://site.test/1.html", "天地"), on_site) is None
+    # in UTF-16 the raw bytes hold no ASCII "stylesheet": the links are read all the same
+    utf16 = HtmlResponse(
+        "http://site.test/2.html",
+        body=f"<html><head>{head}</head><body>天地</body></html>".encode("utf-16"),
+        encoding="utf-16",
+    )
+    assert linked_resources(utf16, on_site)["stylesheets"] == ["http://site.test/s.css"]
 
 
 # ----------------------------------------------------------------------------------- posts

@@ -24,7 +24,11 @@ from tests.texts import prose
 from tracker.crawling.context import TrackerContext
 from tracker.crawling.items import PageItem
 from tracker.crawling.middlewares.proxy import ProxyListMiddleware, read_proxy_list
-from tracker.crawling.middlewares.redirect import RedirectLoop, RedirectLoopMiddleware
+from tracker.crawling.middlewares.redirect import (
+    MetaRefreshMiddleware,
+    RedirectLoop,
+    RedirectLoopMiddleware,
+)
 from tracker.crawling.middlewares.retry import backoff_delay
 from tracker.crawling.middlewares.traps import (
     TrapGuardMiddleware,
@@ -246,6 +250,52 @@ def test_redirect_loop_is_caught_at_the_first_repeat():
         middleware.process_response(request, back)
     onward = Response("http://x/b", status=302, headers={"Location": "/c"})
     assert middleware.process_response(request, onward) is onward
+
+
+@pytest.mark.parametrize(
+    "tag, encoding",
+    [
+        ('<meta http-equiv="Refresh" content="0; url=/next.html">', "utf-8"),
+        ('<meta http-equiv="refresh" content="0; url=/next.html">', "gb18030"),
+        ('<meta http-equiv="refresh" content="0; url=/next.html">', "utf-16-le"),
+    ],
+)
+def test_meta_refresh_is_followed_whatever_its_spelling_and_encoding(tag, encoding):
+    """The raw-bytes look before Scrapy's must never hide a refresh Scrapy would follow."""
+    middleware = MetaRefreshMiddleware.from_crawler(get_crawler())
+    body = f"<html><head>{tag}<title>第一章</title></head><body>正文</body></html>"
+    request = Request("http://x/a.html")
+    response = HtmlResponse(request.url, body=body.encode(encoding), encoding=encoding)
+    redirected = middleware.process_response(request, response)
+    assert isinstance(redirected, Request) and redirected.url == "http://x/next.html"
+
+
+def test_a_page_without_meta_refresh_goes_on_unread_by_scrapy(monkeypatch):
+    middleware = MetaRefreshMiddleware.from_crawler(get_crawler())
+    looked = []
+    monkeypatch.setattr(
+        "scrapy.downloadermiddlewares.redirect.get_meta_refresh",
+        lambda *a, **k: looked.append(a) or (None, None),
+    )
+    request = Request("http://x/a.html")
+    plain = HtmlResponse(
+        request.url,
+        body='<html><head><meta http-equiv="Content-Type" content="text/html"></head>'
+        "<body>正文</body></html>".encode(),
+        encoding="utf-8",
+    )
+    assert middleware.process_response(request, plain) is plain
+    assert looked == []
+
+
+def test_crawl_stats_count_without_scrapys_access_shim():
+    from tracker.crawling.stats import CrawlStatsCollector
+
+    stats = CrawlStatsCollector(get_crawler())
+    stats.inc_value("tracker/x")
+    stats.inc_value("tracker/x", 2, spider=None)  # Scrapy's middlewares may still pass it
+    stats.max_value("tracker/m", 3)
+    assert stats.get_stats() == {"tracker/x": 3, "tracker/m": 3}
 
 
 # ------------------------------------------------------------------------------ extraction

@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import re
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Any, NamedTuple
@@ -46,6 +47,7 @@ from tracker.reading.webfont import data_uri_bytes, font_face_urls, glyph_table
 log = logging.getLogger(__name__)
 
 MAX_SHEETS_PER_PAGE = 8
+_STYLESHEET = re.compile(rb"stylesheet", re.I)
 MAX_FONTS_PER_PAGE = 4
 
 
@@ -54,7 +56,12 @@ def linked_resources(page: TextResponse, on_site: Callable[[str], bool]) -> dict
     and then the web fonts its ``<style>`` blocks declare; None when there is none of these
     (most pages). JSON data, as an item field."""
     sheets = []
-    for link in page.xpath("//link[@href][@rel]"):
+    # Most pages link no stylesheet: a look at the raw bytes spares the XPath (not for the
+    # encodings whose ASCII is not ASCII bytes).
+    maybe_sheets = page.encoding.lower().startswith(("utf-16", "utf-32")) or bool(
+        _STYLESHEET.search(page.body)
+    )
+    for link in page.xpath("//link[@href][@rel]") if maybe_sheets else ():
         rel = (link.attrib.get("rel") or "").lower().split()
         media = (link.attrib.get("media") or "").lower()
         if "stylesheet" not in rel or "alternate" in rel or "print" in media:

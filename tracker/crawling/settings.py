@@ -93,6 +93,8 @@ DOWNLOADER_MIDDLEWARES = {
     "tracker.crawling.middlewares.useragent.BrowserProfileMiddleware": 390,
     "tracker.crawling.middlewares.bans.BanMiddleware": 560,
     "tracker.crawling.middlewares.exchange.ExchangeMiddleware": 595,  # evidence: body as served
+    "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
+    "tracker.crawling.middlewares.redirect.MetaRefreshMiddleware": 580,  # raw bytes first
     "tracker.crawling.middlewares.redirect.RedirectLoopMiddleware": 650,
     "tracker.crawling.middlewares.proxy.ProxyListMiddleware": 740,
     "tracker.crawling.middlewares.retry.BackoffMiddleware": 950,
@@ -173,3 +175,5 @@ TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
 FEED_EXPORT_ENCODING = "utf-8"
 LOG_LEVEL = "INFO"
 LOG_FORMATTER = "tracker.crawling.logformatter.TrackerLogFormatter"
+# Scrapy's in-memory stats without its per-access deprecation shim (tracker/crawling/stats.py).
+STATS_CLASS = "tracker.crawling.stats.CrawlStatsCollector"

@@ -39,6 +39,7 @@ lines is a list (catalogue, chapter list, tag page); see :attr:`Extracted.is_lis
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from dataclasses import dataclass, field, replace
@@ -376,13 +377,21 @@ def decode_private_use(root: Any, glyphs: dict[int, str]) -> tuple[int, int]:
     return private, decoded
 
 
+@functools.cache
+def _first_text(xpath: str) -> lxml.etree.XPath:
+    """The normalised text of the first node ``xpath`` selects, as a compiled XPath."""
+    return lxml.etree.XPath(f"normalize-space(({xpath})[1])")
+
+
 def page_metadata(selector: Selector) -> dict[str, str]:
     """``title``, ``h1``, and when present ``description``, ``keywords``, ``author``,
     ``published``, ``site_name``, ``canonical``, ``language``."""
 
+    root = selector.root  # compiled lxml XPath: parsel's compiles each and wraps its result
+
     def first(*xpaths: str) -> str:
         for xpath in xpaths:
-            value = selector.xpath(f"normalize-space(({xpath})[1])").get() or ""
+            value = str(_first_text(xpath)(root))
             if value:
                 return value[:500]
         return ""
@@ -454,17 +463,20 @@ def strip_boilerplate_lines(text: str) -> str:
     mask = boilerplate_mask(joined)  # line by line: no pattern crosses a line break
     if not mask.any():
         return joined
-    kept, offset = [], 0
-    for line in lines:
-        covered_chars = np.flatnonzero(mask[offset : offset + len(line)]).tolist()
-        offset += len(line) + 1
-        if covered_chars:  # count only the lines that carry some, character by character
-            visible = len(line) - sum(1 for ch in line if ch.isspace())
-            covered = sum(1 for k in covered_chars if not line[k].isspace())
-            if visible and covered >= 0.6 * visible:
-                continue
-        kept.append(line)
-    return "\n".join(kept)
+    # Only the lines holding a masked character are looked at, character by character.
+    starts = np.cumsum([0] + [len(line) + 1 for line in lines[:-1]])
+    touched = np.unique(np.searchsorted(starts, np.flatnonzero(mask), side="right") - 1)
+    dropped = set()
+    for k in touched.tolist():
+        line, start = lines[k], int(starts[k])
+        covered = mask[start : start + len(line)]
+        visible = sum(1 for ch in line if not ch.isspace())
+        hidden = sum(
+            1 for ch, on in zip(line, covered.tolist(), strict=True) if on and not ch.isspace()
+        )
+        if visible and hidden >= 0.6 * visible:
+            dropped.add(k)
+    return "\n".join(line for k, line in enumerate(lines) if k not in dropped)
 
 
 def element_text(element: Any) -> str:
