@@ -138,8 +138,9 @@ def next_part_link(page: Any) -> NextLink | None:
     class, never a 下一章 link or one back to the page itself."""
     here = _without_fragment(page.url)
     candidates: list[NextLink] = []
-    for anchor in page.xpath("//a[@href] | //link[@rel][@href]"):
-        root = anchor.root
+    # lxml's elements, not parsel's: a Selector for each link of every page costs more than
+    # the test made of it
+    for root in page.selector.root.xpath("//a[@href] | //link[@rel][@href]"):
         href = (root.get("href") or "").strip()
         if not href or href.startswith(("#", "javascript:", "mailto:")):
             continue
