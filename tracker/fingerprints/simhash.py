@@ -336,8 +336,7 @@ def segment_lines(texts: Sequence[NormalizedText]) -> list[list[str]]:
 
 def cut_lines(lines: Sequence[str]) -> list[str]:
     """jieba words of folded ``lines``, each cut alone."""
-    cut = _segmenter()
-    return [word for line in lines for word in cut(line)]
+    return list(chain.from_iterable(map(_segmenter(), lines)))
 
 
 def simhash_normalized(texts: Sequence[NormalizedText]) -> np.ndarray:
