@@ -341,6 +341,10 @@ def ingest(path: Path, env: dict, servers: Servers, chapters: int) -> dict:
     run = timed(["ingest", str(path)], env, servers)
     run["chapters"] = chapters
     run["per_second"] = round(chapters / run["wall_s"], 1)
+    # CPU a chapter in each process: the command with its fingerprinting workers, each server.
+    spent = {"command": run["cpu_s"], **run["servers_cpu_s"]}
+    run["cpu_ms_per_chapter"] = {k: round(1000 * v / chapters, 3) for k, v in spent.items()}
+    run["cpu_ms_per_chapter"]["all"] = round(1000 * sum(spent.values()) / chapters, 3)
     return run
 
 
@@ -547,12 +551,20 @@ def main(argv: list[str] | None = None) -> int:
         metavar="N",
         help="then extend the index alone to N chapters (bench.index_extend) and check again",
     )
+    parser.add_argument(
+        "--ingest-only",
+        action="store_true",
+        help="only ingest the files (one library, no checks, no MinHashLSH): the ingest rate "
+        "and CPU a chapter of each process at every checkpoint and over the whole library "
+        "(written to results/library-ingest.json unless --out)",
+    )
     parser.add_argument("--mongo-url")
     parser.add_argument("--redis-url")
-    parser.add_argument(
-        "--out", type=Path, default=Path(__file__).parent / "results" / "library-scale.json"
-    )
+    parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
+    if args.out is None:
+        name = "library-ingest.json" if args.ingest_only else "library-scale.json"
+        args.out = Path(__file__).parent / "results" / name
 
     points = sorted({int(p) for p in args.points.split(",") if p} | {args.chapters})
     work = args.work
@@ -565,12 +577,13 @@ def main(argv: list[str] | None = None) -> int:
     for point in points:
         files.append(chapter_file(work, pool, start, point, args.chars, args.seed))
         start = point
-    queries, expected = make_queries(work, files[0], pool, args.queries, args.chars, args.seed)
-    half = queries.with_name(queries.stem + "-half.jsonl")
-
     home = work / "home"
     shutil.rmtree(home, ignore_errors=True)
     load_before = os.getloadavg()
+    if args.ingest_only:
+        return ingest_only(args, argv, points, files, home, load_before)
+    queries, expected = make_queries(work, files[0], pool, args.queries, args.chars, args.seed)
+    half = queries.with_name(queries.stem + "-half.jsonl")
     # The first checkpoint's library is kept beside the growing one: every comparison is made
     # of rounds that check both in turn, under the same load.
     first = full = None
@@ -636,6 +649,75 @@ def main(argv: list[str] | None = None) -> int:
     args.out.with_suffix(".md").write_text(render(result), encoding="utf-8")
     print(render(result))
     return 0
+
+
+def ingest_only(
+    args, argv: list[str] | None, points: list[int], files: list[Path], home: Path, load_before
+) -> int:
+    """``--ingest-only``: the files ingested into one library, step by step, nothing checked."""
+    library = start_library("full", home, args)
+    steps, stored = [], 0
+    try:
+        base_used, _ = redis_memory(library.servers.redis_url)
+        for point, path in zip(points, files, strict=True):
+            step = ingest(path, library.env, library.servers, point - stored)
+            stored = point
+            used, _ = redis_memory(library.servers.redis_url)
+            step["chapters_after"] = stored
+            step["redis_bytes_per_chapter"] = round((used - base_used) / stored)
+            step["servers_rss_mb"] = servers_rss(library.servers)
+            steps.append(step)
+            log(json.dumps({k: v for k, v in step.items() if k != "stderr_tail"}))
+    finally:
+        library.servers.stop()
+        if not args.keep:
+            shutil.rmtree(home, ignore_errors=True)
+    wall = sum(s["wall_s"] for s in steps)
+    spent: dict[str, float] = {}
+    for step in steps:
+        for name, ms in step["cpu_ms_per_chapter"].items():
+            spent[name] = spent.get(name, 0.0) + ms * step["chapters"]
+    result = {
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": machine_with_memory(),
+        "load_before": [round(x, 2) for x in load_before],
+        "command": "python -m bench.library_scale " + " ".join(argv or sys.argv[1:]),
+        "servers": "configured" if args.mongo_url else "valkey-server and secantusd-py, defaults",
+        "chars_per_chapter": args.chars,
+        "steps": steps,
+        "ingest_per_second_overall": round(args.chapters / wall, 1),
+        "ingest_s": round(wall, 1),
+        "cpu_ms_per_chapter_overall": {k: round(v / args.chapters, 3) for k, v in spent.items()},
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    args.out.with_suffix(".md").write_text(render_ingest(result), encoding="utf-8")
+    print(render_ingest(result))
+    return 0
+
+
+def render_ingest(r: dict) -> str:
+    rows = []
+    for s in r["steps"]:
+        cpu = s["cpu_ms_per_chapter"]
+        rows.append(
+            f"| {s['chapters_after'] - s['chapters']:,}–{s['chapters_after']:,} | "
+            f"{s['per_second']} | {s['wall_s']:.0f} | {cpu['command']} | {cpu.get('redis', '—')} | "
+            f"{cpu.get('mongo', '—')} | {cpu['all']} | {s['max_rss_mb']} | "
+            f"{s['redis_bytes_per_chapter']} |"
+        )
+    cpu = r["cpu_ms_per_chapter_overall"]
+    return (
+        f"### Library ingest ({r['date']}, {r['machine']})\n\n`{r['command']}`; servers: "
+        f"{r['servers']}; load average before: {r['load_before']}; chapters of "
+        f"{r['chars_per_chapter']:,} characters.\n\n"
+        "| chapters | ingest /s | s | CPU ms/chapter: command + workers | valkey | SecantusDB | "
+        "all | peak RSS MB | Redis B/chapter |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+        + "\n".join(rows)
+        + f"\n\nIngest over the whole library: {r['ingest_per_second_overall']} chapters/s "
+        f"({r['ingest_s']} s); CPU a chapter: command and workers {cpu['command']} ms, valkey "
+        f"{cpu.get('redis', '—')}, SecantusDB {cpu.get('mongo', '—')}, all {cpu['all']} ms.\n"
+    )
 
 
 def render(r: dict) -> str:

@@ -7,9 +7,10 @@ next to nothing once they exist and never writes then. Processes starting togeth
 missing index: ``createIndexes`` of an index that exists is a no-op.
 
 An index counts as present when one with the same key pattern exists, whatever its name and
-options: an operator's own variant is kept, never fought over (before ``masters`` is sharded,
-its unique index on ``n`` must become a plain one, since MongoDB enforces uniqueness across
-shards only for indexes prefixed by the shard key; the counter hands out each ``n`` once).
+options: an operator's own variant is kept, never fought over (a library made before the index
+on ``masters.n`` was plain keeps its unique one; before ``masters`` is sharded it must become a
+plain one, since MongoDB enforces uniqueness across shards only for indexes prefixed by the
+shard key; the counter hands out each ``n`` once).
 
 The hot query each index serves is named beside it; the README's "MongoDB at scale" lists
 them with the shard keys, and ``tests/test_scheduler.py::test_hot_queries_use_indexes``
@@ -37,7 +38,11 @@ def _index(*keys: tuple[str, int], unique: bool = False) -> IndexModel:
 
 INDEXES: Mapping[str, tuple[IndexModel, ...]] = {
     "masters": (
-        _index(("n", ASCENDING), unique=True),  # detector: the candidates' texts ($in on n)
+        # detector: the candidates' texts ($in on n). Plain, not unique: the counter hands out
+        # each n once, under the library's write lock, and a unique index costs SecantusDB a
+        # probe a master stored (python -m bench.ingest_costs: see deploy/CAPACITY.md); a
+        # sharded masters needs it plain anyway.
+        _index(("n", ASCENDING)),
         _index(("work", ASCENDING)),  # report: chapters per work; index list --work
         # Not changed_in (rematch reads library_changes) nor added_at (no query): each index
         # costs SecantusDB ~0.07 ms a master stored (see tracker.stores.masters).
