@@ -1,0 +1,580 @@
+"""Held-out defended sites: the techniques of :mod:`tests.sites_defended` and
+:mod:`tests.sites_markup`, written by other hands in other templates, so that a crawl that reads
+those sites well is checked against the shapes real pirate sites vary in.
+
+* :func:`oldschool_split_site`: a 2008 table layout in upper-case tags, GB18030, ``<BR>``
+  bodies; chapters split as ``/123/2.html`` (a folder per chapter), ``-2.html`` and
+  ``?page=2``, "(1/3)" in the titles, a last part of a few dozen characters;
+* :func:`modern_split_site`: div soup in Big5, 下一页 as a ``<button onclick>`` and as a link
+  whose ``href`` a script fills in (the part URL only in the script), ``?page=2`` parts;
+* :func:`hidden_css_site`: junk hidden by an external same-site stylesheet, nested spans,
+  ``[hidden]``-style attribute selectors, descendant and compound selectors, ``!important``
+  overrides, a visible rule overriding a hidden one, and junk that is Chinese text from other
+  chapters of the same book;
+* :func:`script_array_site`: text loaded by ``fetch()`` JSON as a list of lines, base64 in a
+  ``data-`` attribute decoded by script, text assembled from an array (rendered);
+* :func:`webfont_variants_site`: web fonts as WOFF, TTF and a ``data:`` URI, other glyph
+  subsets, PUA characters inside spans;
+* :func:`ban_variants_site`: 503 with ``Retry-After`` in seconds, 429 with an HTTP date;
+* :func:`random_challenge_site`: a third of the chapters behind walls of other vendors;
+* :func:`decoy_variants_site`: a decoy for a client without ``Accept-Language`` or with a
+  non-browser User-Agent.
+
+Each returns a :class:`tests.sites.SitePlan` (``matched``, ``stored``, ``extra["unread"]``,
+``extra["innocent"]``, ``extra["min_coverage"]``); :func:`measure` scores a crawl.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import random
+import threading
+import time
+from collections import Counter, deque
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
+
+from tests.sites import Page, SitePlan, TestSite, book_masters, encoded, paragraphs, split_text
+from tests.sites_defended import DefendedSite
+from tests.sites_markup import obfuscated_font, obfuscation_chars
+from tests.texts import prose
+
+
+def _parts(text: str, sizes: tuple[float, ...]) -> list[str]:
+    """``text`` cut at paragraph boundaries into pieces of about ``sizes`` shares."""
+    paras = paragraphs(text)
+    out, start, total = [], 0, len(paras)
+    for share in sizes[:-1]:
+        end = max(start + 1, min(total - 1, start + round(share * total)))
+        out.append("\n".join(paras[start:end]))
+        start = end
+    out.append("\n".join(paras[start:]))
+    return out
+
+
+def _robots(site: TestSite) -> None:
+    site.pages["/robots.txt"] = Page(b"User-agent: *\nAllow: /\n", "text/plain")
+
+
+# ------------------------------------------------------------------- old-school split
+
+
+def _old_page(title: str, text: str, pager: str, charset: str) -> bytes:
+    body = "<BR><BR>".join("&nbsp;&nbsp;&nbsp;&nbsp;" + html.escape(p) for p in paragraphs(text))
+    doc = (
+        f'<HTML><HEAD><META http-equiv="Content-Type" content="text/html; charset={charset}">'
+        f"<TITLE>{html.escape(title)} - 旧书屋</TITLE></HEAD><BODY bgColor=#f7f7f7>"
+        '<TABLE width="960" border=0 align=center cellPadding=0 cellSpacing=0><TR>'
+        '<TD class=nav><A href="/">首页</A> | <A href="/top.html">排行</A></TD></TR></TABLE>'
+        '<TABLE width="960" align=center border=0><TR><TD align=center>'
+        f"<FONT size=4><B>{html.escape(title)}</B></FONT></TD></TR><TR><TD>"
+        '<TABLE width="100%"><TR><TD class=zw style="FONT-SIZE: 16px; LINE-HEIGHT: 180%">'
+        f"{body}</TD></TR></TABLE></TD></TR><TR><TD align=center>{pager}</TD></TR></TABLE>"
+        "<CENTER>本站所有小说均由网友上传 Copyright 2008 旧书屋</CENTER></BODY></HTML>"
+    )
+    return encoded(doc, charset)
+
+
+def oldschool_split_site() -> SitePlan:
+    """Three chapters over three pages each in three URL schemes (see the module doc), the
+    last part short; one innocent chapter over two pages."""
+    masters = book_masters(3, work="旧式分页书", chars=2600, seed=3100)
+    site = TestSite()
+    plan = SitePlan(site, masters)
+    charset = "gb18030"
+    schemes = [
+        ["/txt/201.html", "/txt/201/2.html", "/txt/201/3.html"],
+        ["/txt/202.html", "/txt/202-2.html", "/txt/202-3.html"],
+        ["/txt/203.html", "/txt/203.html?page=2", "/txt/203.html?page=3"],
+    ]
+    chapters = [(m.title, m.text, urls) for m, urls in zip(masters, schemes, strict=True)]
+    innocent = prose(3199, 2000)
+    chapters.append(("第四章 闲谈", innocent, ["/txt/204.html", "/txt/204_2.html"]))
+    listing = []
+    for i, (title, text, urls) in enumerate(chapters):
+        sizes = (0.5, 0.47, 0.03) if len(urls) == 3 else (0.5, 0.5)
+        texts = _parts(text, sizes)
+        nxt = chapters[i + 1][2][0] if i + 1 < len(chapters) else "/"
+        for k, (url, part) in enumerate(zip(urls, texts, strict=True)):
+            onward = (
+                f'<A HREF="{urls[k + 1]}">下一页</A>'
+                if k + 1 < len(urls)
+                else f'<A HREF="{nxt}">下一章</A>'
+            )
+            pager = f'<A HREF="/txt/">返回目录</A> &nbsp; {onward}'
+            shown = f"{title}({k + 1}/{len(urls)})"
+            site.pages[url] = Page(_old_page(shown, part, pager, charset))
+        listing.append((urls[0], title))
+        plan.extra.setdefault("parts", {})[urls[0]] = urls[1:]
+    catalogue = "".join(f'<TR><TD><A HREF="{u}">{html.escape(t)}</A></TD></TR>' for u, t in listing)
+    site.pages["/txt/"] = Page(
+        encoded(f"<HTML><BODY><TABLE>{catalogue}</TABLE></BODY></HTML>", charset)
+    )
+    site.pages["/"] = Page(encoded('<HTML><BODY><A HREF="/txt/">目录</A></BODY></HTML>', charset))
+    _robots(site)
+    plan.matched = {urls[0]: [m.doc_id] for m, urls in zip(masters, schemes, strict=True)}
+    plan.stored = {*plan.matched, "/txt/204.html"}
+    plan.extra.update(innocent=["/txt/204.html"], unread=[], min_coverage=0.8)
+    return plan
+
+
+# --------------------------------------------------------------------- modern split
+
+
+def _modern_page(title: str, text: str, pager: str, script: str = "") -> bytes:
+    body = "".join(f"<p>{html.escape(p)}</p>" for p in paragraphs(text))
+    doc = (
+        '<!doctype html><html lang="zh-Hant"><head><meta charset="big5">'
+        f'<meta name="viewport" content="width=device-width"><title>{html.escape(title)}'
+        "｜新書網</title></head><body><div class=\"app\"><div class=\"hd\"><div class=\"logo\">"
+        '<a href="/">新書網</a></div></div><div class="wrap"><div class="box"><div class="tt">'
+        f'<h2>{html.escape(title)}</h2></div><div class="rd" id="rd">{body}</div>'
+        f'<div class="pg">{pager}</div></div></div><div class="ft">© 新書網</div></div>'
+        f"{script}</body></html>"
+    )
+    return encoded(doc, "big5")
+
+
+def modern_split_site() -> SitePlan:
+    """Two chapters over three ``?page=N`` pages whose 下一页 is a ``<button onclick>``; one
+    whose 下一页 ``href`` only a script writes; an innocent chapter (texts in Traditional
+    script are not needed: Big5 carries these Simplified characters as references)."""
+    masters = book_masters(3, work="新式分页书", chars=2400, seed=3200)
+    site = TestSite()
+    plan = SitePlan(site, masters)
+    innocent = prose(3299, 1500)
+    listing = []
+    for i, master in enumerate(masters, start=1):
+        base = f"/read/88/{i}.html"
+        urls = [base, f"{base}?page=2", f"{base}?page=3"]
+        for k, (url, part) in enumerate(zip(urls, split_text(master.text, 3), strict=True)):
+            script = ""
+            if k + 1 == len(urls):
+                pager = f'<a href="/read/88/{i + 1}.html" class="btn">下一章</a>'
+            elif i < 3:
+                target = urls[k + 1]
+                pager = (
+                    '<button type="button" class="btn"'
+                    f" onclick=\"location.href='{target}'\">下一页</button>"
+                )
+            else:
+                pager = '<a id="pnext" class="btn" href="javascript:;">下一页</a>'
+                script = (
+                    "<script>var np='" + urls[k + 1] + "';"
+                    "document.getElementById('pnext').href=np;</script>"
+                )
+            site.pages[url] = Page(_modern_page(master.title, part, pager, script))
+        listing.append((base, master.title))
+        plan.extra.setdefault("parts", {})[base] = urls[1:]
+    site.pages["/read/88/4.html"] = Page(
+        _modern_page("第四章 雜記", innocent, '<a href="/read/88/" class="btn">目錄</a>')
+    )
+    listing.append(("/read/88/4.html", "第四章 雜記"))
+    items = "".join(f'<li><a href="{u}">{html.escape(t)}</a></li>' for u, t in listing)
+    site.pages["/read/88/"] = Page(encoded(f"<html><body><ul>{items}</ul></body></html>", "big5"))
+    site.pages["/"] = Page(b'<html><body><a href="/read/88/">list</a></body></html>')
+    _robots(site)
+    plan.matched = {f"/read/88/{i}.html": [m.doc_id] for i, m in enumerate(masters, start=1)}
+    plan.stored = {*plan.matched, "/read/88/4.html"}
+    plan.extra.update(innocent=["/read/88/4.html"], unread=[], min_coverage=0.8)
+    return plan
+
+
+# ----------------------------------------------------------------------- hidden CSS
+
+
+def hidden_css_site() -> SitePlan:
+    """Five chapters with about 20 % hidden junk, each hidden another way (see the module
+    doc); one innocent chapter with the same junk."""
+    masters = book_masters(6, work="隐藏样式书", chars=1500, seed=3300)
+    chapters, others = masters[:5], masters[5]
+    site = TestSite()
+    plan = SitePlan(site, chapters)
+    rng = random.Random(3301)
+    other_text = others.text.replace("\n", "")
+    sheet = (
+        "html,body{margin:0}\n.ct{font-size:18px}\n"
+        "#txtbox .ct em.z{display:none}\n"  # descendant + compound
+        ".ct span[data-k]{display:none}\n"  # attribute selector
+        "[hidden]{display:none!important}\n"
+        ".w1 .w2{visibility:hidden}\n"  # nested spans
+        ".g{display:none}\n#txtbox .ct .g.v{display:inline}\n"  # a visible rule overrides
+        ".t0{display:inline!important}\n.t1{display:none !important}\n"
+    )
+
+    def junk_other() -> str:
+        start = rng.randrange(0, len(other_text) - 12)
+        return other_text[start : start + rng.randint(3, 8)]
+
+    hides = [
+        lambda: f'<em class="z">{junk_other()}</em>',
+        lambda: f'<span data-k="{rng.randint(1, 99)}">{junk_other()}</span>',
+        lambda: f'<span class="w1">a<span class="w2">{junk_other()}</span></span>',
+        lambda: f'<span class="t0 t1" style="display:inline">{junk_other()}</span>',
+        lambda: f'<i hidden class="x">{junk_other()}</i>',
+    ]
+    listing = []
+
+    def body_of(text: str, hide) -> str:
+        out = []
+        for p in paragraphs(text):
+            line = []
+            for ch in p:
+                if rng.random() < 0.08:
+                    line.append(f'<span class="g v">{html.escape(ch)}</span>')
+                else:
+                    line.append(html.escape(ch))
+                if rng.random() < 0.05:
+                    line.append(hide())
+            out.append("".join(line))
+        return "<br>\n".join(out)
+
+    pages = [(m.title, m.text, hides[k]) for k, m in enumerate(chapters)]
+    pages.append(("第七章 闲篇", prose(3399, 1400), hides[0]))
+    for k, (title, text, hide) in enumerate(pages, start=1):
+        # The w1 wrapper's "a" is junk too, hidden by nothing: keep it out of the text.
+        body = body_of(text, hide).replace('<span class="w1">a<', '<span class="w1"><')
+        doc = (
+            f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
+            '<link type="text/css" rel="stylesheet" href="/css/m.css?v=3"></head><body>'
+            f'<div class="top"><a href="/">首页</a></div><div id="txtbox"><h1>{html.escape(title)}'
+            f'</h1><div class="ct">{body}</div></div><div class="foot">页脚</div></body></html>'
+        )
+        path = f"/b/7/{k}.html"
+        site.pages[path] = Page(doc.encode("utf-8"))
+        listing.append((path, title))
+    site.pages["/css/m.css"] = Page(sheet.encode(), "text/css")
+    items = "".join(f'<li><a href="{u}">{html.escape(t)}</a></li>' for u, t in listing)
+    site.pages["/"] = Page(f"<html><body><ul>{items}</ul></body></html>".encode())
+    _robots(site)
+    plan.matched = {f"/b/7/{k}.html": [m.doc_id] for k, m in enumerate(chapters, start=1)}
+    plan.stored = {*plan.matched, "/b/7/6.html"}
+    plan.extra.update(innocent=["/b/7/6.html"], unread=[], min_coverage=0.9)
+    plan.extra["other_master"] = others
+    return plan
+
+
+# ------------------------------------------------------------------- script loaders
+
+
+def script_array_site() -> SitePlan:
+    """Chapters whose text only a browser sees: ``fetch()`` of a JSON list of lines, base64 in
+    a ``data-`` attribute, an array joined by script; an innocent chapter by ``fetch()``."""
+    masters = book_masters(3, work="脚本数组书", chars=1400, seed=3400)
+    site = TestSite()
+    plan = SitePlan(site, masters)
+    texts = [(m.title, m.text) for m in masters] + [("第四章 闲话", prose(3499, 1400))]
+    listing = []
+    for k, (title, text) in enumerate(texts, start=1):
+        lines = paragraphs(text)
+        kind = (k - 1) % 3
+        if kind == 0:
+            site.pages[f"/ajax/txt?id={k}"] = Page(
+                json.dumps({"code": 0, "data": {"lines": lines}}, ensure_ascii=False).encode(),
+                "application/json; charset=utf-8",
+            )
+            body = (
+                '<article id="chapter"><p class="tip">正在加载...</p></article><script>'
+                f"fetch('/ajax/txt?id={k}').then(function(r){{return r.json()}})"
+                ".then(function(j){var a=document.getElementById('chapter');a.innerHTML='';"
+                "j.data.lines.forEach(function(l){var p=document.createElement('p');"
+                "p.textContent=l;a.appendChild(p);});});</script>"
+            )
+        elif kind == 1:
+            payload = base64.b64encode("\n".join(lines).encode()).decode()
+            body = (
+                f'<article id="chapter" data-c="{payload}"></article><script>'
+                "(function(){var a=document.getElementById('chapter');"
+                "var s=new TextDecoder().decode(Uint8Array.from(atob(a.dataset.c),"
+                "function(c){return c.charCodeAt(0)}));"
+                "a.innerHTML=s.split('\\n').map(function(l){return '<p>'+l+'</p>'}).join('');"
+                "})();</script>"
+            )
+        else:
+            pieces = [p[i : i + 7] for p in lines for i in range(0, len(p), 7)] + []
+            joined = []
+            for p in lines:
+                joined += [p[i : i + 7] for i in range(0, len(p), 7)] + ["\n"]
+            body = (
+                '<article id="chapter"></article><script>var _c='
+                + json.dumps(joined, ensure_ascii=False)
+                + ";document.getElementById('chapter').innerHTML=_c.join('')"
+                ".split('\\n').map(function(l){return '<p>'+l+'</p>'}).join('');</script>"
+            )
+            del pieces
+        doc = (
+            '<!DOCTYPE html><html><head><meta charset="utf-8">'
+            f"<title>{html.escape(title)}</title></head><body><header><a href='/'>书城</a>"
+            f"</header><main><h1>{html.escape(title)}</h1>{body}</main>"
+            "<footer>版权所有</footer></body></html>"
+        )
+        path = f"/n/{k}"
+        site.pages[path] = Page(doc.encode())
+        listing.append((path, title))
+    items = "".join(f'<li><a href="{u}">{html.escape(t)}</a></li>' for u, t in listing)
+    site.pages["/"] = Page(f"<html><body><ul>{items}</ul></body></html>".encode())
+    _robots(site)
+    plan.matched = {f"/n/{k}": [m.doc_id] for k, m in enumerate(masters, start=1)}
+    plan.stored = {*plan.matched, "/n/4"}
+    plan.extra.update(innocent=["/n/4"], unread=[], min_coverage=0.9)
+    return plan
+
+
+# ------------------------------------------------------------------------ web fonts
+
+
+def webfont_variants_site() -> SitePlan:
+    """Three chapters with 12-15 % of their characters at PUA code points, drawn by a WOFF
+    font (relative URL in a stylesheet), a TTF and a ``data:`` URI WOFF2, each a different
+    subset; PUA characters sit inside ``<span class="f">``."""
+    masters = book_masters(3, work="字形书", chars=1500, seed=3500)
+    innocent = prose(3599, 1400)
+    site = TestSite()
+    plan = SitePlan(site, masters)
+    listing = []
+    flavors = [("woff", 0.12, 41), (None, 0.15, 42), ("woff2", 0.13, 43)]
+    texts = [(m.title, m.text) for m in masters] + [("第四章 外篇", innocent)]
+    for k, (title, text) in enumerate(texts, start=1):
+        flavor, share, seed = flavors[(k - 1) % 3]
+        chars = obfuscation_chars([text], share, seed=seed)
+        font = obfuscated_font(chars, flavor or "ttf", seed=seed)
+        if k == 1 or k == 4:
+            font_url = f"../font/f{k}.woff"
+            site.pages[f"/font/f{k}.woff"] = Page(font.data, "application/font-woff")
+            src = f"url('{font_url}') format('woff')"
+            site.pages[f"/css/c{k}.css"] = Page(
+                f"@font-face{{font-family:ff{k};src:{src}}}.f{{font-family:ff{k}}}".encode(),
+                "text/css",
+            )
+            head = f'<link rel="stylesheet" href="/css/c{k}.css">'
+        elif k == 2:
+            site.pages["/s/x.ttf"] = Page(font.data, "font/ttf")
+            head = (
+                "<style>@font-face{font-family:\"dd\";src:url(/s/x.ttf) format('truetype')}"
+                " .f{font-family:dd,serif}</style>"
+            )
+        else:
+            data = base64.b64encode(font.data).decode()
+            head = (
+                "<style>@font-face{font-family:ee;src:url(data:font/woff2;base64,"
+                f"{data}) format('woff2')}} .f{{font-family:ee}}</style>"
+            )
+        body = []
+        for p in paragraphs(text):
+            line = "".join(
+                f'<span class="f">{chr(font.code_points[ch])}</span>'
+                if ch in font.code_points
+                else html.escape(ch)
+                for ch in p
+            )
+            body.append(f"<p>{line}</p>")
+        doc = (
+            f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>{html.escape(title)}'
+            f"</title>{head}</head><body><h1>{html.escape(title)}</h1>"
+            f'<div class="chapter-content">{"".join(body)}</div></body></html>'
+        )
+        path = f"/book/{k}/"
+        site.pages[path] = Page(doc.encode())
+        listing.append((path, title))
+    items = "".join(f'<li><a href="{u}">{html.escape(t)}</a></li>' for u, t in listing)
+    site.pages["/"] = Page(f"<html><body><ul>{items}</ul></body></html>".encode())
+    _robots(site)
+    plan.matched = {f"/book/{k}/": [m.doc_id] for k, m in enumerate(masters, start=1)}
+    plan.stored = {*plan.matched, "/book/4/"}
+    plan.extra.update(innocent=["/book/4/"], unread=[], min_coverage=0.8)
+    return plan
+
+
+# ----------------------------------------------------------------------------- bans
+
+
+def _simple_chapter(title: str, text: str) -> bytes:
+    body = "<br/>".join(html.escape(p) for p in paragraphs(text))
+    return (
+        f'<html><head><meta charset="utf-8"><title>{html.escape(title)}</title></head><body>'
+        f'<div class="nr_title">{html.escape(title)}</div><div id="nr1">{body}</div>'
+        '<div class="nr_page"><a href="/">目录</a></div></body></html>'
+    ).encode()
+
+
+def ban_variants_site(burst: int = 2, window: float = 1.0) -> SitePlan:
+    """Seven chapters and an innocent one behind a limit of ``burst`` requests a ``window``:
+    503 with ``Retry-After: 2`` (seconds), then 429 with an HTTP date, in turn."""
+    masters = book_masters(7, work="限速书", chars=1300, seed=3600)
+    site = DefendedSite()
+    plan = SitePlan(site, masters)
+    recent: deque[float] = deque()
+    refusals = [0]
+    lock = threading.Lock()
+    texts = {f"/x/{i}.htm": (m.title, m.text) for i, m in enumerate(masters, start=1)}
+    texts["/x/8.htm"] = ("第八章 外传", prose(3699, 1300))
+    items = "".join(f'<li><a href="{p}">{html.escape(t)}</a></li>' for p, (t, _) in texts.items())
+    home = Page(f"<html><body><ul>{items}</ul></body></html>".encode())
+
+    def limited(path: str) -> Page | None:
+        now = time.monotonic()
+        with lock:
+            while recent and now - recent[0] > window:
+                recent.popleft()
+            if len(recent) >= burst:
+                refusals[0] += 1
+                if refusals[0] % 2:
+                    return Page(b"<h1>503</h1>", "text/html", 503, {"Retry-After": "2"})
+                later = format_datetime(datetime.now(UTC) + timedelta(seconds=1), usegmt=True)
+                return Page(b"slow down", "text/plain", 429, {"Retry-After": later})
+            recent.append(now)
+        if path == "/":
+            return home
+        found = texts.get(path)
+        return Page(_simple_chapter(*found)) if found else None
+
+    site.route(r"^/(x/.*)?$", limited)
+    _robots(site)
+    plan.matched = {f"/x/{i}.htm": [m.doc_id] for i, m in enumerate(masters, start=1)}
+    plan.stored = {*plan.matched, "/x/8.htm"}
+    plan.extra.update(innocent=["/x/8.htm"], unread=[], refusals=refusals)
+    return plan
+
+
+# ------------------------------------------------------------------------ challenges
+
+JSL_WALL = (
+    b"<html><head><meta http-equiv='Content-Type' content='text/html; charset=utf-8'></head>"
+    b"<body><script>document.cookie=('__jsl_clearance=1589;max-age=3600;path=/');"
+    b"location.href=location.pathname+location.search</script></body></html>"
+)
+SLIDER_WALL = (
+    '<!DOCTYPE html><html><head><meta charset="utf-8"><title>访问验证</title></head><body>'
+    '<div class="box"><p>检测到您的访问异常，请拖动滑块完成验证</p><div id="nc"></div>'
+    '<script src="/static/nc.js"></script></div></body></html>'
+).encode()
+TURNSTILE_WALL = (
+    b'<!DOCTYPE html><html><head><title>Verify you are human</title><script src="https://'
+    b'challenges.cloudflare.com/turnstile/v0/api.js" async defer></script></head><body>'
+    b'<form method="POST"><div class="cf-turnstile" data-sitekey="0x4AAA"></div></form>'
+    b"</body></html>"
+)
+
+
+def random_challenge_site() -> SitePlan:
+    """Nine chapters and an innocent one; a random third of the chapters answer a wall
+    (a ``__jsl_clearance`` script at 521, a slider captcha at 200, a Turnstile form at 403)."""
+    masters = book_masters(9, work="随机验证书", chars=1300, seed=3700)
+    site = TestSite()
+    plan = SitePlan(site, masters)
+    paths = [f"/chapter/{i}_{1000 + i * 7}.html" for i in range(1, 10)]
+    walled = sorted(random.Random(3701).sample(paths, 3))
+    walls = [
+        Page(JSL_WALL, status=521),
+        Page(SLIDER_WALL),
+        Page(TURNSTILE_WALL, status=403),
+    ]
+    for path, master in zip(paths, masters, strict=True):
+        site.pages[path] = Page(_simple_chapter(master.title, master.text))
+    for path, wall in zip(walled, walls, strict=True):
+        site.pages[path] = wall
+    site.pages["/chapter/99_1.html"] = Page(_simple_chapter("第十章 余话", prose(3799, 1300)))
+    listing = [*zip(paths, (m.title for m in masters), strict=True)]
+    listing.append(("/chapter/99_1.html", "第十章 余话"))
+    items = "".join(f'<li><a href="{u}">{html.escape(t)}</a></li>' for u, t in listing)
+    site.pages["/"] = Page(f"<html><body><ul>{items}</ul></body></html>".encode())
+    _robots(site)
+    plan.matched = {p: [m.doc_id] for p, m in zip(paths, masters, strict=True)}
+    plan.stored = {*(p for p in paths if p not in walled), "/chapter/99_1.html"}
+    plan.extra.update(innocent=["/chapter/99_1.html"], unread=walled, min_coverage=0.9)
+    return plan
+
+
+# ---------------------------------------------------------------------------- decoys
+
+
+def decoy_variants_site() -> SitePlan:
+    """Six chapters and an innocent one; a client without ``Accept-Language`` or whose
+    User-Agent names no browser engine (``Gecko``/``AppleWebKit``) gets an innocent decoy."""
+    masters = book_masters(6, work="伪装书", chars=1300, seed=3800)
+    site = DefendedSite()
+    plan = SitePlan(site, masters)
+    texts = {f"/v/{i}.html": (m.title, m.text) for i, m in enumerate(masters, start=1)}
+    texts["/v/7.html"] = ("第七章 杂谈", prose(3899, 1300))
+    decoys: Counter[str] = Counter()
+
+    def bot() -> bool:
+        headers = site.headers()
+        agent = headers.get("user-agent", "")
+        if not headers.get("accept-language"):
+            return True
+        return not ("AppleWebKit" in agent or "Gecko/" in agent) or "Headless" in agent
+
+    def chapter(path: str) -> Page | None:
+        found = texts.get(path)
+        if found is None:
+            return None
+        if bot():
+            decoys[path] += 1
+            return Page(_simple_chapter(found[0], prose(len(path) * 31 + 7, len(found[1]))))
+        return Page(_simple_chapter(*found))
+
+    site.route(r"^/v/\d+\.html$", chapter)
+    items = "".join(f'<li><a href="{p}">{html.escape(t)}</a></li>' for p, (t, _) in texts.items())
+    site.pages["/"] = Page(f"<html><body><ul>{items}</ul></body></html>".encode())
+    _robots(site)
+    plan.matched = {f"/v/{i}.html": [m.doc_id] for i, m in enumerate(masters, start=1)}
+    plan.stored = {*plan.matched, "/v/7.html"}
+    plan.extra.update(innocent=["/v/7.html"], unread=[], decoys=decoys)
+    return plan
+
+
+# --------------------------------------------------------------------------- scoring
+
+SITES = {
+    "oldschool split (GB18030 tables, /123/2.html, -2.html, ?page=2, short last part)": (
+        oldschool_split_site
+    ),
+    "modern split (Big5 div soup, button onclick, script-written href)": modern_split_site,
+    "hidden CSS (external sheet, compound/attribute selectors, !important, other-chapter junk)": (
+        hidden_css_site
+    ),
+    "script loaders (fetch JSON lines, data- base64, array join; rendered)": script_array_site,
+    "web fonts (WOFF relative, TTF, data: WOFF2; other subsets)": webfont_variants_site,
+    "bans (503 Retry-After seconds, 429 HTTP date)": ban_variants_site,
+    "random challenges (jsl 521, slider 200, Turnstile 403)": random_challenge_site,
+    "decoys (no Accept-Language, non-browser UA)": decoy_variants_site,
+}
+
+
+def measure(plan: SitePlan, db, base: str) -> dict:
+    """Recall (a page counts when it carries exactly its masters), min coverage, wrong ids,
+    innocent pages flagged, planned unread pages missing from the report and extra ones."""
+    from tracker.reports import build_report
+
+    base = base.rstrip("/")
+    stored = {
+        doc["_id"][len(base) :]: doc for doc in db["pages"].find() if doc["_id"].startswith(base)
+    }
+    unread_planned = set(plan.extra.get("unread", ()))
+    expected = {p: ids for p, ids in plan.matched.items() if p not in unread_planned}
+    found = [p for p, ids in expected.items() if stored.get(p, {}).get("matched_doc_ids") == ids]
+    coverages = []
+    for path in found:
+        for match in db["matches"].find({"url": base + path, "active": True}):
+            if match["doc_id"] in expected[path]:
+                coverages.append(match["coverage"])
+    wrong = [
+        p
+        for p, doc in stored.items()
+        if set(doc.get("matched_doc_ids") or ()) - set(plan.matched.get(p, ()))
+    ]
+    innocent = [p for p in plan.extra.get("innocent", ()) if stored.get(p, {}).get("matched_doc_ids")]
+    report = build_report(db, datetime.now(UTC).date())
+    unread = {e["url"][len(base) :]: e["reason"] for e in report["unread"] if e["url"].startswith(base)}
+    return {
+        "recall": round(len(found) / len(expected), 3) if expected else 1.0,
+        "missed": sorted(set(expected) - set(found)),
+        "min_coverage": round(min(coverages), 3) if coverages else None,
+        "wrong": wrong,
+        "innocent_flagged": innocent,
+        "unread_missing": sorted(unread_planned - set(unread)),
+        "unread_extra": sorted(set(unread) - unread_planned),
+    }
