@@ -96,7 +96,8 @@ def part_of(url: str, current: str, first: str | None = None) -> str:
     start = part_address(first or current)
     if there.evidence == "none":
         named_on = _continues_name(current, url) or _continues_name(first or current, url)
-        return "maybe" if named_on else "no"
+        in_folder = _continues_in_folder(first or current, current, url)
+        return "maybe" if named_on or in_folder else "no"
     if there.number != here.number + 1 or there.chapter != here.chapter:
         return "no"
     if there.evidence == "strong" and start.number <= 1 and start.chapter == there.chapter:
@@ -122,6 +123,37 @@ def _continues_name(current: str, url: str) -> bool:
     )
 
 
+_NUMBERED_NAME = re.compile(r"^(?P<n>\d{1,3})(?:\.[a-z]{2,5})?$", re.I)
+
+
+def _continues_in_folder(first: str, current: str, url: str) -> bool:
+    """``123.html`` (or ``123/``) → ``123/2.html`` → ``123/3.html``: the parts of a chapter
+    numbered in a folder named after its first page (``first``). Only ever a ``maybe`` (the
+    titles decide), and only in the first page's own folder: chapters numbered in a folder
+    (``9/5.html`` → ``9/6.html``) are not fetched as candidate parts."""
+    start, here, there = urlsplit(first), urlsplit(current), urlsplit(url)
+    if len({(p.netloc, p.query) for p in (start, here, there)}) != 1:
+        return False
+    folder, _, name = there.path.rpartition("/")
+    found = _NUMBERED_NAME.match(name)
+    if found is None or int(found["n"]) < 2:
+        return False
+    number = int(found["n"])
+    first_folder, _, first_name = start.path.rpartition("/")
+    named_after = "." in first_name and start.path.rsplit(".", 1)[0] == folder
+    opens_it = first_folder == folder and first_name.split(".", 1)[0].lower() in ("", "index", "1")
+    if not (named_after or opens_it or start.path.rstrip("/") == folder):
+        return False
+    if here.path == start.path:
+        return number == 2
+    previous = _NUMBERED_NAME.match(here.path.rpartition("/")[2])
+    return (
+        here.path.rpartition("/")[0] == folder
+        and previous is not None
+        and (int(previous["n"]) == number - 1)
+    )
+
+
 def _without_fragment(url: str) -> str:
     return urlunsplit(urlsplit(url)._replace(fragment=""))
 
@@ -132,6 +164,37 @@ class NextLink(NamedTuple):
     how: str  # "text", "rel" or "class": what says it is the next page
 
 
+_LINKS = (
+    "//a[@href] | //link[@rel][@href] | //*[@onclick][not(self::a)]"
+    " | //a[not(@href)][@id or @onclick]"
+)
+#: ``location.href='…'``, ``window.location = "…"``, ``location.assign('…')``, ``open('…')``.
+_NAVIGATION = re.compile(
+    r"""(?:location(?:\.href)?\s*=|location\.(?:assign|replace)\s*\(|\bopen\s*\()\s*"""
+    r"""(['"])(?P<url>[^'"\s]{1,300})\1"""
+)
+#: A quoted relative or absolute URL of a page in a script.
+_QUOTED_URL = re.compile(r"""(['"])(?P<url>(?:https?://|/|\.{0,2}/)?[\w./%?=&-]{1,300})\1""")
+
+
+def _scripted_target(element: Any, page: Any) -> str | None:
+    """The URL a script-driven "next page" element leads to: the one its ``onclick`` or
+    ``javascript:`` URL navigates to, else a URL in the page's inline scripts shaped as the
+    next part of this page (a link whose ``href`` a script sets)."""
+    for code in (element.get("onclick") or "", element.get("href") or ""):
+        found = _NAVIGATION.search(code)
+        if found:
+            return found["url"]
+    for script in page.selector.root.xpath("//script[not(@src)]/text()"):
+        for found in _QUOTED_URL.finditer(script):
+            url = found["url"]
+            if not re.search(r"[./]", url):
+                continue
+            if part_of(urljoin(page.url, url), page.url) != "no":
+                return url
+    return None
+
+
 def next_part_link(page: Any) -> NextLink | None:
     """The link that leads from ``page`` (a Scrapy ``TextResponse``) to the next page of the
     same chapter, when the page has one: a "下一页" link, ``rel="next"`` or a ``next``/``nxt``
@@ -140,11 +203,17 @@ def next_part_link(page: Any) -> NextLink | None:
     candidates: list[NextLink] = []
     # lxml's elements, not parsel's: a Selector for each link of every page costs more than
     # the test made of it
-    for root in page.selector.root.xpath("//a[@href] | //link[@rel][@href]"):
+    for root in page.selector.root.xpath(_LINKS):
         href = (root.get("href") or "").strip()
+        text = " ".join("".join(root.itertext()).split()) if root.tag != "link" else ""
+        if root.tag != "link" and (not href or href.lower().startswith("javascript:")):
+            # 下一页 as a button or a script's link: its target in the onclick, the
+            # javascript: URL, or (a link a script fills in) the page's scripts
+            if NEXT_CHAPTER_TEXT.search(text) or not NEXT_PART_TEXT.search(text):
+                continue
+            href = _scripted_target(root, page) or ""
         if not href or href.startswith(("#", "javascript:", "mailto:")):
             continue
-        text = " ".join("".join(root.itertext()).split()) if root.tag == "a" else ""
         if NEXT_CHAPTER_TEXT.search(text):
             continue
         rel = (root.get("rel") or "").lower().split()
