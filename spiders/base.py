@@ -75,6 +75,7 @@ from tracker.reading.extract import MAX_LINK_TEXT_SHARE, MIN_PROSE_CHARS
 from tracker.reading.pagination import (
     CONTINUED_TEXT,
     NextLink,
+    first_part_aliases,
     next_part_link,
     part_address,
     part_of,
@@ -642,6 +643,11 @@ class TrackerSpider(scrapy.Spider):
         for url in parts.unread:  # recorded (when unread) here: not fetched again as a page
             self.followed[url] = 0
         if parts.pages:
+            # the pager of the parts links the first page by its part-1 URL (?pn=1): the same
+            # page under another name, never to read as a page of its own
+            for alias in first_part_aliases(parts.pages[0].url):
+                if canonicalize_url(alias) not in seen:
+                    self._claim(alias, depth)
             stats.inc_value("tracker/parts/chapters")
             stats.inc_value("tracker/parts/pages", len(parts.pages))
         return parts

@@ -128,7 +128,7 @@ def _modern_page(title: str, text: str, pager: str, script: str = "") -> bytes:
     doc = (
         '<!doctype html><html lang="zh-Hant"><head><meta charset="big5">'
         f'<meta name="viewport" content="width=device-width"><title>{html.escape(title)}'
-        "｜新書網</title></head><body><div class=\"app\"><div class=\"hd\"><div class=\"logo\">"
+        '｜新書網</title></head><body><div class="app"><div class="hd"><div class="logo">'
         '<a href="/">新書網</a></div></div><div class="wrap"><div class="box"><div class="tt">'
         f'<h2>{html.escape(title)}</h2></div><div class="rd" id="rd">{body}</div>'
         f'<div class="pg">{pager}</div></div></div><div class="ft">© 新書網</div></div>'
@@ -526,6 +526,179 @@ def decoy_variants_site() -> SitePlan:
     return plan
 
 
+# ----------------------------------------------------------------- more hiding, forums
+
+
+def hidden_import_site() -> SitePlan:
+    """Four chapters with junk hidden another way again: a sheet ``@import``-ed from a
+    ``<style>`` block, a ``<style>`` inside the body, upper-case ``<FONT STYLE="FONT-SIZE:0PX">``,
+    a ``visibility:hidden`` wrapper whose real text shows again through ``visibility:visible``
+    (child combinator); an innocent chapter. The first chapter is served with its charset in
+    the HTTP header only (GBK, no ``<meta>``)."""
+    masters = book_masters(4, work="导入样式书", chars=1500, seed=3900)
+    site = TestSite()
+    plan = SitePlan(site, masters)
+    rng = random.Random(3901)
+    junk = "的一是了我不人在他有这个上们来到时大地为子中你说生国年着就那和要她出也得里后自以会"
+    site.pages["/s/imp.css"] = Page(b"p .hh{display:none}\n.zz{color:#000}", "text/css")
+    ways = [
+        ('<style>@import url("/s/imp.css");</style>', lambda j: f'<span class="hh">{j}</span>'),
+        ("", lambda j: f'<span class="qq">{j}</span>'),
+        ("", lambda j: f'<FONT STYLE="FONT-SIZE:0PX;COLOR:#FFF">{j}</FONT>'),
+        (
+            "<style>.vh{visibility:hidden}.vh>b{visibility:visible}</style>",
+            lambda j: f'<span class="vh">{j}<b></b></span>',
+        ),
+    ]
+    texts = [(m.title, m.text) for m in masters] + [("第五章 闲笔", prose(3999, 1400))]
+    listing = []
+    for k, (title, text) in enumerate(texts, start=1):
+        head, hide = ways[(k - 1) % 4]
+        lines = []
+        for p in paragraphs(text):
+            out = []
+            for ch in p:
+                if k == 4 and rng.random() < 0.1:
+                    # a real character inside the hidden wrapper, shown again by its <b>
+                    out.append(
+                        f'<span class="vh">{rng.choice(junk)}<b>{html.escape(ch)}</b></span>'
+                    )
+                    continue
+                out.append(html.escape(ch))
+                if rng.random() < 0.2:
+                    out.append(hide(rng.choice(junk)))
+            lines.append("<p>" + "".join(out) + "</p>")
+        inner = "<style>.qq{display:none}</style>" if k == 2 else ""
+        doc = (
+            f"<html><head>{'' if k == 1 else '<meta charset=utf-8>'}"
+            f"<title>{html.escape(title)}</title>{head}</head><body><div class=hd>导航</div>"
+            f'<div class="main">{inner}<h1>{html.escape(title)}</h1><div id="chaptercontent">'
+            f"{''.join(lines)}</div></div></body></html>"
+        )
+        path = f"/i/{k}.html"
+        if k == 1:
+            site.pages[path] = Page(encoded(doc, "gbk"), "text/html; charset=gbk")
+        else:
+            site.pages[path] = Page(doc.encode())
+        listing.append((path, title))
+    items = "".join(f'<li><a href="{u}">{html.escape(t)}</a></li>' for u, t in listing)
+    site.pages["/"] = Page(f"<html><body><ul>{items}</ul></body></html>".encode())
+    _robots(site)
+    plan.matched = {f"/i/{k}.html": [m.doc_id] for k, m in enumerate(masters, start=1)}
+    plan.stored = {*plan.matched, "/i/5.html"}
+    plan.extra.update(innocent=["/i/5.html"], unread=[], min_coverage=0.9)
+    return plan
+
+
+def tieba_site() -> SitePlan:
+    """A tieba-style thread over three ``?pn=N`` pages, 30 floors a page (chapters posted a
+    floor at a time between one-line replies, a floor a chapter cut in two), and a thread of
+    chatter; each post a ``<div class="d_post_content j_d_post_content">``."""
+    masters = book_masters(3, work="贴吧书", chars=1500, seed=4000)
+    site = TestSite()
+    plan = SitePlan(site, masters)
+    rng = random.Random(4001)
+    floors: list[tuple[str, str]] = []
+    for master in masters:
+        for piece in split_text(master.text, 2):
+            floors.append(("楼主", piece))
+            for _ in range(rng.randint(8, 12)):
+                floors.append(
+                    (f"吧友{rng.randint(1, 999)}", rng.choice(["顶", "好看", "插楼", "mark"]))
+                )
+
+    def thread_page(
+        title: str, posts: list[tuple[str, str]], pn: int, last: int, tid: int
+    ) -> bytes:
+        rows = "".join(
+            f'<div class="l_post j_l_post" data-field=\'{{"floor":{n}}}\'><div class="d_author">'
+            f'<a class="p_author_name">{html.escape(user)}</a></div>'
+            '<div class="d_post_content_main">'
+            f'<div class="d_post_content j_d_post_content" id="post_content_{tid}{n}">'
+            + "<br>".join(html.escape(p) for p in paragraphs(text))
+            + f'</div></div><div class="core_reply_tail">{n}楼 2013-05-0{pn}</div></div>'
+            for n, (user, text) in enumerate(posts, start=1 + (pn - 1) * 30)
+        )
+        pager = " ".join(
+            f'<a href="/p/{tid}?pn={n}">{n}</a>' if n != pn else f"<span>{n}</span>"
+            for n in range(1, last + 1)
+        )
+        if pn < last:
+            pager += (
+                f' <a href="/p/{tid}?pn={pn + 1}">下一页</a> <a href="/p/{tid}?pn={last}">尾页</a>'
+            )
+        doc = (
+            '<!DOCTYPE html><html><head><meta charset="UTF-8">'
+            f"<title>{html.escape(title)}_书吧_百度贴吧</title></head><body>"
+            f'<div class="core_title"><h3 class="core_title_txt">{html.escape(title)}</h3></div>'
+            f'<div class="l_pager pager_theme_4">{pager}</div><div id="j_p_postlist">{rows}'
+            f'</div><div class="l_pager pager_theme_4">{pager}</div></body></html>'
+        )
+        return doc.encode()
+
+    title = "【连载】贴吧书 全文更新"
+    pages = [floors[i : i + 30] for i in range(0, len(floors), 30)]
+    for pn, posts in enumerate(pages, start=1):
+        url = "/p/5201314" if pn == 1 else f"/p/5201314?pn={pn}"
+        site.pages[url] = Page(thread_page(title, posts, pn, len(pages), 5201314))
+    chatter = [(f"路人{k}", prose(4100 + k, 120)) for k in range(20)]
+    site.pages["/p/7777"] = Page(thread_page("今天吃什么", chatter, 1, 1, 7777))
+    site.pages["/"] = Page(
+        '<html><body><a href="/p/5201314">连载</a> <a href="/p/7777">闲聊</a></body></html>'.encode(
+            "utf-8"
+        )
+    )
+    _robots(site)
+    plan.matched = {"/p/5201314": [m.doc_id for m in masters]}
+    plan.stored = {"/p/5201314", "/p/7777"}
+    plan.extra.update(innocent=["/p/7777"], unread=[], min_coverage=0.8, pages=len(pages))
+    return plan
+
+
+def headless_decoy_script_site() -> SitePlan:
+    """Chapters loaded by XHR from an API that serves a decoy to a headless browser (its
+    User-Agent says ``HeadlessChrome``) or a request without ``Accept-Language``; an
+    innocent chapter."""
+    masters = book_masters(3, work="无头诱饵书", chars=1300, seed=4200)
+    site = DefendedSite()
+    plan = SitePlan(site, masters)
+    texts = {str(k): (m.title, m.text) for k, m in enumerate(masters, start=1)}
+    texts["4"] = ("第四章 余墨", prose(4299, 1300))
+    decoys: Counter[str] = Counter()
+
+    def api(path: str) -> Page | None:
+        key = path.rsplit("=", 1)[-1]
+        if key not in texts:
+            return None
+        headers = site.headers()
+        text = texts[key][1]
+        if "Headless" in headers.get("user-agent", "") or not headers.get("accept-language"):
+            decoys[key] += 1
+            text = prose(int(key) * 977, len(text))
+        body = "".join(f"<p>{html.escape(p)}</p>" for p in paragraphs(text))
+        return Page(json.dumps({"content": body}, ensure_ascii=False).encode(), "application/json")
+
+    site.route(r"^/api/read\?cid=\d+$", api)
+    listing = []
+    for key, (title, _) in texts.items():
+        doc = (
+            f'<html><head><meta charset="utf-8"><title>{html.escape(title)}</title></head><body>'
+            f'<h1>{html.escape(title)}</h1><div id="TextContent">请稍候，内容加载中</div><script>'
+            "var x=new XMLHttpRequest();x.open('GET','/api/read?cid=" + key + "');"
+            "x.onload=function(){document.getElementById('TextContent').innerHTML="
+            "JSON.parse(x.responseText).content};x.send();</script></body></html>"
+        )
+        site.pages[f"/chapter/{key}.html"] = Page(doc.encode())
+        listing.append((f"/chapter/{key}.html", title))
+    items = "".join(f'<li><a href="{u}">{html.escape(t)}</a></li>' for u, t in listing)
+    site.pages["/"] = Page(f"<html><body><ul>{items}</ul></body></html>".encode())
+    _robots(site)
+    plan.matched = {f"/chapter/{k}.html": [m.doc_id] for k, m in enumerate(masters, start=1)}
+    plan.stored = {*plan.matched, "/chapter/4.html"}
+    plan.extra.update(innocent=["/chapter/4.html"], unread=[], decoys=decoys, min_coverage=0.9)
+    return plan
+
+
 # --------------------------------------------------------------------------- scoring
 
 SITES = {
@@ -541,6 +714,11 @@ SITES = {
     "bans (503 Retry-After seconds, 429 HTTP date)": ban_variants_site,
     "random challenges (jsl 521, slider 200, Turnstile 403)": random_challenge_site,
     "decoys (no Accept-Language, non-browser UA)": decoy_variants_site,
+    "hidden 2 (@import, <style> in body, FONT-SIZE:0PX, visibility shown again; GBK by header)": (
+        hidden_import_site
+    ),
+    "tieba thread (?pn=N, 30 floors a page)": tieba_site,
+    "headless decoy behind XHR (rendered)": headless_decoy_script_site,
 }
 
 
@@ -566,9 +744,13 @@ def measure(plan: SitePlan, db, base: str) -> dict:
         for p, doc in stored.items()
         if set(doc.get("matched_doc_ids") or ()) - set(plan.matched.get(p, ()))
     ]
-    innocent = [p for p in plan.extra.get("innocent", ()) if stored.get(p, {}).get("matched_doc_ids")]
+    innocent = [
+        p for p in plan.extra.get("innocent", ()) if stored.get(p, {}).get("matched_doc_ids")
+    ]
     report = build_report(db, datetime.now(UTC).date())
-    unread = {e["url"][len(base) :]: e["reason"] for e in report["unread"] if e["url"].startswith(base)}
+    unread = {
+        e["url"][len(base) :]: e["reason"] for e in report["unread"] if e["url"].startswith(base)
+    }
     return {
         "recall": round(len(found) / len(expected), 3) if expected else 1.0,
         "missed": sorted(set(expected) - set(found)),

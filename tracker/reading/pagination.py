@@ -85,6 +85,31 @@ def part_address(url: str) -> PartAddress:
     )
 
 
+def first_part_aliases(second: str) -> list[str]:
+    """The URLs that name part 1 the way ``second`` (the URL of part 2) names its part:
+    ``?pn=2`` → ``?pn=1``, ``123_2.html`` → ``123_1.html``, ``123/2.html`` → ``123/1.html``,
+    ``thread-7-2-1.html`` → ``thread-7-1-1.html``. A thread's pager links its first page that
+    way too; read as a page of its own it would be the first part again, under another URL."""
+    parts = urlsplit(second)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    names = PAGE_PARAMS | WEAK_PAGE_PARAMS
+    if any(k.lower() in names and v == "2" for k, v in query):
+        renumbered = [(k, "1" if k.lower() in names and v == "2" else v) for k, v in query]
+        return [urlunsplit(parts._replace(query=urlencode(renumbered), fragment=""))]
+    head, _, last = parts.path.rpartition("/")
+    for pattern, first in (
+        (_DISCUZ_THREAD, r"thread-\g<tid>-1-\g<rest>.html"),
+        (_PART_SUFFIX, r"\g<stem>_1\g<ext>"),
+        (_DASH_SUFFIX, r"\g<stem>-1\g<ext>"),
+        (_NUMBERED_NAME, r"1\g<ext>"),
+    ):
+        found = pattern.match(last)
+        if found and int(found["n"]) == 2:
+            name = found.expand(first) if pattern is not _NUMBERED_NAME else "1" + last[1:]
+            return [urlunsplit(parts._replace(path=f"{head}/{name}", fragment=""))]
+    return []
+
+
 def part_of(url: str, current: str, first: str | None = None) -> str:
     """Whether ``url`` is, by its shape, the part after ``current`` of the chapter that starts
     on ``first`` (``current`` itself by default): ``yes`` (a strong shape: ``_2``,

@@ -342,6 +342,30 @@ def relevant_css(css: str) -> str:
     return "\n".join(kept)
 
 
+def import_urls(css: str, base: str) -> list[str]:
+    """The absolute URLs of the sheets ``css`` pulls in with ``@import`` (they come before its
+    own rules in the cascade); ``base`` is the URL the sheet's relative URLs resolve against."""
+    if "@import" not in css.lower():
+        return []
+    found = []
+    for item in tinycss2.parse_stylesheet(css, skip_comments=True, skip_whitespace=True):
+        if item.type != "at-rule" or item.lower_at_keyword != "import":
+            continue
+        media = tinycss2.serialize(item.prelude).lower()
+        if "print" in media or "speech" in media:
+            continue
+        for token in _value_tokens(item.prelude):
+            if token.type in ("url", "string"):
+                found.append(urljoin(base, token.value.strip()))
+                break
+            if token.type == "function" and token.lower_name == "url":
+                args = [t for t in _value_tokens(token.arguments) if t.type == "string"]
+                if args:
+                    found.append(urljoin(base, args[0].value.strip()))
+                break
+    return found
+
+
 @lru_cache(maxsize=4096)
 def inline_states(style: str) -> tuple[tuple[str, str, bool], ...]:
     """The visibility declarations of a ``style`` attribute (cached: sites repeat them)."""
@@ -399,6 +423,11 @@ def _scan(root: Any, stylesheets: dict[str, str], url: str | None) -> _Scan:
                 continue
             if tag == "style":
                 if element.text:
+                    if base is None:
+                        base = next(iter(root.xpath("//base/@href")), None) or url or ""
+                    for imported in import_urls(element.text, base):
+                        if css := stylesheets.get(imported):
+                            found.sheets.append(css)
                     found.sheets.append(element.text)
             elif "stylesheet" in (element.get("rel") or "").lower().split():
                 if base is None:
