@@ -644,9 +644,7 @@ def tieba_site() -> SitePlan:
     chatter = [(f"路人{k}", prose(4100 + k, 120)) for k in range(20)]
     site.pages["/p/7777"] = Page(thread_page("今天吃什么", chatter, 1, 1, 7777))
     site.pages["/"] = Page(
-        '<html><body><a href="/p/5201314">连载</a> <a href="/p/7777">闲聊</a></body></html>'.encode(
-            "utf-8"
-        )
+        '<html><body><a href="/p/5201314">连载</a> <a href="/p/7777">闲聊</a></body></html>'.encode()
     )
     _robots(site)
     plan.matched = {"/p/5201314": [m.doc_id for m in masters]}
