@@ -643,9 +643,8 @@ def tieba_site() -> SitePlan:
         site.pages[url] = Page(thread_page(title, posts, pn, len(pages), 5201314))
     chatter = [(f"路人{k}", prose(4100 + k, 120)) for k in range(20)]
     site.pages["/p/7777"] = Page(thread_page("今天吃什么", chatter, 1, 1, 7777))
-    site.pages["/"] = Page(
-        '<html><body><a href="/p/5201314">连载</a> <a href="/p/7777">闲聊</a></body></html>'.encode()
-    )
+    home = '<html><body><a href="/p/5201314">连载</a> <a href="/p/7777">闲聊</a></body></html>'
+    site.pages["/"] = Page(home.encode())
     _robots(site)
     plan.matched = {"/p/5201314": [m.doc_id for m in masters]}
     plan.stored = {"/p/5201314", "/p/7777"}
