@@ -696,6 +696,50 @@ def headless_decoy_script_site() -> SitePlan:
     return plan
 
 
+def numbered_pager_site() -> SitePlan:
+    """Chapters split over pages whose pager has no 下一页 text: page numbers only
+    (``[1] [2] [3]`` to ``123_2.html``), and an image button (``<img alt="下一页">``) to
+    ``/123/p2.html``-style... kept simple: ``?pn=2``; a short last part; an innocent chapter
+    with a pager of its own."""
+    masters = book_masters(2, work="页码书", chars=2400, seed=4300)
+    site = TestSite()
+    plan = SitePlan(site, masters)
+    chapters = [(m.title, m.text) for m in masters] + [("第三章 杂谈", prose(4399, 1800))]
+    listing = []
+    for i, (title, text) in enumerate(chapters, start=1):
+        first = f"/xs/{i}.html"
+        urls = [first, f"/xs/{i}_2.html", f"/xs/{i}_3.html"]
+        if i == 2:
+            urls = [first, f"{first}?pn=2", f"{first}?pn=3"]
+        for k, (url, part) in enumerate(zip(urls, _parts(text, (0.5, 0.45, 0.05)), strict=True)):
+            if i == 2:
+                pager = (
+                    f'<a href="{urls[k + 1]}" class="btn"><img src="/img/next.gif" alt="下一页"></a>'
+                    if k + 1 < len(urls)
+                    else f'<a href="/xs/{i + 1}.html">下一章</a>'
+                )
+            else:
+                pager = "".join(
+                    f"<b>[{n + 1}]</b>" if n == k else f'<a href="{u}">[{n + 1}]</a>'
+                    for n, u in enumerate(urls)
+                )
+            body = "".join(f"<p>{html.escape(p)}</p>" for p in paragraphs(part))
+            doc = (
+                f'<html><head><meta charset="utf-8"><title>{html.escape(title)}</title></head>'
+                f'<body><div id="main"><h1>{html.escape(title)}</h1><div id="content">{body}'
+                f'</div><div class="pages">{pager}</div></div></body></html>'
+            )
+            site.pages[url] = Page(doc.encode())
+        listing.append((first, title))
+    items = "".join(f'<li><a href="{u}">{html.escape(t)}</a></li>' for u, t in listing)
+    site.pages["/"] = Page(f"<html><body><ul>{items}</ul></body></html>".encode())
+    _robots(site)
+    plan.matched = {f"/xs/{i}.html": [m.doc_id] for i, m in enumerate(masters, start=1)}
+    plan.stored = {*plan.matched, "/xs/3.html"}
+    plan.extra.update(innocent=["/xs/3.html"], unread=[], min_coverage=0.8)
+    return plan
+
+
 # --------------------------------------------------------------------------- scoring
 
 SITES = {
@@ -716,6 +760,7 @@ SITES = {
     ),
     "tieba thread (?pn=N, 30 floors a page)": tieba_site,
     "headless decoy behind XHR (rendered)": headless_decoy_script_site,
+    "numbered pager ([1] [2] [3]) and image 下一页 button": numbered_pager_site,
 }
 
 

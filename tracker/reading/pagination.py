@@ -26,6 +26,10 @@ NEXT_PART_TEXT = re.compile(
     re.I,
 )
 NEXT_CHAPTER_TEXT = re.compile(r"下一?[章节節回篇卷]|next\s*chapter", re.I)
+#: A pager link that is a page number only: ``2``, ``[2]``, ``第2页``.
+_PAGER_NUMBER = re.compile(
+    r"^\s*[\[［【(（]?\s*(?:第\s*)?(\d{1,3})\s*(?:页|頁)?\s*[\]］】)）]?\s*$"
+)
 #: Markers that a chapter page continues on the next one.
 CONTINUED_TEXT = re.compile(r"本章未完|未完待续|点击下一页继续|點擊下一頁繼續|下一页继续阅读")
 #: Query parameters that number the pages of one document (``p`` is weak: it is also a
@@ -186,7 +190,7 @@ def _without_fragment(url: str) -> str:
 class NextLink(NamedTuple):
     url: str
     text: str
-    how: str  # "text", "rel" or "class": what says it is the next page
+    how: str  # "text", "rel", "class" or "number": what says it is the next page
 
 
 _LINKS = (
@@ -226,11 +230,16 @@ def next_part_link(page: Any) -> NextLink | None:
     class, never a 下一章 link or one back to the page itself."""
     here = _without_fragment(page.url)
     candidates: list[NextLink] = []
+    number_here: int | None = None
     # lxml's elements, not parsel's: a Selector for each link of every page costs more than
     # the test made of it
     for root in page.selector.root.xpath(_LINKS):
         href = (root.get("href") or "").strip()
         text = " ".join("".join(root.itertext()).split()) if root.tag != "link" else ""
+        if not text and root.tag != "link":  # an image button: its alt or title says
+            text = " ".join(root.xpath("string(@title)").split()) or " ".join(
+                " ".join(root.xpath(".//img/@alt | .//img/@title")).split()
+            )
         if root.tag != "link" and (not href or href.lower().startswith("javascript:")):
             # 下一页 as a button or a script's link: its target in the onclick, the
             # javascript: URL, or (a link a script fills in) the page's scripts
@@ -249,6 +258,17 @@ def next_part_link(page: Any) -> NextLink | None:
             how = "rel"
         elif root.tag == "a" and re.search(r"[\s_-](nxt|next|nextpage|next_page)[\s_-]", classes):
             how = "class"
+        elif root.tag == "a" and (number := _PAGER_NUMBER.match(text)):
+            # a pager of page numbers only ([1] [2] [3]): the link to the number after this
+            # page's, whose URL is shaped as this chapter's next part
+            if number_here is None:
+                number_here = part_address(page.url).number
+            url = _without_fragment(urljoin(page.url, href))
+            if int(number[1]) != number_here + 1 or part_address(url).evidence != "strong":
+                continue
+            if part_of(url, page.url) == "no":
+                continue
+            how = "number"
         else:
             continue
         url = _without_fragment(urljoin(page.url, href))
@@ -258,7 +278,7 @@ def next_part_link(page: Any) -> NextLink | None:
     if not candidates:
         return None
     # A URL shaped as the next part wins; then link text over rel over class.
-    order = {"text": 0, "rel": 1, "class": 2}
+    order = {"text": 0, "rel": 1, "class": 2, "number": 3}
     return min(
         candidates,
         key=lambda c: (part_of(c.url, page.url) != "yes", order[c.how]),
