@@ -401,7 +401,7 @@ def _simple_chapter(title: str, text: str) -> bytes:
 
 def ban_variants_site(burst: int = 2, window: float = 1.0) -> SitePlan:
     """Seven chapters and an innocent one behind a limit of ``burst`` requests a ``window``:
-    503 with ``Retry-After: 2`` (seconds), then 429 with an HTTP date, in turn."""
+    503 with ``Retry-After: 2`` (seconds), 429 with an HTTP date, and 429 without one."""
     masters = book_masters(7, work="限速书", chars=1300, seed=3600)
     site = DefendedSite()
     plan = SitePlan(site, masters)
@@ -420,6 +420,8 @@ def ban_variants_site(burst: int = 2, window: float = 1.0) -> SitePlan:
                 recent.popleft()
             if len(recent) >= burst:
                 refusals[0] += 1
+                if refusals[0] % 3 == 0:
+                    return Page(b"<h1>429</h1>", "text/html", 429)  # no Retry-After
                 if refusals[0] % 2:
                     return Page(b"<h1>503</h1>", "text/html", 503, {"Retry-After": "2"})
                 later = format_datetime(datetime.now(UTC) + timedelta(seconds=1), usegmt=True)
@@ -714,7 +716,7 @@ def numbered_pager_site() -> SitePlan:
         for k, (url, part) in enumerate(zip(urls, _parts(text, (0.5, 0.45, 0.05)), strict=True)):
             if i == 2:
                 pager = (
-                    f'<a href="{urls[k + 1]}" class="btn"><img src="/img/next.gif" alt="下一页"></a>'
+                    f'<a href="{urls[k + 1]}" class="btn"><img src="/i/n.gif" alt="下一页"></a>'
                     if k + 1 < len(urls)
                     else f'<a href="/xs/{i + 1}.html">下一章</a>'
                 )
@@ -740,6 +742,57 @@ def numbered_pager_site() -> SitePlan:
     return plan
 
 
+ACW_WALL = (
+    b"<html><script>\nvar arg1='3B5C9F0A1D2E4F6071829394A5B6C7D8E9F00112';\n"
+    b"var _0x4818=['\\x63\\x6f\\x6f\\x6b\\x69\\x65'];function setCookie(name,value){"
+    b"var expiredate=new Date();expiredate.setTime(expiredate.getTime()+(3600*1000));"
+    b"document.cookie=name+'='+value+';expires='+expiredate.toGMTString()+';max-age=3600;path=/';}"
+    b"function reload(x){setCookie('acw_sc__v2',x);document.location.reload();}"
+    b"</script></html>"
+)
+YUNSUO_WALL = (
+    b'<html><head><meta charset="utf-8"><title></title></head><body>'
+    b'<script type="text/javascript">function stringToHex(str){var val="";for(var i=0;'
+    b"i<str.length;i++){val+=str.charCodeAt(i).toString(16);}return val;}"
+    b"function YunSuoAutoJump(){var width=screen.width;var height=screen.height;"
+    b'var screendate=width+","+height;location="/chapter/?security_verify_data="+'
+    b"stringToHex(screendate);}</script><script>setTimeout(function(){YunSuoAutoJump()},50)"
+    b"</script></body></html>"
+)
+SAFEDOG_WALL = (
+    '<!DOCTYPE html><html><head><meta charset="utf-8"><title>网站防火墙</title></head><body>'
+    '<div class="main"><h3>网站防火墙</h3><p>您的请求带有不合法参数，已被网站管理员设置拦截！</p>'
+    "<p>可能原因：您提交的内容包含危险的攻击请求</p><p>如何解决：</p><ul><li>1）检查提交内容；"
+    "</li><li>2）如网站托管，请联系空间提供商；</li><li>3）普通网站访客，请联系网站管理员；</li>"
+    "</ul></div><div class=foot>网站防火墙 www.safedog.cn</div></body></html>"
+).encode()
+
+
+def waf_wall_site() -> SitePlan:
+    """Nine chapters and an innocent one; three answer the walls of Chinese WAFs at 200: an
+    Aliyun ``acw_sc__v2`` cookie script, a Yunsuo ``security_verify_data`` jump, a Safedog
+    "网站防火墙" interception page."""
+    masters = book_masters(9, work="防火墙书", chars=1300, seed=4400)
+    site = TestSite()
+    plan = SitePlan(site, masters)
+    paths = [f"/html/{i}.shtml" for i in range(1, 10)]
+    walled = sorted(random.Random(4401).sample(paths, 3))
+    for path, master in zip(paths, masters, strict=True):
+        site.pages[path] = Page(_simple_chapter(master.title, master.text))
+    for path, wall in zip(walled, (ACW_WALL, YUNSUO_WALL, SAFEDOG_WALL), strict=True):
+        site.pages[path] = Page(wall)
+    site.pages["/html/99.shtml"] = Page(_simple_chapter("第十章 附录", prose(4499, 1300)))
+    listing = [*zip(paths, (m.title for m in masters), strict=True)]
+    listing.append(("/html/99.shtml", "第十章 附录"))
+    items = "".join(f'<li><a href="{u}">{html.escape(t)}</a></li>' for u, t in listing)
+    site.pages["/"] = Page(f"<html><body><ul>{items}</ul></body></html>".encode())
+    _robots(site)
+    plan.matched = {p: [m.doc_id] for p, m in zip(paths, masters, strict=True)}
+    plan.stored = {*(p for p in paths if p not in walled), "/html/99.shtml"}
+    plan.extra.update(innocent=["/html/99.shtml"], unread=walled, min_coverage=0.9)
+    return plan
+
+
 # --------------------------------------------------------------------------- scoring
 
 SITES = {
@@ -761,6 +814,7 @@ SITES = {
     "tieba thread (?pn=N, 30 floors a page)": tieba_site,
     "headless decoy behind XHR (rendered)": headless_decoy_script_site,
     "numbered pager ([1] [2] [3]) and image 下一页 button": numbered_pager_site,
+    "WAF walls at 200 (Aliyun acw_sc__v2, Yunsuo, Safedog)": waf_wall_site,
 }
 
 
