@@ -401,7 +401,7 @@ def _simple_chapter(title: str, text: str) -> bytes:
 
 def ban_variants_site(burst: int = 2, window: float = 1.0) -> SitePlan:
     """Seven chapters and an innocent one behind a limit of ``burst`` requests a ``window``:
-    503 with ``Retry-After: 2`` (seconds), 429 with an HTTP date, and 429 without one."""
+    503 with ``Retry-After: 1`` (seconds), 429 with an HTTP date, and 429 without one."""
     masters = book_masters(7, work="限速书", chars=1300, seed=3600)
     site = DefendedSite()
     plan = SitePlan(site, masters)
@@ -423,7 +423,7 @@ def ban_variants_site(burst: int = 2, window: float = 1.0) -> SitePlan:
                 if refusals[0] % 3 == 0:
                     return Page(b"<h1>429</h1>", "text/html", 429)  # no Retry-After
                 if refusals[0] % 2:
-                    return Page(b"<h1>503</h1>", "text/html", 503, {"Retry-After": "2"})
+                    return Page(b"<h1>503</h1>", "text/html", 503, {"Retry-After": "1"})
                 later = format_datetime(datetime.now(UTC) + timedelta(seconds=1), usegmt=True)
                 return Page(b"slow down", "text/plain", 429, {"Retry-After": later})
             recent.append(now)
