@@ -522,6 +522,8 @@ class TrackerSpider(scrapy.Spider):
         :meth:`after_reading`), and whether it was read through it."""
         item["render_reason"] = candidate or page.meta.get("render_reason")
         item["rendered"] = bool(page.meta.get("playwright"))
+        if page.meta.get("plain_chars") is not None:
+            item["plain_chars"] = page.meta["plain_chars"]
         return item
 
     def first_part(self, page: TextResponse) -> str | None:
@@ -736,6 +738,8 @@ class TrackerSpider(scrapy.Spider):
         reason = item.get("render_reason") or "empty"
         self.crawler.stats.inc_value(f"tracker/render/requested/{reason}")
         meta = {"playwright": True, "render_reason": reason, "depth": item.get("depth", 0)}
+        if item.get("plain_chars") is not None:
+            meta["plain_chars"] = item["plain_chars"]
         self.crawler.engine.crawl(self.request(url, self.parse, meta=meta, dont_filter=True))
         return True
 

@@ -793,6 +793,51 @@ def waf_wall_site() -> SitePlan:
     return plan
 
 
+def script_shell_site() -> SitePlan:
+    """Chapters loaded by script into an empty container on pages that are not thin: a book
+    synopsis, a site notice and a list of recommended books around it (some 600 visible
+    characters, no "loading" phrase); an innocent chapter the same way (rendered)."""
+    masters = book_masters(3, work="壳页书", chars=1400, seed=4500)
+    site = TestSite()
+    plan = SitePlan(site, masters)
+    synopsis = prose(4590, 260)
+    notice = (
+        "本站所有小说为转载作品，所有章节均由网友上传，转载至本站只是为了宣传本书让更多读者欣赏。"
+        "如果您发现本站有侵犯您版权的作品，请联系我们，我们会在第一时间删除。"
+    )
+    recommended = "".join(
+        f'<li><a href="/book/{n}/">{prose(4600 + n, 8)}</a> {prose(4700 + n, 30)}</li>'
+        for n in range(8)
+    )
+    texts = [(m.title, m.text) for m in masters] + [("第四章 插曲", prose(4599, 1400))]
+    listing = []
+    for k, (title, text) in enumerate(texts, start=1):
+        payload = base64.b64encode(
+            "".join(f"<p>{html.escape(p)}</p>" for p in paragraphs(text)).encode()
+        ).decode()
+        doc = (
+            f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>{html.escape(title)}'
+            "</title></head><body><div class='nav'><a href='/'>首页</a></div>"
+            f"<div class='info'><h2>壳页书</h2><p>作者：佚名</p><p>{synopsis}</p></div>"
+            f"<h1>{html.escape(title)}</h1><div id='content'></div>"
+            f"<div class='notice'><p>{notice}</p></div>"
+            f"<div class='rec'><h3>猜你喜欢</h3><ul>{recommended}</ul></div><script>"
+            "document.getElementById('content').innerHTML=new TextDecoder().decode("
+            f"Uint8Array.from(atob('{payload}'),function(c){{return c.charCodeAt(0)}}));"
+            "</script></body></html>"
+        )
+        path = f"/shell/{k}.html"
+        site.pages[path] = Page(doc.encode())
+        listing.append((path, title))
+    items = "".join(f'<li><a href="{u}">{html.escape(t)}</a></li>' for u, t in listing)
+    site.pages["/"] = Page(f"<html><body><ul>{items}</ul></body></html>".encode())
+    _robots(site)
+    plan.matched = {f"/shell/{k}.html": [m.doc_id] for k, m in enumerate(masters, start=1)}
+    plan.stored = {*plan.matched, "/shell/4.html"}
+    plan.extra.update(innocent=["/shell/4.html"], unread=[], min_coverage=0.9)
+    return plan
+
+
 # --------------------------------------------------------------------------- scoring
 
 SITES = {
@@ -815,6 +860,7 @@ SITES = {
     "headless decoy behind XHR (rendered)": headless_decoy_script_site,
     "numbered pager ([1] [2] [3]) and image 下一页 button": numbered_pager_site,
     "WAF walls at 200 (Aliyun acw_sc__v2, Yunsuo, Safedog)": waf_wall_site,
+    "script into an empty container on a page that is not thin (rendered)": script_shell_site,
 }
 
 
