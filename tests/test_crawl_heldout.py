@@ -23,6 +23,7 @@ from tests.sites_heldout import (
     oldschool_split_site,
     random_challenge_site,
     script_array_site,
+    script_shell_site,
     tieba_site,
     waf_wall_site,
     webfont_variants_site,
@@ -50,6 +51,7 @@ SITES = [
     pytest.param(decoy_variants_site, id="decoys"),
     pytest.param(script_array_site, id="script-loaders", marks=needs_chromium),
     pytest.param(headless_decoy_script_site, id="headless-decoy", marks=needs_chromium),
+    pytest.param(script_shell_site, id="script-shell", marks=needs_chromium),
 ]
 
 

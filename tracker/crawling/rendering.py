@@ -91,9 +91,14 @@ PLACEHOLDER = re.compile(
 _SCRIPT = re.compile(rb"<script", re.I)
 #: An empty element with an id (``<div id="content"></div>``)…
 _EMPTY_WITH_ID = re.compile(
-    rb"<(?:div|article|section|main|p|span|td|pre)\b[^>]*?\bid\s*=\s*[\"']?([\w-]{1,60})[\"']?"
+    rb"<(?:div|article|section|main|td|pre)\b[^>]*?\bid\s*=\s*[\"']?([\w-]{1,60})[\"']?"
     rb"[^>]*>\s*</",
     re.I,
+)
+#: What writes text into an element.
+_WRITES = re.compile(
+    rb"\.innerHTML\s*=|\.innerText\s*=|\.textContent\s*=|insertAdjacentHTML|appendChild\(|"
+    rb"\.append\(|\.html\(|\.text\(|document\.write",
 )
 #: …that a script gives its text (a chapter written into it: no "loading" phrase, and the
 #: page around it a synopsis, a notice, recommendations: not thin).
@@ -134,12 +139,16 @@ def thin_reason(body: bytes, text_chars: int, link_chars: int) -> str | None:
 
 
 def filled_by_script(body: bytes) -> bool:
-    """Whether the page has an empty element that one of its scripts looks up by id
-    (``getElementById('content')``, ``$('#content')``, ``querySelector('#content')``): a
-    container a script writes the text into."""
+    """Whether the page has an empty block (``div``, ``article``, ``td``…) that one of its
+    scripts looks up by id (``getElementById('content')``, ``$('#content')``,
+    ``querySelector('#content')``; not to set its style) on a page whose scripts write text
+    (``innerHTML =``, ``.html(``, ``document.write``…): a container a script writes into."""
+    if not _WRITES.search(body):
+        return False
     for found in _EMPTY_WITH_ID.finditer(body):
         name = re.escape(found[1])
-        if re.search(rb"getElementById\(\s*[\"']" + name + rb"[\"']|[\"']#" + name + rb"\b", body):
+        lookup = rb"(?:getElementById\(\s*[\"']|[\"']#)" + name + rb"[\"']\s*\)(?!\s*\.style)"
+        if re.search(lookup, body):
             return True
     return False
 
