@@ -4,7 +4,7 @@ those sites well is checked against the shapes real pirate sites vary in.
 
 * :func:`oldschool_split_site`: a 2008 table layout in upper-case tags, GB18030, ``<BR>``
   bodies; chapters split as ``/123/2.html`` (a folder per chapter), ``-2.html`` and
-  ``?page=2``, "(1/3)" in the titles, a last part of a few dozen characters;
+  ``?page=2``, "(1/3)" and "（二）" in the titles, a last part of a few dozen characters;
 * :func:`modern_split_site`: div soup in Big5, 下一页 as a ``<button onclick>`` and as a link
   whose ``href`` a script fills in (the part URL only in the script), ``?page=2`` parts;
 * :func:`hidden_css_site`: junk hidden by an external same-site stylesheet, nested spans,
@@ -104,7 +104,7 @@ def oldschool_split_site() -> SitePlan:
                 else f'<A HREF="{nxt}">下一章</A>'
             )
             pager = f'<A HREF="/txt/">返回目录</A> &nbsp; {onward}'
-            shown = f"{title}({k + 1}/{len(urls)})"
+            shown = f"{title}({k + 1}/{len(urls)})" if i != 1 else f"{title}（{'一二三'[k]}）"
             site.pages[url] = Page(_old_page(shown, part, pager, charset))
         listing.append((urls[0], title))
         plan.extra.setdefault("parts", {})[urls[0]] = urls[1:]

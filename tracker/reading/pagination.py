@@ -42,6 +42,7 @@ _DASH_SUFFIX = re.compile(r"^(?P<stem>.+?)-(?P<n>\d{1,2})(?P<ext>\.[a-z]{2,5})?$
 _DISCUZ_THREAD = re.compile(r"^thread-(?P<tid>\d+)-(?P<n>\d+)-(?P<rest>\d+)\.html?$", re.I)
 _TITLE_PART = re.compile(
     r"[（(\[【]\s*(?:第\s*)?\d+\s*(?:/\s*\d+|页|頁)?\s*[)）\]】]"
+    r"|[（(【]\s*(?:第\s*)?[一二三四五六七八九十]{1,3}\s*(?:页|頁|部分)?\s*[)）】]\s*$"
     r"|第\s*[0-9一二三四五六七八九十]+\s*[页頁]|\d+\s*/\s*\d+\s*$|[-_—]\s*\d+\s*$"
 )
 _TITLE_NOISE = re.compile(r"[\s\W_]+")
