@@ -838,6 +838,52 @@ def script_shell_site() -> SitePlan:
     return plan
 
 
+def hidden_offscreen_site() -> SitePlan:
+    """Three chapters with 20 % junk a reader does not see although it is displayed:
+    ``color: transparent`` (a class), drawn off the screen (``position:absolute;
+    left:-9999px``, inline), pushed out by ``text-indent:-9999em``; an innocent chapter."""
+    masters = book_masters(3, work="离屏书", chars=1400, seed=4800)
+    site = TestSite()
+    plan = SitePlan(site, masters)
+    rng = random.Random(4801)
+    junk = "的一是了我不人在他有这个上们来到时大地为子中你说生国年着就那和要她出也得里后自以会"
+    head = (
+        "<style>.tc{color:transparent}.ti{display:inline-block;width:0;text-indent:-9999em}</style>"
+    )
+    ways = [
+        lambda j: f'<span class="tc">{j}</span>',
+        lambda j: f'<span style="position:absolute;left:-9999px;top:0">{j}</span>',
+        lambda j: f'<span class="ti">{j}</span>',
+    ]
+    texts = [(m.title, m.text) for m in masters] + [("第四章 余谈", prose(4899, 1300))]
+    listing = []
+    for k, (title, text) in enumerate(texts, start=1):
+        hide = ways[(k - 1) % 3]
+        lines = []
+        for p in paragraphs(text):
+            out = []
+            for ch in p:
+                out.append(html.escape(ch))
+                if rng.random() < 0.2:
+                    out.append(hide(rng.choice(junk)))
+            lines.append("".join(out))
+        doc = (
+            f'<html><head><meta charset="utf-8"><title>{html.escape(title)}</title>{head}</head>'
+            f'<body><h1>{html.escape(title)}</h1><div id="htmlContent">{"<br><br>".join(lines)}'
+            "</div></body></html>"
+        )
+        path = f"/off/{k}.html"
+        site.pages[path] = Page(doc.encode())
+        listing.append((path, title))
+    items = "".join(f'<li><a href="{u}">{html.escape(t)}</a></li>' for u, t in listing)
+    site.pages["/"] = Page(f"<html><body><ul>{items}</ul></body></html>".encode())
+    _robots(site)
+    plan.matched = {f"/off/{k}.html": [m.doc_id] for k, m in enumerate(masters, start=1)}
+    plan.stored = {*plan.matched, "/off/4.html"}
+    plan.extra.update(innocent=["/off/4.html"], unread=[], min_coverage=0.9)
+    return plan
+
+
 # --------------------------------------------------------------------------- scoring
 
 SITES = {
@@ -861,6 +907,9 @@ SITES = {
     "numbered pager ([1] [2] [3]) and image 下一页 button": numbered_pager_site,
     "WAF walls at 200 (Aliyun acw_sc__v2, Yunsuo, Safedog)": waf_wall_site,
     "script into an empty container on a page that is not thin (rendered)": script_shell_site,
+    "hidden 3 (color:transparent, absolute left:-9999px, text-indent:-9999em)": (
+        hidden_offscreen_site
+    ),
 }
 
 
