@@ -20,6 +20,8 @@ import re
 from typing import Any, NamedTuple
 from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
 
+import lxml.etree
+
 #: "next page" link texts (a 下一章, 下一节… is the next chapter, never a part).
 NEXT_PART_TEXT = re.compile(
     r"下一页|下页|下一頁|下頁|下一分页|下一部分|继续阅读|繼續閱讀|next\s*page|^\s*(?:next|[>›»]+)\s*$",
@@ -194,10 +196,7 @@ class NextLink(NamedTuple):
     how: str  # "text", "rel", "class" or "number": what says it is the next page
 
 
-_LINKS = (
-    "//a[@href] | //link[@rel][@href] | //*[@onclick][not(self::a)]"
-    " | //a[not(@href)][@id or @onclick]"
-)
+_LINKS = lxml.etree.XPath("//a[@href] | //link[@rel][@href]")
 #: ``location.href='…'``, ``window.location = "…"``, ``location.assign('…')``, ``open('…')``.
 _NAVIGATION = re.compile(
     r"""(?:location(?:\.href)?\s*=|location\.(?:assign|replace)\s*\(|\bopen\s*\()\s*"""
@@ -225,6 +224,31 @@ def _scripted_target(element: Any, page: Any) -> str | None:
     return None
 
 
+#: An ``onclick`` that navigates (in the raw bytes: pages without one skip the tree scan)…
+_NAVIGATING_CLICK = re.compile(
+    rb"""n[cC](?:lick|LICK)\s*=\s*["'][^"'>]{0,200}(?:location|open\s*\()"""
+)
+#: …and the elements that carry one.
+_CLICKABLE = lxml.etree.XPath("//*[@onclick]")
+
+
+def _clicked_next(page: Any, url_here: str) -> NextLink | None:
+    """The next page a "下一页" button (any element with an ``onclick``) navigates to."""
+    if _NAVIGATING_CLICK.search(page.body) is None:
+        return None
+    for element in _CLICKABLE(page.selector.root):
+        text = " ".join("".join(element.itertext()).split()) or element.get("value") or ""
+        if NEXT_CHAPTER_TEXT.search(text) or not NEXT_PART_TEXT.search(text):
+            continue
+        target = _NAVIGATION.search(element.get("onclick") or "")
+        if target is None:
+            continue
+        url = _without_fragment(urljoin(page.url, target["url"]))
+        if url != url_here and url.startswith(("http://", "https://")):
+            return NextLink(url, text, "text")
+    return None
+
+
 def next_part_link(page: Any) -> NextLink | None:
     """The link that leads from ``page`` (a Scrapy ``TextResponse``) to the next page of the
     same chapter, when the page has one: a "下一页" link, ``rel="next"`` or a ``next``/``nxt``
@@ -234,14 +258,18 @@ def next_part_link(page: Any) -> NextLink | None:
     number_here: int | None = None
     # lxml's elements, not parsel's: a Selector for each link of every page costs more than
     # the test made of it
-    for root in page.selector.root.xpath(_LINKS):
+    tree = page.selector.root
+    for root in _LINKS(tree):
         href = (root.get("href") or "").strip()
+        scripted = root.tag != "link" and (not href or href[:11].lower() == "javascript:")
+        if not scripted and href.startswith(("#", "mailto:")):
+            continue
         text = " ".join("".join(root.itertext()).split()) if root.tag != "link" else ""
         if not text and root.tag != "link":  # an image button: its alt or title says
-            text = " ".join(root.xpath("string(@title)").split()) or " ".join(
-                " ".join(root.xpath(".//img/@alt | .//img/@title")).split()
+            text = root.get("title") or next(
+                (img.get("alt") or img.get("title") or "" for img in root.iter("img")), ""
             )
-        if root.tag != "link" and (not href or href.lower().startswith("javascript:")):
+        if scripted:
             # 下一页 as a button or a script's link: its target in the onclick, the
             # javascript: URL, or (a link a script fills in) the page's scripts
             if NEXT_CHAPTER_TEXT.search(text) or not NEXT_PART_TEXT.search(text):
@@ -259,13 +287,15 @@ def next_part_link(page: Any) -> NextLink | None:
             how = "rel"
         elif root.tag == "a" and re.search(r"[\s_-](nxt|next|nextpage|next_page)[\s_-]", classes):
             how = "class"
-        elif root.tag == "a" and (number := _PAGER_NUMBER.match(text)):
+        elif root.tag == "a" and len(text) < 8 and (number := _PAGER_NUMBER.match(text)):
             # a pager of page numbers only ([1] [2] [3]): the link to the number after this
             # page's, whose URL is shaped as this chapter's next part
             if number_here is None:
                 number_here = part_address(page.url).number
+            if int(number[1]) != number_here + 1:
+                continue
             url = _without_fragment(urljoin(page.url, href))
-            if int(number[1]) != number_here + 1 or part_address(url).evidence != "strong":
+            if part_address(url).evidence != "strong":
                 continue
             if part_of(url, page.url) == "no":
                 continue
@@ -276,6 +306,8 @@ def next_part_link(page: Any) -> NextLink | None:
         if url == here or not url.startswith(("http://", "https://")):
             continue
         candidates.append(NextLink(url, text, how))
+    if not candidates and (clicked := _clicked_next(page, here)) is not None:
+        candidates.append(clicked)
     if not candidates:
         return None
     # A URL shaped as the next part wins; then link text over rel over class.
