@@ -44,7 +44,7 @@ from tracker.config import Settings
 from tracker.crawling.context import tracker_context
 from tracker.crawling.items import PageItem
 from tracker.crawling.process_pool import PoolBatcher, ProcessPool
-from tracker.crawling.rendering import placeholder_only
+from tracker.crawling.rendering import SCRIPTED_GAIN_CHARS, placeholder_only
 from tracker.crawling.resources import PageResources
 from tracker.reading.extract import ExtractionRules, PageContext, extract_pages, warm_up
 
@@ -106,6 +106,13 @@ class ExtractPipeline:
             self.stats.inc_value("tracker/reading/extract/selector_missed")
         if item.get("render_reason"):  # a page that may need the browser (spiders.base)
             body = len(normalized) >= self.min_chars and not placeholder_only(extracted.text)
+            if item["render_reason"] == "scripted":
+                # the text around an empty element a script fills: render it; the rendering
+                # helped (teaches that the site needs it) only when it added text
+                plain = item.get("plain_chars")
+                if plain is None:
+                    item["plain_chars"] = len(normalized)
+                body = body and plain is not None and len(normalized) >= plain + SCRIPTED_GAIN_CHARS
             if self.crawler.spider.after_reading(item, body):
                 raise DropItem(f"no body without its scripts, rendering: {item['url']}")
         if extracted.is_list and not (rules and rules.articles):

@@ -75,6 +75,7 @@ from tracker.reading.extract import MAX_LINK_TEXT_SHARE, MIN_PROSE_CHARS
 from tracker.reading.pagination import (
     CONTINUED_TEXT,
     NextLink,
+    first_part_aliases,
     next_part_link,
     part_address,
     part_of,
@@ -521,6 +522,8 @@ class TrackerSpider(scrapy.Spider):
         :meth:`after_reading`), and whether it was read through it."""
         item["render_reason"] = candidate or page.meta.get("render_reason")
         item["rendered"] = bool(page.meta.get("playwright"))
+        if page.meta.get("plain_chars") is not None:
+            item["plain_chars"] = page.meta["plain_chars"]
         return item
 
     def first_part(self, page: TextResponse) -> str | None:
@@ -642,6 +645,11 @@ class TrackerSpider(scrapy.Spider):
         for url in parts.unread:  # recorded (when unread) here: not fetched again as a page
             self.followed[url] = 0
         if parts.pages:
+            # the pager of the parts links the first page by its part-1 URL (?pn=1): the same
+            # page under another name, never to read as a page of its own
+            for alias in first_part_aliases(parts.pages[0].url):
+                if canonicalize_url(alias) not in seen:
+                    self._claim(alias, depth)
             stats.inc_value("tracker/parts/chapters")
             stats.inc_value("tracker/parts/pages", len(parts.pages))
         return parts
@@ -730,6 +738,8 @@ class TrackerSpider(scrapy.Spider):
         reason = item.get("render_reason") or "empty"
         self.crawler.stats.inc_value(f"tracker/render/requested/{reason}")
         meta = {"playwright": True, "render_reason": reason, "depth": item.get("depth", 0)}
+        if item.get("plain_chars") is not None:
+            meta["plain_chars"] = item["plain_chars"]
         self.crawler.engine.crawl(self.request(url, self.parse, meta=meta, dont_filter=True))
         return True
 

@@ -9,7 +9,8 @@ close its matches, and "no copy found" on it would be a lie. The crawl records i
 * **Challenges** (any status): Cloudflare's ``cf-mitigated: challenge`` header, its
   interstitial's ``_cf_chl_opt`` / ``/cdn-cgi/challenge-platform/`` scripts and "Just a
   moment..." title, and the other browser-check walls (``__jsl_clearance``, "Checking your
-  browser", "DDoS protection by").
+  browser", "DDoS protection by", Aliyun's ``acw_sc__v2``, Yunsuo's ``security_verify_data``,
+  Safedog's "网站防火墙").
 * **Captchas**: geetest, reCAPTCHA, hCaptcha, Turnstile widgets, "请输入验证码", "安全验证",
   "人机验证", "滑动验证"…, but only on a page that has not much text of its own or came with an
   error status (403, 429, 503): a chapter page with a captcha on its comment form is a page.
@@ -23,7 +24,11 @@ import re
 CHALLENGE = re.compile(
     r"_cf_chl_opt|/cdn-cgi/challenge-platform/|cf-browser-verification|cf_chl_|"
     r"<title[^>]*>\s*just a moment|checking your browser before|ddos protection by|"
-    r"__jsl_clearance|attention required! \| cloudflare|请稍候，正在验证|正在进行安全检查",
+    r"__jsl_clearance|attention required! \| cloudflare|请稍候，正在验证|正在进行安全检查|"
+    # Chinese WAFs' browser checks and interception pages: Aliyun's cookie script, Yunsuo's
+    # screen-size jump, Safedog's and Knownsec's walls
+    r"acw_sc__v2|security_verify_data|yunsuo_?session_?verify|yunsuoautojump|"
+    r"<title[^>]*>\s*网站防火墙|已被网站管理员设置拦截|safedog\.cn|创宇盾|ddos-guard",
     re.I,
 )
 #: Markers of a captcha form.

@@ -24,6 +24,7 @@ class PageItem(scrapy.Item):
     parts_unread = scrapy.Field()
     resources = scrapy.Field()  # stylesheets and web fonts (tracker.crawling.resources)
     render_reason = scrapy.Field()  # may need the browser (tracker.crawling.rendering), why
+    plain_chars = scrapy.Field()  # a rendered page's text length when fetched plainly
     rendered = scrapy.Field()  # read from the browser's rendered DOM
     found_by = scrapy.Field()  # the search query that led to the page (spiders/discover.py)
     # Set by the pipelines:

@@ -89,6 +89,20 @@ PLACEHOLDER = re.compile(
     re.I,
 )
 _SCRIPT = re.compile(rb"<script", re.I)
+#: An empty element with an id (``<div id="content"></div>``)…
+_EMPTY_WITH_ID = re.compile(
+    rb"<(?:div|article|section|main|td|pre)\b[^>]*?\bid\s*=\s*[\"']?([\w-]{1,60})[\"']?"
+    rb"[^>]*>\s*</",
+    re.I,
+)
+#: What writes text into an element.
+_WRITES = re.compile(
+    rb"\.innerHTML\s*=|\.innerText\s*=|\.textContent\s*=|insertAdjacentHTML|appendChild\(|"
+    rb"\.append\(|\.html\(|\.text\(|document\.write",
+)
+#: …that a script gives its text (a chapter written into it: no "loading" phrase, and the
+#: page around it a synopsis, a notice, recommendations: not thin).
+SCRIPTED_GAIN_CHARS = THIN_TEXT_CHARS
 #: What the renderer puts in a request's meta for scrapy-playwright, taken out after.
 _CALLABLES = ("playwright_page_init_callback", "playwright_page_methods")
 
@@ -106,18 +120,37 @@ def find_browser(configured: str | None) -> str | None:
 
 
 def thin_reason(body: bytes, text_chars: int, link_chars: int) -> str | None:
-    """Why a page may be unrendered (``"empty"`` or ``"placeholder"``), or None: it has
-    scripts, and little text outside links with few links, or a placeholder phrase with less
-    than a chapter's text. ``text_chars``: its visible characters outside links. Such a page
-    is a *candidate*: it is extracted first, and rendered only when no body comes out
-    (:func:`placeholder_only`)."""
+    """Why a page may be unrendered (``"empty"``, ``"placeholder"`` or ``"scripted"``), or
+    None: it has scripts, and little text outside links with few links, or a placeholder
+    phrase, or an empty element its scripts fill (:func:`filled_by_script`), with less than a
+    chapter's text. ``text_chars``: its visible characters outside links. Such a page is a
+    *candidate*: it is extracted first, and rendered only when no body comes out
+    (:func:`placeholder_only`; a ``scripted`` page always, its plain text being what
+    surrounds the empty element)."""
     if text_chars >= PLACEHOLDER_TEXT_CHARS or not _SCRIPT.search(body):
         return None
     if text_chars < THIN_TEXT_CHARS and link_chars < LIST_LINK_CHARS:
         return "empty"
     if PLACEHOLDER.search(body.decode("utf-8", "ignore")):
         return "placeholder"
+    if filled_by_script(body):
+        return "scripted"
     return None
+
+
+def filled_by_script(body: bytes) -> bool:
+    """Whether the page has an empty block (``div``, ``article``, ``td``…) that one of its
+    scripts looks up by id (``getElementById('content')``, ``$('#content')``,
+    ``querySelector('#content')``; not to set its style) on a page whose scripts write text
+    (``innerHTML =``, ``.html(``, ``document.write``…): a container a script writes into."""
+    if not _WRITES.search(body):
+        return False
+    for found in _EMPTY_WITH_ID.finditer(body):
+        name = re.escape(found[1])
+        lookup = rb"(?:getElementById\(\s*[\"']|[\"']#)" + name + rb"[\"']\s*\)(?!\s*\.style)"
+        if re.search(lookup, body):
+            return True
+    return False
 
 
 def placeholder_only(text: str) -> bool:

@@ -33,14 +33,14 @@ import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Any, NamedTuple
-from urllib.parse import urljoin
+from urllib.parse import urljoin, urlsplit
 
 from scrapy.crawler import Crawler
 from scrapy.http import Request, TextResponse
 
 from tracker.crawling.process_pool import ProcessPool
 from tracker.reading.extract import PageContext, has_private_use
-from tracker.reading.visibility import relevant_css
+from tracker.reading.visibility import import_urls, relevant_css
 from tracker.reading.webfont import data_uri_bytes, font_face_urls, glyph_table
 
 log = logging.getLogger(__name__)
@@ -67,6 +67,9 @@ def linked_resources(page: TextResponse, on_site: Callable[[str], bool]) -> dict
         url = urljoin(page.url, link.attrib["href"].strip())
         if on_site(url):
             sheets.append(url)
+    if b"@import" in page.body:  # sheets a <style> block imports
+        for css in page.xpath("//style/text()").getall():
+            sheets += [url for url in import_urls(css, page.url) if on_site(url)]
     private = has_private_use(page.text)
     fonts = []
     if private:
@@ -98,6 +101,7 @@ def merge_resources(found: list[dict[str, Any] | None]) -> dict[str, Any] | None
 class Sheet(NamedTuple):
     css: str  # the rules that decide visibility
     fonts: tuple[str, ...]  # its @font-face sources
+    imports: tuple[str, ...] = ()  # the sheets it @imports (same site or not: checked on use)
 
 
 class Glyphs(NamedTuple):
@@ -107,7 +111,9 @@ class Glyphs(NamedTuple):
 
 def read_stylesheet(text: str, url: str) -> Sheet:
     """A fetched sheet as a page needs it (in a worker process: tinycss2 is pure Python)."""
-    return Sheet(relevant_css(text), tuple(font_face_urls(text, url)))
+    return Sheet(
+        relevant_css(text), tuple(font_face_urls(text, url)), tuple(import_urls(text, url))
+    )
 
 
 class _Cache:
@@ -152,8 +158,16 @@ class PageResources:
         fonts = list(found.get("fonts") or ())
         for url in found.get("stylesheets") or ():
             sheet = await self.sheets.get(url, lambda url=url: self._sheet(url, referer))
-            if sheet.css:
-                stylesheets[url] = sheet.css
+            css = sheet.css
+            for imported in sheet.imports[:MAX_SHEETS_PER_PAGE]:  # one level of @import
+                if imported != url and _same_host(imported, url, referer):
+                    inner = await self.sheets.get(
+                        imported, lambda imported=imported, url=url: self._sheet(imported, url)
+                    )
+                    css = f"{inner.css}\n{css}" if inner.css else css
+                    fonts += inner.fonts
+            if css:
+                stylesheets[url] = css
             fonts += sheet.fonts
         glyphs: dict[int, str] = {}
         if found.get("private_use"):
@@ -220,6 +234,13 @@ class PageResources:
         self.stats.inc_value("tracker/reading/webfont/glyphs", private)
         self.stats.inc_value("tracker/reading/webfont/glyphs_decoded", len(glyphs))
         return Glyphs(glyphs, private)
+
+
+def _same_host(url: str, *others: str) -> bool:
+    """Whether ``url`` is on the host of one of ``others`` (a sheet imported from a sheet of
+    the site, or from the page's host)."""
+    host = urlsplit(url).hostname
+    return host is not None and any(urlsplit(other).hostname == host for other in others)
 
 
 def _digest(text: str) -> str:

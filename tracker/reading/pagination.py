@@ -20,12 +20,18 @@ import re
 from typing import Any, NamedTuple
 from urllib.parse import parse_qsl, urlencode, urljoin, urlsplit, urlunsplit
 
+import lxml.etree
+
 #: "next page" link texts (a 下一章, 下一节… is the next chapter, never a part).
 NEXT_PART_TEXT = re.compile(
     r"下一页|下页|下一頁|下頁|下一分页|下一部分|继续阅读|繼續閱讀|next\s*page|^\s*(?:next|[>›»]+)\s*$",
     re.I,
 )
 NEXT_CHAPTER_TEXT = re.compile(r"下一?[章节節回篇卷]|next\s*chapter", re.I)
+#: A pager link that is a page number only: ``2``, ``[2]``, ``第2页``.
+_PAGER_NUMBER = re.compile(
+    r"^\s*[\[［【(（]?\s*(?:第\s*)?(\d{1,3})\s*(?:页|頁)?\s*[\]］】)）]?\s*$"
+)
 #: Markers that a chapter page continues on the next one.
 CONTINUED_TEXT = re.compile(r"本章未完|未完待续|点击下一页继续|點擊下一頁繼續|下一页继续阅读")
 #: Query parameters that number the pages of one document (``p`` is weak: it is also a
@@ -38,6 +44,7 @@ _DASH_SUFFIX = re.compile(r"^(?P<stem>.+?)-(?P<n>\d{1,2})(?P<ext>\.[a-z]{2,5})?$
 _DISCUZ_THREAD = re.compile(r"^thread-(?P<tid>\d+)-(?P<n>\d+)-(?P<rest>\d+)\.html?$", re.I)
 _TITLE_PART = re.compile(
     r"[（(\[【]\s*(?:第\s*)?\d+\s*(?:/\s*\d+|页|頁)?\s*[)）\]】]"
+    r"|[（(【]\s*(?:第\s*)?[一二三四五六七八九十]{1,3}\s*(?:页|頁|部分)?\s*[)）】]\s*$"
     r"|第\s*[0-9一二三四五六七八九十]+\s*[页頁]|\d+\s*/\s*\d+\s*$|[-_—]\s*\d+\s*$"
 )
 _TITLE_NOISE = re.compile(r"[\s\W_]+")
@@ -85,6 +92,31 @@ def part_address(url: str) -> PartAddress:
     )
 
 
+def first_part_aliases(second: str) -> list[str]:
+    """The URLs that name part 1 the way ``second`` (the URL of part 2) names its part:
+    ``?pn=2`` → ``?pn=1``, ``123_2.html`` → ``123_1.html``, ``123/2.html`` → ``123/1.html``,
+    ``thread-7-2-1.html`` → ``thread-7-1-1.html``. A thread's pager links its first page that
+    way too; read as a page of its own it would be the first part again, under another URL."""
+    parts = urlsplit(second)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    names = PAGE_PARAMS | WEAK_PAGE_PARAMS
+    if any(k.lower() in names and v == "2" for k, v in query):
+        renumbered = [(k, "1" if k.lower() in names and v == "2" else v) for k, v in query]
+        return [urlunsplit(parts._replace(query=urlencode(renumbered), fragment=""))]
+    head, _, last = parts.path.rpartition("/")
+    for pattern, first in (
+        (_DISCUZ_THREAD, r"thread-\g<tid>-1-\g<rest>.html"),
+        (_PART_SUFFIX, r"\g<stem>_1\g<ext>"),
+        (_DASH_SUFFIX, r"\g<stem>-1\g<ext>"),
+        (_NUMBERED_NAME, r"1\g<ext>"),
+    ):
+        found = pattern.match(last)
+        if found and int(found["n"]) == 2:
+            name = found.expand(first) if pattern is not _NUMBERED_NAME else "1" + last[1:]
+            return [urlunsplit(parts._replace(path=f"{head}/{name}", fragment=""))]
+    return []
+
+
 def part_of(url: str, current: str, first: str | None = None) -> str:
     """Whether ``url`` is, by its shape, the part after ``current`` of the chapter that starts
     on ``first`` (``current`` itself by default): ``yes`` (a strong shape: ``_2``,
@@ -96,7 +128,8 @@ def part_of(url: str, current: str, first: str | None = None) -> str:
     start = part_address(first or current)
     if there.evidence == "none":
         named_on = _continues_name(current, url) or _continues_name(first or current, url)
-        return "maybe" if named_on else "no"
+        in_folder = _continues_in_folder(first or current, current, url)
+        return "maybe" if named_on or in_folder else "no"
     if there.number != here.number + 1 or there.chapter != here.chapter:
         return "no"
     if there.evidence == "strong" and start.number <= 1 and start.chapter == there.chapter:
@@ -122,6 +155,37 @@ def _continues_name(current: str, url: str) -> bool:
     )
 
 
+_NUMBERED_NAME = re.compile(r"^(?P<n>\d{1,3})(?:\.[a-z]{2,5})?$", re.I)
+
+
+def _continues_in_folder(first: str, current: str, url: str) -> bool:
+    """``123.html`` (or ``123/``) → ``123/2.html`` → ``123/3.html``: the parts of a chapter
+    numbered in a folder named after its first page (``first``). Only ever a ``maybe`` (the
+    titles decide), and only in the first page's own folder: chapters numbered in a folder
+    (``9/5.html`` → ``9/6.html``) are not fetched as candidate parts."""
+    start, here, there = urlsplit(first), urlsplit(current), urlsplit(url)
+    if len({(p.netloc, p.query) for p in (start, here, there)}) != 1:
+        return False
+    folder, _, name = there.path.rpartition("/")
+    found = _NUMBERED_NAME.match(name)
+    if found is None or int(found["n"]) < 2:
+        return False
+    number = int(found["n"])
+    first_folder, _, first_name = start.path.rpartition("/")
+    named_after = "." in first_name and start.path.rsplit(".", 1)[0] == folder
+    opens_it = first_folder == folder and first_name.split(".", 1)[0].lower() in ("", "index", "1")
+    if not (named_after or opens_it or start.path.rstrip("/") == folder):
+        return False
+    if here.path == start.path:
+        return number == 2
+    previous = _NUMBERED_NAME.match(here.path.rpartition("/")[2])
+    return (
+        here.path.rpartition("/")[0] == folder
+        and previous is not None
+        and (int(previous["n"]) == number - 1)
+    )
+
+
 def _without_fragment(url: str) -> str:
     return urlunsplit(urlsplit(url)._replace(fragment=""))
 
@@ -129,7 +193,60 @@ def _without_fragment(url: str) -> str:
 class NextLink(NamedTuple):
     url: str
     text: str
-    how: str  # "text", "rel" or "class": what says it is the next page
+    how: str  # "text", "rel", "class" or "number": what says it is the next page
+
+
+_LINKS = lxml.etree.XPath("//a[@href] | //link[@rel][@href]")
+#: ``location.href='…'``, ``window.location = "…"``, ``location.assign('…')``, ``open('…')``.
+_NAVIGATION = re.compile(
+    r"""(?:location(?:\.href)?\s*=|location\.(?:assign|replace)\s*\(|\bopen\s*\()\s*"""
+    r"""(['"])(?P<url>[^'"\s]{1,300})\1"""
+)
+#: A quoted relative or absolute URL of a page in a script.
+_QUOTED_URL = re.compile(r"""(['"])(?P<url>(?:https?://|/|\.{0,2}/)?[\w./%?=&-]{1,300})\1""")
+
+
+def _scripted_target(element: Any, page: Any) -> str | None:
+    """The URL a script-driven "next page" element leads to: the one its ``onclick`` or
+    ``javascript:`` URL navigates to, else a URL in the page's inline scripts shaped as the
+    next part of this page (a link whose ``href`` a script sets)."""
+    for code in (element.get("onclick") or "", element.get("href") or ""):
+        found = _NAVIGATION.search(code)
+        if found:
+            return found["url"]
+    for script in page.selector.root.xpath("//script[not(@src)]/text()"):
+        for found in _QUOTED_URL.finditer(script):
+            url = found["url"]
+            if not re.search(r"[./]", url):
+                continue
+            if part_of(urljoin(page.url, url), page.url) != "no":
+                return url
+    return None
+
+
+#: An ``onclick`` that navigates (in the raw bytes: pages without one skip the tree scan)…
+_NAVIGATING_CLICK = re.compile(
+    rb"""n[cC](?:lick|LICK)\s*=\s*["'][^"'>]{0,200}(?:location|open\s*\()"""
+)
+#: …and the elements that carry one.
+_CLICKABLE = lxml.etree.XPath("//*[@onclick]")
+
+
+def _clicked_next(page: Any, url_here: str) -> NextLink | None:
+    """The next page a "下一页" button (any element with an ``onclick``) navigates to."""
+    if _NAVIGATING_CLICK.search(page.body) is None:
+        return None
+    for element in _CLICKABLE(page.selector.root):
+        text = " ".join("".join(element.itertext()).split()) or element.get("value") or ""
+        if NEXT_CHAPTER_TEXT.search(text) or not NEXT_PART_TEXT.search(text):
+            continue
+        target = _NAVIGATION.search(element.get("onclick") or "")
+        if target is None:
+            continue
+        url = _without_fragment(urljoin(page.url, target["url"]))
+        if url != url_here and url.startswith(("http://", "https://")):
+            return NextLink(url, text, "text")
+    return None
 
 
 def next_part_link(page: Any) -> NextLink | None:
@@ -138,13 +255,28 @@ def next_part_link(page: Any) -> NextLink | None:
     class, never a 下一章 link or one back to the page itself."""
     here = _without_fragment(page.url)
     candidates: list[NextLink] = []
+    number_here: int | None = None
     # lxml's elements, not parsel's: a Selector for each link of every page costs more than
     # the test made of it
-    for root in page.selector.root.xpath("//a[@href] | //link[@rel][@href]"):
+    tree = page.selector.root
+    for root in _LINKS(tree):
         href = (root.get("href") or "").strip()
+        scripted = root.tag != "link" and (not href or href[:11].lower() == "javascript:")
+        if not scripted and href.startswith(("#", "mailto:")):
+            continue
+        text = " ".join("".join(root.itertext()).split()) if root.tag != "link" else ""
+        if not text and root.tag != "link":  # an image button: its alt or title says
+            text = root.get("title") or next(
+                (img.get("alt") or img.get("title") or "" for img in root.iter("img")), ""
+            )
+        if scripted:
+            # 下一页 as a button or a script's link: its target in the onclick, the
+            # javascript: URL, or (a link a script fills in) the page's scripts
+            if NEXT_CHAPTER_TEXT.search(text) or not NEXT_PART_TEXT.search(text):
+                continue
+            href = _scripted_target(root, page) or ""
         if not href or href.startswith(("#", "javascript:", "mailto:")):
             continue
-        text = " ".join("".join(root.itertext()).split()) if root.tag == "a" else ""
         if NEXT_CHAPTER_TEXT.search(text):
             continue
         rel = (root.get("rel") or "").lower().split()
@@ -155,16 +287,31 @@ def next_part_link(page: Any) -> NextLink | None:
             how = "rel"
         elif root.tag == "a" and re.search(r"[\s_-](nxt|next|nextpage|next_page)[\s_-]", classes):
             how = "class"
+        elif root.tag == "a" and len(text) < 8 and (number := _PAGER_NUMBER.match(text)):
+            # a pager of page numbers only ([1] [2] [3]): the link to the number after this
+            # page's, whose URL is shaped as this chapter's next part
+            if number_here is None:
+                number_here = part_address(page.url).number
+            if int(number[1]) != number_here + 1:
+                continue
+            url = _without_fragment(urljoin(page.url, href))
+            if part_address(url).evidence != "strong":
+                continue
+            if part_of(url, page.url) == "no":
+                continue
+            how = "number"
         else:
             continue
         url = _without_fragment(urljoin(page.url, href))
         if url == here or not url.startswith(("http://", "https://")):
             continue
         candidates.append(NextLink(url, text, how))
+    if not candidates and (clicked := _clicked_next(page, here)) is not None:
+        candidates.append(clicked)
     if not candidates:
         return None
     # A URL shaped as the next part wins; then link text over rel over class.
-    order = {"text": 0, "rel": 1, "class": 2}
+    order = {"text": 0, "rel": 1, "class": 2, "number": 3}
     return min(
         candidates,
         key=lambda c: (part_of(c.url, page.url) != "yes", order[c.how]),

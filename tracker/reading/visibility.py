@@ -8,7 +8,9 @@ and the text on screen differ both ways. This module reads the page's CSS the wa
 cascade would, for the few properties that decide whether text is seen:
 
 * ``display: none``, ``visibility: hidden|collapse``, ``opacity: 0``, ``font-size: 0`` (also
-  through the ``font`` shorthand, ``font: 0/0 a``), from inline ``style`` attributes, the
+  through the ``font`` shorthand, ``font: 0/0 a``), ``color: transparent`` (or an alpha of 0),
+  text drawn off the screen (``position: absolute|fixed`` with ``left: -9999px`` or the like,
+  ``text-indent: -9999em``, in one declaration block), from inline ``style`` attributes, the
   page's ``<style>`` blocks and the same-site stylesheets it links (their text is fetched by
   the crawl: :mod:`tracker.crawling.resources`), and the ``hidden`` and ``aria-hidden="true"``
   attributes;
@@ -60,7 +62,10 @@ MAX_PSEUDO_CHARS = 200
 _HIDE, _SHOW, _SHOW_RELATIVE = "hide", "show", "relative"
 _PROPERTIES = ("display", "visibility", "opacity", "font-size")
 #: Hidden by these, a subtree stays hidden whatever its descendants say.
-_FINAL = ("display", "opacity")
+_FINAL = ("display", "opacity", "offscreen")
+#: ``position: absolute|fixed`` with an offset at least this far out (``left: -9999px``): drawn
+#: off the screen ("offscreen", a property of our own, decided within one declaration block).
+OFFSCREEN_PX = 1000
 _ABSOLUTE_UNITS = frozenset(("px", "pt", "pc", "cm", "mm", "q", "in", "rem", "vw", "vh"))
 _SIZE_KEYWORDS = frozenset(
     ("xx-small", "x-small", "small", "medium", "large", "x-large", "xx-large", "xxx-large")
@@ -255,10 +260,29 @@ def _selector_rules(
 def _declarations(tokens: Any) -> tuple[list[tuple[str, str, bool]], tuple[Content, bool] | None]:
     states: list[tuple[str, str, bool]] = []
     content = None
+    positioned = offset = False
+    important = False
     for item in tinycss2.parse_blocks_contents(tokens, skip_comments=True, skip_whitespace=True):
         if item.type != "declaration":
             continue
         name = item.lower_name
+        if name == "position":
+            words = [t.lower_value for t in _value_tokens(item.value) if t.type == "ident"]
+            positioned = bool(words) and words[0] in ("absolute", "fixed")
+            continue
+        if name in ("left", "top", "right", "text-indent", "margin-left", "margin-top"):
+            values = _value_tokens(item.value)
+            if values and values[0].type == "dimension" and values[0].lower_unit in ("px", "em"):
+                px = values[0].value * (16 if values[0].lower_unit == "em" else 1)
+                if px <= -OFFSCREEN_PX:
+                    offset, important = True, important or item.important
+                    if name == "text-indent":  # the text pushed out of its own box
+                        positioned = True
+            continue
+        if name == "color":
+            if _transparent(item.value):
+                states.append(("visibility", _HIDE, item.important))
+            continue
         if name == "content":
             value = content_value(item.value)
             content = (value, item.important) if value else None
@@ -267,7 +291,25 @@ def _declarations(tokens: Any) -> tuple[list[tuple[str, str, bool]], tuple[Conte
             state = declaration_state(name, item.value)
             if state is not None:
                 states.append(("font-size" if name == "font" else name, state, item.important))
+    if positioned and offset:
+        states.append(("offscreen", _HIDE, important))
     return states, content
+
+
+def _transparent(tokens: Iterable[Any]) -> bool:
+    """Whether a ``color`` value draws nothing: ``transparent``, or an alpha of 0."""
+    values = _value_tokens(tokens)
+    if not values:
+        return False
+    first = values[0]
+    if first.type == "ident":
+        return first.lower_value == "transparent"
+    if first.type == "function" and first.lower_name in ("rgba", "hsla", "rgb", "hsl"):
+        numbers = [t for t in _value_tokens(first.arguments) if t.type in ("number", "percentage")]
+        return len(numbers) == 4 and numbers[3].value == 0
+    if first.type == "hash":
+        return len(first.value) in (4, 8) and first.value[-(len(first.value) // 4) :] in ("0", "00")
+    return False
 
 
 def _rules(items: Iterable[Any], out: list[Rule]) -> None:
@@ -342,6 +384,30 @@ def relevant_css(css: str) -> str:
     return "\n".join(kept)
 
 
+def import_urls(css: str, base: str) -> list[str]:
+    """The absolute URLs of the sheets ``css`` pulls in with ``@import`` (they come before its
+    own rules in the cascade); ``base`` is the URL the sheet's relative URLs resolve against."""
+    if "@import" not in css.lower():
+        return []
+    found = []
+    for item in tinycss2.parse_stylesheet(css, skip_comments=True, skip_whitespace=True):
+        if item.type != "at-rule" or item.lower_at_keyword != "import":
+            continue
+        media = tinycss2.serialize(item.prelude).lower()
+        if "print" in media or "speech" in media:
+            continue
+        for token in _value_tokens(item.prelude):
+            if token.type in ("url", "string"):
+                found.append(urljoin(base, token.value.strip()))
+                break
+            if token.type == "function" and token.lower_name == "url":
+                args = [t for t in _value_tokens(token.arguments) if t.type == "string"]
+                if args:
+                    found.append(urljoin(base, args[0].value.strip()))
+                break
+    return found
+
+
 @lru_cache(maxsize=4096)
 def inline_states(style: str) -> tuple[tuple[str, str, bool], ...]:
     """The visibility declarations of a ``style`` attribute (cached: sites repeat them)."""
@@ -374,7 +440,9 @@ def _style_contains(*words: str) -> str:
 # handful that could hide anything): styles, sheets, and elements that may hide or show.
 _SCAN = lxml.etree.XPath(
     "//*[self::style or self::link[@href] or @hidden or @aria-hidden='true'"
-    f" or (@style and ({_style_contains('none', 'hidden', 'opacity', 'font')}))]"
+    " or (@style and ("
+    f"{_style_contains('none', 'hidden', 'opacity', 'font', 'transparent', 'rgba', 'hsla')}"
+    f" or {_style_contains('position', 'indent')}))]"
 )
 _SHOWING = lxml.etree.XPath(
     f"//*[@style and ({_style_contains('display', 'visib', 'opacity', 'font')})]"
@@ -399,6 +467,11 @@ def _scan(root: Any, stylesheets: dict[str, str], url: str | None) -> _Scan:
                 continue
             if tag == "style":
                 if element.text:
+                    if base is None:
+                        base = next(iter(root.xpath("//base/@href")), None) or url or ""
+                    for imported in import_urls(element.text, base):
+                        if css := stylesheets.get(imported):
+                            found.sheets.append(css)
                     found.sheets.append(element.text)
             elif "stylesheet" in (element.get("rel") or "").lower().split():
                 if base is None:
