@@ -33,6 +33,7 @@ import random
 import threading
 import time
 from collections import Counter, deque
+from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
@@ -56,6 +57,13 @@ def _parts(text: str, sizes: tuple[float, ...]) -> list[str]:
 
 def _robots(site: TestSite) -> None:
     site.pages["/robots.txt"] = Page(b"User-agent: *\nAllow: /\n", "text/plain")
+
+
+def _home(site: TestSite, listing: Iterable[tuple[str, str]]) -> None:
+    """The site's home page, a list of links to ``listing`` (path, title), and robots.txt."""
+    items = "".join(f'<li><a href="{u}">{html.escape(t)}</a></li>' for u, t in listing)
+    site.pages["/"] = Page(f"<html><body><ul>{items}</ul></body></html>".encode())
+    _robots(site)
 
 
 # ------------------------------------------------------------------- old-school split
@@ -246,9 +254,7 @@ def hidden_css_site() -> SitePlan:
         site.pages[path] = Page(doc.encode("utf-8"))
         listing.append((path, title))
     site.pages["/css/m.css"] = Page(sheet.encode(), "text/css")
-    items = "".join(f'<li><a href="{u}">{html.escape(t)}</a></li>' for u, t in listing)
-    site.pages["/"] = Page(f"<html><body><ul>{items}</ul></body></html>".encode())
-    _robots(site)
+    _home(site, listing)
     plan.matched = {f"/b/7/{k}.html": [m.doc_id] for k, m in enumerate(chapters, start=1)}
     plan.stored = {*plan.matched, "/b/7/6.html"}
     plan.extra.update(innocent=["/b/7/6.html"], unread=[], min_coverage=0.9)
@@ -313,9 +319,7 @@ def script_array_site() -> SitePlan:
         path = f"/n/{k}"
         site.pages[path] = Page(doc.encode())
         listing.append((path, title))
-    items = "".join(f'<li><a href="{u}">{html.escape(t)}</a></li>' for u, t in listing)
-    site.pages["/"] = Page(f"<html><body><ul>{items}</ul></body></html>".encode())
-    _robots(site)
+    _home(site, listing)
     plan.matched = {f"/n/{k}": [m.doc_id] for k, m in enumerate(masters, start=1)}
     plan.stored = {*plan.matched, "/n/4"}
     plan.extra.update(innocent=["/n/4"], unread=[], min_coverage=0.9)
@@ -378,9 +382,7 @@ def webfont_variants_site() -> SitePlan:
         path = f"/book/{k}/"
         site.pages[path] = Page(doc.encode())
         listing.append((path, title))
-    items = "".join(f'<li><a href="{u}">{html.escape(t)}</a></li>' for u, t in listing)
-    site.pages["/"] = Page(f"<html><body><ul>{items}</ul></body></html>".encode())
-    _robots(site)
+    _home(site, listing)
     plan.matched = {f"/book/{k}/": [m.doc_id] for k, m in enumerate(masters, start=1)}
     plan.stored = {*plan.matched, "/book/4/"}
     plan.extra.update(innocent=["/book/4/"], unread=[], min_coverage=0.8)
@@ -473,19 +475,26 @@ def random_challenge_site() -> SitePlan:
         Page(SLIDER_WALL),
         Page(TURNSTILE_WALL, status=403),
     ]
+    innocent = ("/chapter/99_1.html", "第十章 余话", prose(3799, 1300))
+    return _behind_walls(plan, paths, dict(zip(walled, walls, strict=True)), innocent)
+
+
+def _behind_walls(
+    plan: SitePlan, paths: list[str], walls: dict[str, Page], innocent: tuple[str, str, str]
+) -> SitePlan:
+    """``plan``'s chapters at ``paths``, those in ``walls`` answering their wall instead, an
+    innocent chapter (path, title, text) and the home page; what the crawl must find: every
+    readable chapter matched, the walled ones unread."""
+    site, masters = plan.site, plan.masters
     for path, master in zip(paths, masters, strict=True):
         site.pages[path] = Page(_simple_chapter(master.title, master.text))
-    for path, wall in zip(walled, walls, strict=True):
-        site.pages[path] = wall
-    site.pages["/chapter/99_1.html"] = Page(_simple_chapter("第十章 余话", prose(3799, 1300)))
-    listing = [*zip(paths, (m.title for m in masters), strict=True)]
-    listing.append(("/chapter/99_1.html", "第十章 余话"))
-    items = "".join(f'<li><a href="{u}">{html.escape(t)}</a></li>' for u, t in listing)
-    site.pages["/"] = Page(f"<html><body><ul>{items}</ul></body></html>".encode())
-    _robots(site)
+    site.pages.update(walls)
+    innocent_path, title, text = innocent
+    site.pages[innocent_path] = Page(_simple_chapter(title, text))
+    _home(site, [*zip(paths, (m.title for m in masters), strict=True), (innocent_path, title)])
     plan.matched = {p: [m.doc_id] for p, m in zip(paths, masters, strict=True)}
-    plan.stored = {*(p for p in paths if p not in walled), "/chapter/99_1.html"}
-    plan.extra.update(innocent=["/chapter/99_1.html"], unread=walled, min_coverage=0.9)
+    plan.stored = {*(p for p in paths if p not in walls), innocent_path}
+    plan.extra.update(innocent=[innocent_path], unread=sorted(walls), min_coverage=0.9)
     return plan
 
 
@@ -583,9 +592,7 @@ def hidden_import_site() -> SitePlan:
         else:
             site.pages[path] = Page(doc.encode())
         listing.append((path, title))
-    items = "".join(f'<li><a href="{u}">{html.escape(t)}</a></li>' for u, t in listing)
-    site.pages["/"] = Page(f"<html><body><ul>{items}</ul></body></html>".encode())
-    _robots(site)
+    _home(site, listing)
     plan.matched = {f"/i/{k}.html": [m.doc_id] for k, m in enumerate(masters, start=1)}
     plan.stored = {*plan.matched, "/i/5.html"}
     plan.extra.update(innocent=["/i/5.html"], unread=[], min_coverage=0.9)
@@ -689,9 +696,7 @@ def headless_decoy_script_site() -> SitePlan:
         )
         site.pages[f"/chapter/{key}.html"] = Page(doc.encode())
         listing.append((f"/chapter/{key}.html", title))
-    items = "".join(f'<li><a href="{u}">{html.escape(t)}</a></li>' for u, t in listing)
-    site.pages["/"] = Page(f"<html><body><ul>{items}</ul></body></html>".encode())
-    _robots(site)
+    _home(site, listing)
     plan.matched = {f"/chapter/{k}.html": [m.doc_id] for k, m in enumerate(masters, start=1)}
     plan.stored = {*plan.matched, "/chapter/4.html"}
     plan.extra.update(innocent=["/chapter/4.html"], unread=[], decoys=decoys, min_coverage=0.9)
@@ -733,9 +738,7 @@ def numbered_pager_site() -> SitePlan:
             )
             site.pages[url] = Page(doc.encode())
         listing.append((first, title))
-    items = "".join(f'<li><a href="{u}">{html.escape(t)}</a></li>' for u, t in listing)
-    site.pages["/"] = Page(f"<html><body><ul>{items}</ul></body></html>".encode())
-    _robots(site)
+    _home(site, listing)
     plan.matched = {f"/xs/{i}.html": [m.doc_id] for i, m in enumerate(masters, start=1)}
     plan.stored = {*plan.matched, "/xs/3.html"}
     plan.extra.update(innocent=["/xs/3.html"], unread=[], min_coverage=0.8)
@@ -777,20 +780,9 @@ def waf_wall_site() -> SitePlan:
     plan = SitePlan(site, masters)
     paths = [f"/html/{i}.shtml" for i in range(1, 10)]
     walled = sorted(random.Random(4401).sample(paths, 3))
-    for path, master in zip(paths, masters, strict=True):
-        site.pages[path] = Page(_simple_chapter(master.title, master.text))
-    for path, wall in zip(walled, (ACW_WALL, YUNSUO_WALL, SAFEDOG_WALL), strict=True):
-        site.pages[path] = Page(wall)
-    site.pages["/html/99.shtml"] = Page(_simple_chapter("第十章 附录", prose(4499, 1300)))
-    listing = [*zip(paths, (m.title for m in masters), strict=True)]
-    listing.append(("/html/99.shtml", "第十章 附录"))
-    items = "".join(f'<li><a href="{u}">{html.escape(t)}</a></li>' for u, t in listing)
-    site.pages["/"] = Page(f"<html><body><ul>{items}</ul></body></html>".encode())
-    _robots(site)
-    plan.matched = {p: [m.doc_id] for p, m in zip(paths, masters, strict=True)}
-    plan.stored = {*(p for p in paths if p not in walled), "/html/99.shtml"}
-    plan.extra.update(innocent=["/html/99.shtml"], unread=walled, min_coverage=0.9)
-    return plan
+    walls = [Page(wall) for wall in (ACW_WALL, YUNSUO_WALL, SAFEDOG_WALL)]
+    innocent = ("/html/99.shtml", "第十章 附录", prose(4499, 1300))
+    return _behind_walls(plan, paths, dict(zip(walled, walls, strict=True)), innocent)
 
 
 def script_shell_site() -> SitePlan:
@@ -829,9 +821,7 @@ def script_shell_site() -> SitePlan:
         path = f"/shell/{k}.html"
         site.pages[path] = Page(doc.encode())
         listing.append((path, title))
-    items = "".join(f'<li><a href="{u}">{html.escape(t)}</a></li>' for u, t in listing)
-    site.pages["/"] = Page(f"<html><body><ul>{items}</ul></body></html>".encode())
-    _robots(site)
+    _home(site, listing)
     plan.matched = {f"/shell/{k}.html": [m.doc_id] for k, m in enumerate(masters, start=1)}
     plan.stored = {*plan.matched, "/shell/4.html"}
     plan.extra.update(innocent=["/shell/4.html"], unread=[], min_coverage=0.9)
@@ -875,9 +865,7 @@ def hidden_offscreen_site() -> SitePlan:
         path = f"/off/{k}.html"
         site.pages[path] = Page(doc.encode())
         listing.append((path, title))
-    items = "".join(f'<li><a href="{u}">{html.escape(t)}</a></li>' for u, t in listing)
-    site.pages["/"] = Page(f"<html><body><ul>{items}</ul></body></html>".encode())
-    _robots(site)
+    _home(site, listing)
     plan.matched = {f"/off/{k}.html": [m.doc_id] for k, m in enumerate(masters, start=1)}
     plan.stored = {*plan.matched, "/off/4.html"}
     plan.extra.update(innocent=["/off/4.html"], unread=[], min_coverage=0.9)
