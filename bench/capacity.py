@@ -61,6 +61,7 @@ from bson.raw_bson import RawBSONDocument
 from bench import corpus as bench_corpus
 from bench.crawl_throughput import build_site, process_stat, run_variant
 from bench.disguises import noise, with_ads
+from bench.output import write_result
 from bench.run import machine
 from bench.scale import sentence_pool, synthetic_chapters
 from tracker.batching import batches
@@ -461,10 +462,7 @@ def main(argv: list[str] | None = None) -> int:
         "checkpoints": results,
         "crawl": crawled,
     }
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    out.with_suffix(".md").write_text(render(result), encoding="utf-8")
-    print(render(result))
+    write_result(out, result, render(result))
     return 0
 
 

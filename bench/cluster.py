@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import os
 import random
 import sys
@@ -40,6 +39,7 @@ import numpy as np  # noqa: E402
 from bench import corpus as bench_corpus  # noqa: E402
 from bench.baselines import NaiveContainment  # noqa: E402
 from bench.engine import Engine  # noqa: E402
+from bench.output import write_result  # noqa: E402
 from bench.report import CHAPTER_CHARS  # noqa: E402
 from bench.run import RELATED_CHARS, log, machine  # noqa: E402
 from bench.scale import sentence_pool, synthetic_chapters  # noqa: E402
@@ -213,10 +213,7 @@ def main(argv: list[str] | None = None) -> int:
         ),
         "minutes": round((time.perf_counter() - began) / 60, 1),
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
-    args.out.with_suffix(".md").write_text(render(result), encoding="utf-8")
-    print(render(result))
+    write_result(args.out.with_suffix(".json"), result, render(result))
     return 0
 
 

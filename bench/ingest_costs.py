@@ -25,7 +25,6 @@ Writes ``bench/results/ingest-costs.json`` and ``.md`` (``--out``).
 from __future__ import annotations
 
 import argparse
-import json
 import pickle
 import shutil
 import sys
@@ -39,6 +38,7 @@ import orjson
 from bench.capacity import log, machine_with_memory
 from bench.crawl_throughput import process_stat
 from bench.library_scale import Servers, chapter_file
+from bench.output import write_result
 from tracker.model import MasterDocument
 
 
@@ -223,10 +223,7 @@ def main(argv: list[str] | None = None) -> int:
         "write_path_ms_per_chapter": writes,
         "secantusdb_insert_ms_per_master": inserts,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    args.out.with_suffix(".md").write_text(render(result), encoding="utf-8")
-    print(render(result))
+    write_result(args.out, result, render(result))
     return 0
 
 

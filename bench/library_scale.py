@@ -55,6 +55,7 @@ from bench import corpus as bench_corpus
 from bench.capacity import log, machine_with_memory
 from bench.crawl_throughput import process_stat
 from bench.disguises import embed, noise, traditional, with_ads
+from bench.output import write_result
 from bench.scale import sentence_pool, synthetic_chapters
 
 DB, PREFIX = "scale", "scale:"
@@ -644,10 +645,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{p['chapters']:,}": p["against_first"]["ratio_median_of_rounds"] for p in results
         },
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    args.out.with_suffix(".md").write_text(render(result), encoding="utf-8")
-    print(render(result))
+    write_result(args.out, result, render(result))
     return 0
 
 
@@ -689,10 +687,7 @@ def ingest_only(
         "ingest_s": round(wall, 1),
         "cpu_ms_per_chapter_overall": {k: round(v / args.chapters, 3) for k, v in spent.items()},
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    args.out.with_suffix(".md").write_text(render_ingest(result), encoding="utf-8")
-    print(render_ingest(result))
+    write_result(args.out, result, render_ingest(result))
     return 0
 
 

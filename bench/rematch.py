@@ -21,7 +21,6 @@ Measured, in one run:
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import sys
 import tempfile
@@ -31,6 +30,7 @@ from pathlib import Path
 
 from bench import corpus as bench_corpus
 from bench.disguises import Alphabet, typos, with_ads
+from bench.output import write_result
 from bench.scale import sentence_pool, synthetic_chapters
 from tracker.batching import batches
 from tracker.config import Settings
@@ -180,11 +180,7 @@ def main(argv: list[str] | None = None) -> int:
         "speedup": round(baseline_s / rematch_s, 1) if rematch_s else None,
         "page_index_bytes_per_page": round(bytes_per_page),
     }
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    out.with_suffix(".md").write_text(render(result), encoding="utf-8")
-    print(render(result))
+    write_result(Path(args.out).with_suffix(".json"), result, render(result))
     return 0
 
 
