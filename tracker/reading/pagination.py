@@ -197,6 +197,8 @@ class NextLink(NamedTuple):
 
 
 _LINKS = lxml.etree.XPath("//a[@href] | //link[@rel][@href]")
+#: A ``next`` class or id (``class="next"``, ``id="pb_next"``), with a space added either side.
+_NEXT_CLASS = re.compile(r"[\s_-](nxt|next|nextpage|next_page)[\s_-]")
 #: ``location.href='…'``, ``window.location = "…"``, ``location.assign('…')``, ``open('…')``.
 _NAVIGATION = re.compile(
     r"""(?:location(?:\.href)?\s*=|location\.(?:assign|replace)\s*\(|\bopen\s*\()\s*"""
@@ -280,12 +282,13 @@ def next_part_link(page: Any) -> NextLink | None:
         if NEXT_CHAPTER_TEXT.search(text):
             continue
         rel = (root.get("rel") or "").lower().split()
-        classes = f" {(root.get('class') or '').lower()} {(root.get('id') or '').lower()} "
         if NEXT_PART_TEXT.search(text):
             how = "text"
         elif "next" in rel:
             how = "rel"
-        elif root.tag == "a" and re.search(r"[\s_-](nxt|next|nextpage|next_page)[\s_-]", classes):
+        elif root.tag == "a" and _NEXT_CLASS.search(
+            f" {(root.get('class') or '').lower()} {(root.get('id') or '').lower()} "
+        ):
             how = "class"
         elif root.tag == "a" and len(text) < 8 and (number := _PAGER_NUMBER.match(text)):
             # a pager of page numbers only ([1] [2] [3]): the link to the number after this
