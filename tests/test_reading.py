@@ -218,6 +218,13 @@ def test_a_page_notes_its_same_site_sheets_and_web_fonts():
         encoding="utf-16",
     )
     assert linked_resources(utf16, on_site)["stylesheets"] == ["http://site.test/s.css"]
+    # @import is case-blind in CSS, and found in UTF-16 pages too
+    imports = "<style>@IMPORT url(/i.css); p{color:red}</style>"
+    for encoding in ("utf-8", "utf-16"):
+        doc = f"<html><head>{imports}</head><body>天地</body></html>"
+        body = doc.encode(encoding)
+        page_ = HtmlResponse("http://site.test/3.html", body=body, encoding=encoding)
+        assert linked_resources(page_, on_site)["stylesheets"] == ["http://site.test/i.css"]
 
 
 # ----------------------------------------------------------------------------------- posts
