@@ -1,4 +1,4 @@
-"""The one settings model: the README's table and the model agree, every TRACKER_X variable is
+"""The one settings model: the configuration page's table is made from it, every TRACKER_X variable is
 setting x, values are checked by name, and the crawl's Scrapy settings take their defaults from
 the model (environment and file) while -s still overrides them."""
 
@@ -16,22 +16,21 @@ import pytest
 
 from tracker.config import CRAWL_SETTINGS, ConfigError, Settings, env_name
 from tracker.crawling.crawl import crawl_environment
+from tracker.reference import settings_table
 
 PROJECT = Path(__file__).resolve().parents[1]
 
 
-def readme_settings() -> dict[str, tuple[str, str]]:
-    """The README's Configuration table: setting -> (environment cell, default cell)."""
-    text = (PROJECT / "README.md").read_text(encoding="utf-8")
-    section = text[text.index("\n## Configuration") :]
-    header = section.index("| setting | environment | default | meaning |")
-    rows: dict[str, tuple[str, str]] = {}
-    for line in section[header:].splitlines()[2:]:
-        if not line.startswith("|"):
-            break
-        name, env, default, _meaning = (cell.strip() for cell in line.strip("|").split(" | ", 3))
+def page_settings() -> dict[str, tuple[str, str, str]]:
+    """The configuration page's table, as generated from the model: setting -> (environment
+    cell, default cell, meaning)."""
+    page = (PROJECT / "docs" / "configuration.md").read_text(encoding="utf-8")
+    assert "<!-- generated: settings table -->" in page, "the page no longer shows the table"
+    rows: dict[str, tuple[str, str, str]] = {}
+    for line in settings_table().splitlines()[2:]:
+        name, env, default, meaning = (cell.strip() for cell in line.strip("|").split(" | ", 3))
         assert name not in rows, f"{name} has two rows"
-        rows[name] = (env, default)
+        rows[name] = (env, default, meaning)
     return rows
 
 
@@ -46,20 +45,28 @@ def shown(value: object) -> str | None:
     return None  # none, a computed path, a list
 
 
-def test_the_readme_documents_every_setting_with_its_variable_and_default():
-    rows = readme_settings()
+def test_the_configuration_page_documents_every_setting_with_its_variable_and_default():
+    rows = page_settings()
     model = {f.name: f for f in fields(Settings)}
-    assert set(rows) == {f"`{name}`" for name in model}, "README table and model differ"
+    assert set(rows) == {f"`{name}`" for name in model}, "configuration page and model differ"
     defaults = Settings()
-    for name in model:
-        env, default = rows[f"`{name}`"]
+    for name, spec in model.items():
+        env, default, meaning = rows[f"`{name}`"]
         assert env == f"`{env_name(name)}`", name
+        assert len(meaning) >= 10, f"setting {name} says nothing of what it does (its doc)"
         expected = shown(getattr(defaults, name))
         if expected is not None:
             assert default == expected, (name, default, expected)
+            assert "default_text" not in spec.metadata, f"{name}: its value is its default text"
         else:
-            # no literal value but a path computed from another (`~/…`, `<data_dir>/…`)
-            assert not re.fullmatch(r"`[^`<~]*`", default), (name, default)
+            # no literal value but words: none, a path computed from another (`<data_dir>/…`)
+            assert default == "none" or not re.fullmatch(r"`[^`<~]*`", default), (name, default)
+
+
+def test_the_readme_no_longer_keeps_a_settings_table():
+    """One place for the settings' documentation: the model (the page is made from it)."""
+    readme = (PROJECT / "README.md").read_text(encoding="utf-8")
+    assert "| setting | environment | default | meaning |" not in readme
 
 
 def test_every_tracker_variable_is_its_setting(monkeypatch, tmp_path):

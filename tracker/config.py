@@ -12,8 +12,9 @@ The crawl's knobs are settings too (:data:`CRAWL_SETTINGS`): the Scrapy settings
 ``-s TRACKER_BATCH_SIZE=…`` still overrides them for one run.
 
 Every value is checked when loaded: its type, its range, and the rules between settings; a
-mistake is a :class:`ConfigError` naming the setting and its environment variable. The README's
-Configuration table documents every setting, one row each (a test holds the two together).
+mistake is a :class:`ConfigError` naming the setting and its environment variable. Each setting
+says what it does (:func:`setting`); the docs site's configuration page is generated from that
+(``python -m tracker.reference``; a test holds the page to the model).
 
 This module is the bottom layer of the tracker: it imports nothing of the rest.
 """
@@ -25,6 +26,7 @@ import json
 import os
 import re
 import tomllib
+from collections.abc import Callable
 from dataclasses import Field, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -37,9 +39,26 @@ def _default_data_dir() -> Path:
     return Path(base) / "tracker"
 
 
-def _within(default: Any, low: float, high: float | None = None) -> Any:
-    """A numeric setting with its allowed range (``high`` None: no upper bound)."""
-    return field(default=default, metadata={"range": (low, high)})
+def setting(
+    default: Any,
+    doc: str,
+    *,
+    range: tuple[float, float | None] | None = None,
+    default_text: str | None = None,
+    factory: Callable[[], Any] | None = None,
+) -> Any:
+    """A setting of the model: its default, what it does, and for a number its allowed range
+    (``(low, high)``, ``high`` None: no upper bound). ``doc`` is the configuration page's own
+    text (Markdown, generated from here by :mod:`tracker.reference`); ``default_text`` is how
+    the page writes a default that is no literal value (``none``, ``<data_dir>/inbox``)."""
+    metadata: dict[str, Any] = {"doc": doc}
+    if range is not None:
+        metadata["range"] = range
+    if default_text is not None:
+        metadata["default_text"] = default_text
+    if factory is not None:
+        return field(default_factory=factory, metadata=metadata)
+    return field(default=default, metadata=metadata)
 
 
 #: The index's bucket bits a table (see tracker.index.layout, which reads its range here).
@@ -48,158 +67,413 @@ BUCKET_BITS_RANGE = (16, 24)
 
 @dataclass(frozen=True)
 class Settings:
-    data_dir: Path = field(default_factory=_default_data_dir)
-    mongo_url: str | None = None  # None: start the embedded SecantusDB under data_dir
-    redis_url: str | None = None  # None: start the embedded valkey under data_dir
-    mongo_db: str = "tracker"
-    redis_prefix: str = "tracker:"
+    data_dir: Path = setting(
+        None,
+        "embedded servers, reports, the warm checker's socket (`$XDG_DATA_HOME/tracker` when set)",
+        factory=_default_data_dir,
+        default_text="`~/.local/share/tracker`",
+    )
+    mongo_url: str | None = setting(
+        None,
+        "the MongoDB (`mongodb://` or `mongodb+srv://`); none: the embedded SecantusDB under the "
+        "data directory",
+        default_text="none",
+    )
+    redis_url: str | None = setting(
+        None,
+        "the Redis (`redis://`, `rediss://` or `unix://`); none: the embedded valkey under the "
+        "data directory",
+        default_text="none",
+    )
+    mongo_db: str = setting("tracker", "the database")
+    redis_prefix: str = setting("tracker:", "the prefix of every Redis key")
     # REDIS_URL names a node of a Redis Cluster: the index spreads over its primaries (see
     # tracker.servers.redis_cluster). The embedded server is a single node: a cluster needs
     # REDIS_URL.
-    redis_cluster: bool = False
+    redis_cluster: bool = setting(
+        False,
+        "`REDIS_URL` names a node of a Redis Cluster "
+        "(see [Redis Cluster](deployment.md#redis-cluster))",
+    )
     # The Redis of a distributed crawl's shared queue (scrapy-redis, which speaks to one server,
     # not a cluster); "" = REDIS_URL's server when it is not a cluster.
-    crawl_redis_url: str = ""
+    crawl_redis_url: str = setting(
+        "",
+        "the Redis of a distributed crawl's queue; none: `REDIS_URL`'s server; required with "
+        "`redis_cluster`",
+        default_text="none",
+    )
     # Write concern of every write (``majority``, or a number of members): "" = the URL's
     # ``w=``, else majority. Read preference of what only reads settled data (reports, lists):
     # "" = the URL's ``readPreference=``, else primary. See tracker.servers.runtime.
-    mongo_write_concern: str = ""
-    mongo_read_preference: str = ""
+    mongo_write_concern: str = setting(
+        "",
+        "every write waits for this (`majority`, or a number of members)",
+        default_text="the URL's `w=`, else `majority`",
+    )
+    mongo_read_preference: str = setting(
+        "",
+        "for reading reports and lists only (`secondaryPreferred`, `nearest`, …)",
+        default_text="the URL's `readPreference=`, else `primary`",
+    )
 
     # The layout of an index built from scratch (the first ingest, ``tracker index rebuild``):
     # 2^bits buckets a table (16-24; 16 + round(log2(chapters / 300,000)) keeps the records a
     # lookup reads per bucket as the library grows) and 32-bit master numbers past 16.7M. An
     # index keeps the layout it was built with (see tracker.index.layout).
-    index_bucket_bits: int = _within(16, *BUCKET_BITS_RANGE)
-    index_wide_ids: bool = False
+    index_bucket_bits: int = setting(
+        16,
+        "the buckets a table starts with (2^N, 16–24) in an index built from scratch; tables then "
+        "split as they fill, so a library needs no setting to stay fast; each split past the start"
+        " leaves a lookup's chance matches twice as likely, and `tracker index stats` advises more"
+        " bits and `tracker index rebuild` past four (16 + round(log2(chapters / 300,000)): 21 at "
+        "10M, see [capacity](deployment.md#capacity))",
+        range=BUCKET_BITS_RANGE,
+    )
+    index_wide_ids: bool = setting(
+        False, "24-bit master numbers (16.7M masters); `true`: 32-bit, 6-byte postings"
+    )
     # Days the stored pages' anchors are kept for tracker rematch (see tracker.index.page_index).
-    page_index_days: int = _within(90, 1, 3650)
+    page_index_days: int = setting(
+        90,
+        "the stored pages' anchors `tracker rematch` reads are kept this long (1–3650; see [late "
+        "masters](how-it-works.md#the-record))",
+        range=(1, 3650),
+    )
 
     # Detection thresholds (see tracker.matching.detector for their meaning).
-    min_coverage: float = _within(0.2, 0.0, 1.0)
-    min_passage_chars: int = _within(100, 1)
-    min_span_chars: int = _within(12, 1)
+    min_coverage: float = setting(
+        0.2,
+        "report a master when this share of it is copied (with enough evidence, see [how it "
+        "works](how-it-works.md#matching))…",
+        range=(0.0, 1.0),
+    )
+    min_passage_chars: int = setting(
+        100,
+        "…or when one copied passage is this long (in characters after normalisation)",
+        range=(1, None),
+    )
+    min_span_chars: int = setting(12, "shorter aligned passages are not evidence", range=(1, None))
 
     # Scheduler (``tracker schedule``, see tracker.scheduler): master sources, job times, sites.
-    drop_dir: str = ""  # drop folder of new .txt/.jsonl master files; "" = <data_dir>/inbox
-    master_source_url: str = ""  # MongoDB holding new master documents; "" = mongo_url
-    master_source_db: str = ""  # "" = mongo_db
-    master_source_collection: str = ""  # "" = no MongoDB master source
-    master_source_cursor: str = "_id"  # the source field new documents are ordered by
-    pull_cron: str = "*/10 * * * *"
-    pull_batch_size: int = _within(200, 1)  # documents ingested between two cursor commits
-    report_time: str = "06:00"  # the daily report (of the previous day), in schedule_timezone
-    schedule_timezone: str = "UTC"
-    misfire_grace_s: int = _within(3600, 1)  # a run this late after its time is skipped
-    scheduler_lock_s: int = _within(30, 1)  # expiry of the Redis lock of the acting scheduler
-    max_running_jobs: int = _within(3, 1)  # jobs the scheduler runs at once (a site's crawl: one)
-    sites: tuple = ()  # [[sites]] tables: name, spider, cron, arguments, settings, timeout_s
+    drop_dir: str = setting(
+        "", "new master files for the scheduler", default_text="`<data_dir>/inbox`"
+    )
+    master_source_url: str = setting("", "…on this server…", default_text="the tracker's own")
+    master_source_db: str = setting("", "…and database", default_text="the tracker's own")
+    master_source_collection: str = setting(
+        "", "a MongoDB collection of new `{id, work, title, text}` documents…", default_text="none"
+    )
+    master_source_cursor: str = setting("_id", "the field new documents are read in order of")
+    pull_cron: str = setting("*/10 * * * *", "when the scheduler pulls new masters")
+    pull_batch_size: int = setting(200, "documents per cursor step", range=(1, None))
+    report_time: str = setting("06:00", "the daily report, in `schedule_timezone`")
+    schedule_timezone: str = setting("UTC", "the scheduler's time zone")
+    misfire_grace_s: int = setting(
+        3600, "a run later than this is skipped and recorded as `missed`", range=(1, None)
+    )
+    scheduler_lock_s: int = setting(
+        30, "the acting scheduler's lock expires this long after it dies", range=(1, None)
+    )
+    max_running_jobs: int = setting(
+        3,
+        "jobs the scheduler runs at once; each site's crawl is one (see "
+        "[capacity](deployment.md#capacity))",
+        range=(1, None),
+    )
+    sites: tuple = setting(
+        (),
+        "the crawls: `[[sites]]` tables of `name`, `spider`, `cron`, `arguments`, `settings`, "
+        "`timeout_s` (1800); a JSON list in the environment",
+        default_text="none",
+    )
 
     # Input of ``tracker check`` and ``ingest``: a larger file, page or text is refused.
-    max_input_mb: int = _within(32, 1)
+    max_input_mb: int = setting(
+        32, "a larger text, file, page or `.jsonl` line is refused (`--max-mb`)", range=(1, None)
+    )
     # A warm checker answers later checks for this long after the last (0: none; see
     # tracker.cli._warm).
-    check_warm_s: int = _within(600, 0)
+    check_warm_s: int = setting(
+        600,
+        "a warm checker answers later checks for this long after the last (0: off)",
+        range=(0, None),
+    )
 
     # The web console (``tracker serve``, see tracker.console).
-    console_allow_private_urls: bool = False  # let checks fetch loopback/private addresses
-    console_max_body_kb: int = _within(1024, 1)  # a larger request body is refused (413)
-    console_cache_s: int = _within(60, 0)  # a day's figures are read again after this long
-    console_session_hours: int = _within(12, 1)  # a login lasts this long
+    console_allow_private_urls: bool = setting(
+        False,
+        "console checks fetch only public addresses (true: also loopback, private, link-local…)",
+    )
+    console_max_body_kb: int = setting(
+        1024, "a larger request body to the console is refused (413)", range=(1, None)
+    )
+    console_cache_s: int = setting(
+        60,
+        "the console builds a day's figures again after this long (0: at every request)",
+        range=(0, None),
+    )
+    console_session_hours: int = setting(12, "a console login lasts this long", range=(1, None))
     # Sign-in throttling (tracker.console.throttle): an account is locked after this many
     # failed sign-ins, a client address after that many (0: no limit), first for
     # console_login_lock_s seconds, then twice as long at each further failure, up to an hour.
-    console_login_failures: int = _within(5, 0)
-    console_login_address_failures: int = _within(50, 0)
-    console_login_lock_s: int = _within(60, 1)
+    console_login_failures: int = setting(
+        5,
+        "failed sign-ins of an account before it is locked (0: no limit; see [password "
+        "guessing](console.md#password-guessing))",
+        range=(0, None),
+    )
+    console_login_address_failures: int = setting(
+        50,
+        "failed sign-ins from one client address before it is locked (0: no limit)",
+        range=(0, None),
+    )
+    console_login_lock_s: int = setting(
+        60,
+        "the first lock, in seconds; each further failure doubles it, up to an hour",
+        range=(1, None),
+    )
 
     # The crawl (``scrapy crawl``): the Scrapy settings TRACKER_<NAME>, see CRAWL_SETTINGS and
     # tracker.crawling.settings. The pipelines' MongoDB and Redis work runs in worker threads,
     # in batches of up to batch_size pages, or what arrived within batch_delay seconds while
     # the worker was busy (pipelines/__init__.py).
-    batch_size: int = _within(16, 1)
-    batch_delay: float = _within(0.02, 0.0)
+    batch_size: int = setting(
+        16,
+        "crawl: a pipeline stage's MongoDB and Redis work goes in batches of up to this many "
+        "pages…",
+        range=(1, None),
+    )
+    batch_delay: float = setting(
+        0.02,
+        "…or of what came within this many seconds while its worker was busy",
+        range=(0.0, None),
+    )
     # Pages are extracted in this many worker processes (0: in a thread of the crawl
     # process), up to extract_batch pages a call (tracker.crawling.process_pool).
-    extract_processes: int = _within(1, 0)
-    extract_batch: int = _within(16, 1)
-    boilerplate_min_pages: int = _within(5, 2)  # a short line on this many pages: boilerplate
-    min_text_chars: int = _within(80, 0)  # shorter pages are navigation, not text
+    extract_processes: int = setting(
+        1,
+        "crawl: pages are extracted in this many worker processes (0: in a thread of the crawl "
+        "process)",
+        range=(0, None),
+    )
+    extract_batch: int = setting(
+        16, "crawl: pages sent to an extraction worker per call", range=(1, None)
+    )
+    boilerplate_min_pages: int = setting(
+        5,
+        "crawl: a short line on this many of a site's pages is its boilerplate (at least 2)",
+        range=(2, None),
+    )
+    min_text_chars: int = setting(
+        80, "crawl: a page with less text (normalised) is navigation, not text", range=(0, None)
+    )
     # Reading pages as a reader sees them: at most max_parts pages of one chapter or thread are
     # joined (1: none; spiders.base.TrackerSpider.read_parts), and resources_cached stylesheets
     # and web fonts are kept for the crawl (tracker.crawling.resources).
-    max_parts: int = _within(50, 1)
-    resources_cached: int = _within(512, 1)
-    distributed: bool = False  # one request queue in Redis (tracker.crawling.distributed)
-    httpcache: bool = False  # Scrapy's HTTPCACHE_ENABLED, for development
+    max_parts: int = setting(
+        50,
+        "crawl: pages of one chapter or thread read and joined at most (1: none); per site "
+        "`limits.max_parts` in its file",
+        range=(1, None),
+    )
+    resources_cached: int = setting(
+        512,
+        "crawl: same-site stylesheets and web fonts kept for the crawl (least recently used "
+        "dropped)",
+        range=(1, None),
+    )
+    distributed: bool = setting(
+        False,
+        "crawl: share one request queue in Redis with every worker of the crawl (see [distributed "
+        "crawling](crawling.md#distributed-crawling))",
+    )
+    httpcache: bool = setting(
+        False, "crawl: Scrapy's HTTP cache (`HTTPCACHE_ENABLED`), for development"
+    )
     # Proxies (tracker.crawling.middlewares.proxy): URLs, and/or a file of them.
-    proxies: tuple[str, ...] = ()
-    proxy_file: str = ""
-    proxy_max_failures: int = _within(3, 1)
-    proxy_ban_seconds: float = _within(300.0, 0.0)
+    proxies: tuple[str, ...] = setting(
+        (), "crawl: proxy URLs, used round robin", default_text="none"
+    )
+    proxy_file: str = setting("", "crawl: a file of proxy URLs, one a line", default_text="none")
+    proxy_max_failures: int = setting(
+        3, "crawl: a proxy failing this many times in a row rests…", range=(1, None)
+    )
+    proxy_ban_seconds: float = setting(300.0, "…for this long", range=(0.0, None))
     # What the crawl sends (tracker.crawling.profiles): "auto", a current desktop browser's
     # profile per site; a profile's name; "tracker" (the tracker's own User-Agent); or a literal
     # User-Agent. Per site: user_agent: in its file.
-    browser_profile: str = "auto"
+    browser_profile: str = setting(
+        "auto",
+        "crawl: what the crawl sends: `auto` (a current desktop browser's User-Agent and headers, "
+        "one profile per site), a profile's name, `tracker` (the tracker's own User-Agent) or a "
+        "literal User-Agent; per site `user_agent:` in its file",
+    )
     # Script-rendered pages (tracker.crawling.rendering): auto (when a page's body is missing
     # and it has scripts; learned per site for render_learn_days), always or never; the
     # browser's executable ("" = chromium, chromium-browser or google-chrome on the PATH);
     # pages open at once; pages per browser context; seconds a page may keep loading.
-    render: str = "auto"
-    browser_path: str = ""
-    render_pages: int = _within(2, 1)
-    render_context_pages: int = _within(100, 1)
-    render_wait: float = _within(5.0, 0.5)
-    render_learn_days: int = _within(30, 1)
+    render: str = setting(
+        "auto",
+        "crawl: read pages in a headless browser `auto` (when a page's body is missing and it has "
+        "scripts; learned per site), `always` or `never`; per site `render:` in its file",
+    )
+    browser_path: str = setting(
+        "",
+        "crawl: the headless browser's executable; none: the first of `chromium`, "
+        "`chromium-browser`, `google-chrome` on the PATH (never downloaded)",
+        default_text="none",
+    )
+    render_pages: int = setting(2, "crawl: pages open in the browser at once", range=(1, None))
+    render_context_pages: int = setting(
+        100, "crawl: pages read in one browser context before it is replaced", range=(1, None)
+    )
+    render_wait: float = setting(
+        5.0, "crawl: seconds a rendered page may keep loading", range=(0.5, None)
+    )
+    render_learn_days: int = setting(
+        30, "crawl: a site learned to need rendering is remembered this many days", range=(1, None)
+    )
     # 429/503 (tracker.crawling.middlewares.bans): that site waits its Retry-After, else
     # ban_backoff_base · 2^(n-1) up to ban_backoff_max seconds, for ban_retries tries; a page
     # asked to wait longer than ban_max_wait is left unread for this crawl.
-    ban_retries: int = _within(6, 0)
-    ban_backoff_base: float = _within(1.0, 0.0)
-    ban_backoff_max: float = _within(60.0, 0.0)
-    ban_max_wait: float = _within(600.0, 0.0)
+    ban_retries: int = setting(
+        6,
+        "crawl: a page answered 429 or 503 is asked again this many times, its site waiting its "
+        "`Retry-After`…",
+        range=(0, None),
+    )
+    ban_backoff_base: float = setting(
+        1.0, "…or, without one, this many seconds, doubled at each try…", range=(0.0, None)
+    )
+    ban_backoff_max: float = setting(60.0, "…up to this many", range=(0.0, None))
+    ban_max_wait: float = setting(
+        600.0, "crawl: a page asked to wait longer is left unread for this crawl", range=(0.0, None)
+    )
     # Crawler traps (tracker.crawling.middlewares.traps).
-    trap_max_date_pages: int = _within(30, 1)
-    trap_max_segment_repeats: int = _within(2, 1)
-    trap_max_url_length: int = _within(1000, 1)
-    trap_session_params: tuple[str, ...] = ()
+    trap_max_date_pages: int = setting(
+        30, "crawl: calendar and archive URLs of one shape followed at most", range=(1, None)
+    )
+    trap_max_segment_repeats: int = setting(
+        2, "crawl: a URL repeating one path segment more often is a loop, dropped", range=(1, None)
+    )
+    trap_max_url_length: int = setting(1000, "crawl: longer URLs are dropped", range=(1, None))
+    trap_session_params: tuple[str, ...] = setting(
+        (),
+        "crawl: query parameters stripped as session ids, beside the usual ones",
+        default_text="none",
+    )
 
     # Enforcement (see tracker.enforcement): evidence captured by the crawl, time-stamped bundles,
     # notices sent by mail, takedown tracking, alerts of new copies.
-    evidence_dir: str = ""  # daily WARC files of matched pages; "" = <data_dir>/evidence
-    evidence_screenshots: bool = False  # a PNG of each matched page, rendered offline
-    evidence_screenshot_max: int = _within(200, 0)  # screenshots a crawl process takes at most
-    tsa_url: str = ""  # an RFC 3161 time-stamping authority; "" = bundles without a token
-    tsa_timeout_s: float = _within(30.0, 0.1)
-    tsa_ca_file: str = ""  # the TSA's CA (PEM): tokens verified up to it when stamped
-    smtp_url: str = ""  # smtp://user:pass@host:port (STARTTLS when offered) or smtps://…
-    smtp_from: str = ""  # the notices' From address
-    notice_sender: str = ""  # who the notice is from (name, address); "" = smtp_from
-    notice_repeat_days: int = _within(14, 0)  # a URL is not noticed again within this many days
-    takedown_cron: str = "0 5 * * *"  # the daily takedown check, in schedule_timezone
-    takedown_delay_s: float = _within(1.0, 0.0)  # pause between two re-fetches of one site
+    evidence_dir: str = setting(
+        "",
+        "the daily WARC files and screenshots of matched pages (shared storage for a crawl fleet "
+        "on several hosts)",
+        default_text="`<data_dir>/evidence`",
+    )
+    evidence_screenshots: bool = setting(
+        False,
+        "a PNG of each matched page (Chromium, the captured HTML rendered offline, scripts off)…",
+    )
+    evidence_screenshot_max: int = setting(
+        200, "…at most this many a crawl process", range=(0, None)
+    )
+    tsa_url: str = setting(
+        "",
+        "an RFC 3161 time-stamping authority (`https://user:pass@…` for HTTP Basic); none: bundles"
+        " have no token",
+        default_text="none",
+    )
+    tsa_timeout_s: float = setting(30.0, "seconds the TSA is given", range=(0.1, None))
+    tsa_ca_file: str = setting(
+        "", "the TSA's CA (PEM): every token is verified up to it when stamped", default_text="none"
+    )
+    smtp_url: str = setting(
+        "",
+        "`smtp://user:pass@host:port` (STARTTLS when offered) or `smtps://…`: the server notices "
+        "are sent through",
+        default_text="none",
+    )
+    smtp_from: str = setting("", "the notices' From address", default_text="none")
+    notice_sender: str = setting(
+        "",
+        "who the notice is from and signed by (name, address); none: `smtp_from`",
+        default_text="none",
+    )
+    notice_repeat_days: int = setting(
+        14, "a URL is not noticed again within this many days (`--resend`)", range=(0, None)
+    )
+    takedown_cron: str = setting("0 5 * * *", "the daily takedown check, in `schedule_timezone`")
+    takedown_delay_s: float = setting(
+        1.0, "seconds between two re-fetches of one site", range=(0.0, None)
+    )
     # A site removing less than this share of its noticed URLs this long after its first
     # notice is non-compliant.
-    noncompliant_below: float = _within(0.5, 0.0, 1.0)
-    noncompliant_after_days: int = _within(14, 0)
-    alert_webhook: str = ""  # new copies are POSTed here as JSON
-    alert_interval_s: float = _within(30.0, 0.1)  # a crawl sends new copies this often, and at end
+    noncompliant_below: float = setting(
+        0.5, "a site removing less than this share of its noticed URLs…", range=(0.0, 1.0)
+    )
+    noncompliant_after_days: int = setting(
+        14, "…this many days after its first notice is flagged non-compliant", range=(0, None)
+    )
+    alert_webhook: str = setting("", "new copies POSTed here as JSON…", default_text="none")
+    alert_interval_s: float = setting(
+        30.0, "…this often during a crawl, and at its end", range=(0.1, None)
+    )
 
     # Discovery (tracker.discovery): the pirate sites nobody named, found through a search engine
     # (SearXNG's JSON API at search_url), within a daily query budget, each query not run again
     # (each result URL not fetched again) within discover_requery_days; the sites found are
     # crawled from the page found, discover_max_pages a site, and the watched ones again after
     # each daily run (discover_cron). licensed_sites (hosts or host:port) are never checked.
-    search_url: str = ""
-    search_timeout_s: float = _within(20.0, 0.5)
-    search_retries: int = _within(3, 0)  # a query answered 429 or 5xx is asked again, backing off
-    licensed_sites: tuple[str, ...] = ()
-    discover_cron: str = "0 1 * * *"
-    discover_queries_per_day: int = _within(100, 1)
-    discover_queries_per_work: int = _within(10, 1)
-    discover_requery_days: int = _within(7, 0)
-    discover_max_pages: int = _within(500, 1)
-    discover_priority: tuple[str, ...] = ()  # works searched first, in this order
+    search_url: str = setting(
+        "",
+        "discovery: a SearXNG instance (its JSON API, `/search?q=…&format=json`); none: `tracker "
+        "discover` has no engine to ask",
+        default_text="none",
+    )
+    search_timeout_s: float = setting(
+        20.0, "discovery: seconds the engine is given per query", range=(0.5, None)
+    )
+    search_retries: int = setting(
+        3,
+        "discovery: a query answered 429 or 503 is asked again this many times, after "
+        "`Retry-After` or 2, 4, 8… s",
+        range=(0, None),
+    )
+    licensed_sites: tuple[str, ...] = setting(
+        (),
+        "discovery: the rights holder's own and licensed sites (hosts, with their subdomains, or "
+        "`host:port`), never checked; also `licensed: true` in a site file",
+        default_text="none",
+    )
+    discover_cron: str = setting(
+        "0 1 * * *",
+        "the daily discovery run, then the crawl of the watched sites, in `schedule_timezone`",
+    )
+    discover_queries_per_day: int = setting(
+        100, "discovery: queries sent to the engine a UTC day, at most", range=(1, None)
+    )
+    discover_queries_per_work: int = setting(
+        10, "discovery: queries a work gets a run, at most", range=(1, None)
+    )
+    discover_requery_days: int = setting(
+        7,
+        "discovery: a query is not sent again, a result URL not fetched again, within this many "
+        "days",
+        range=(0, None),
+    )
+    discover_max_pages: int = setting(
+        500,
+        "discovery: pages of a site crawled a run from the page found (and of a watched site)",
+        range=(1, None),
+    )
+    discover_priority: tuple[str, ...] = setting(
+        (),
+        "discovery: works searched first, in this order; then new works, then the least recently "
+        "searched",
+        default_text="none",
+    )
 
     @classmethod
     def load(cls, path: str | os.PathLike | None = None, **overrides: Any) -> Settings:
@@ -347,10 +621,10 @@ def checked(name: str, raw: Any) -> Any:
     return _convert(next(f for f in fields(Settings) if f.name == name), raw)
 
 
-def _convert(setting: Field, raw: Any) -> Any:
+def _convert(spec: Field, raw: Any) -> Any:
     """``raw`` (a TOML value, or an environment variable's text) as the setting's type, in its
     range."""
-    kind, name = str(setting.type), setting.name
+    kind, name = str(spec.type), spec.name
     try:
         if name == "data_dir":
             return Path(raw).expanduser()
@@ -369,7 +643,7 @@ def _convert(setting: Field, raw: Any) -> Any:
     except (TypeError, ValueError):
         what = {"tuple[str, ...]": "list of strings", "tuple": "list of tables"}.get(kind, kind)
         raise ConfigError(f"setting {_named(name)}={raw!r} is not a valid {what}") from None
-    low, high = setting.metadata.get("range", (None, None))
+    low, high = spec.metadata.get("range", (None, None))
     if (low is not None and value < low) or (high is not None and value > high):
         span = f"from {low:g} to {high:g}" if high is not None else f"at least {low:g}"
         raise ConfigError(f"setting {_named(name)}={raw!r} is out of range: it must be {span}")

@@ -13,30 +13,37 @@ import json
 
 from tracker.config import Settings
 
+#: The scheduler's jobs, as ``run-job --help`` and ``schedule --help`` list them.
+JOBS = {
+    "pull": "ingest the drop folder's new files (drop_dir) and the MongoDB source's new "
+    "documents (master_source_collection); every pull_cron, and at once on the first start",
+    "rematch": "match the stored pages against the masters added since they were matched "
+    "(tracker rematch); after every pull that changed the library and every degraded crawl",
+    "report": "store and write the reports of the last ended UTC day (and of up to 7 missed "
+    "days) to <data_dir>/reports/; daily at report_time",
+    "takedown": "re-fetch every noticed URL and record whether it was taken down, then send "
+    "again what is pending (notices, time-stamps, alerts); at takedown_cron",
+    "discover": "search for the library's works, check the results, crawl the sites carrying "
+    "copies, then the watched sites; at discover_cron, only when search_url is set",
+    "crawl:SITE": "crawl the site SITE of the sites setting ([[sites]]); at the site's cron",
+}
 
-def register(commands: argparse._SubParsersAction) -> None:
+
+def jobs_help() -> str:
+    """The jobs, one a line, for a command's --help (its epilog)."""
     from tracker.cli import actions_help
 
+    return actions_help(JOBS).replace("actions:", "jobs:", 1)
+
+
+def register(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
         "run-job",
         help="run one scheduler job now: pull, rematch, report, takedown, discover or crawl:SITE",
         description="Run one of the scheduler's jobs now, recorded in the job ledger like a "
         "scheduled run and never alongside the same job; prints the run's record as JSON. Exit "
         "status: 0 ok, 1 the job failed or was skipped (running already), 2 error.",
-        epilog=actions_help(
-            {
-                "pull": "ingest the drop folder's new files and the MongoDB source's new documents",
-                "rematch": "match the stored pages against the masters added since they were "
-                "matched (tracker rematch)",
-                "report": "store and write the reports of the last ended UTC day (and of up to "
-                "7 missed days) to <data_dir>/reports/",
-                "takedown": "re-fetch every noticed URL and record whether it was taken down, "
-                "then send again what is pending (notices, time-stamps, alerts)",
-                "discover": "search for the library's works (with search_url set), check the "
-                "results, crawl the sites carrying copies, then the watched sites",
-                "crawl:SITE": "crawl the site SITE of the settings' [[sites]]",
-            }
-        ).replace("actions:", "jobs:"),
+        epilog=jobs_help(),
     )
     parser.add_argument("name", metavar="NAME", help="the job (see `tracker schedule --list`)")
     parser.set_defaults(func=run)

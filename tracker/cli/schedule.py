@@ -27,13 +27,20 @@ log = logging.getLogger("tracker.scheduler")
 
 
 def register(commands: argparse._SubParsersAction) -> None:
+    from tracker.cli.run_job import jobs_help
+
     parser = commands.add_parser(
         "schedule",
-        help="run the scheduler: pull new master work, crawl the sites, write the daily report",
+        help="run the scheduler: pull, rematch, crawl, report, takedown and discover jobs",
         description="Run the daily work until Ctrl-C or SIGTERM (no new runs, running jobs "
-        "finish; a second signal stops at once): pull new masters, rematch, crawl each site on "
-        "its cron, write the daily report. One scheduler acts at a time (a Redis lock); "
-        "another waits. --list shows the jobs with their next and last runs instead.",
+        "finish; a second signal stops at once): the jobs below, each on its own schedule. One "
+        "scheduler acts at a time (a Redis lock, expiring scheduler_lock_s after its holder "
+        "dies); another waits. Run times live in MongoDB: a run missed while no scheduler was "
+        "up is run once at start, one later than misfire_grace_s is skipped and recorded as "
+        "missed; at most max_running_jobs run at once (schedule_timezone: the times' zone). "
+        "--list shows the jobs with their next and last runs instead. Exit status: 0 stopped "
+        "or listed, 2 error (a setting, a server).",
+        epilog=jobs_help(),
     )
     parser.add_argument(
         "--list", action="store_true", help="show the jobs with their next and last runs, and exit"

@@ -230,6 +230,18 @@ def job_plan(settings: Settings) -> list[JobSpec]:
     return plan
 
 
+def _why_not(name: str) -> str:
+    """Why a job every tracker has, or may have, is not in this one's plan."""
+    if name == "discover":
+        return (
+            " (the discover job runs only when search_url (TRACKER_SEARCH_URL) names a "
+            "SearXNG instance, and it is not set)"
+        )
+    if name.startswith("crawl:"):
+        return f" (no site named {name[6:]!r} in the sites setting: [[sites]] name = …)"
+    return ""
+
+
 class JobFailed(RuntimeError):
     """A job ran but failed; ``result`` keeps what it did."""
 
@@ -267,7 +279,7 @@ class JobContext:
             return self.plan[name]
         except KeyError:
             raise UnknownJob(
-                f"no job named {name!r}; the jobs are: {', '.join(self.plan)}"
+                f"no job named {name!r}{_why_not(name)}; the jobs are: {', '.join(self.plan)}"
             ) from None
 
     def job_lock(self, name: str) -> HeldLock:
