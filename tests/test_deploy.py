@@ -142,7 +142,8 @@ def test_compose_runs_every_role_on_mongodb_and_redis(compose):
 def test_compose_runs_searxng_with_the_json_format_for_discovery(compose):
     services = compose["services"]
     searxng = services["searxng"]
-    assert searxng["image"].startswith("searxng/searxng")
+    assert searxng["image"].startswith("searxng/searxng:")
+    assert not searxng["image"].endswith(":latest"), "pin SearXNG: a new one is taken on purpose"
     assert searxng["environment"]["SEARXNG_SECRET"] == PASSWORDS["SEARXNG_SECRET"]
     [mount] = searxng["volumes"]
     source, target = mount.split(":")[:2]
