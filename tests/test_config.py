@@ -1,6 +1,6 @@
-"""The one settings model: the configuration page's table is made from it, every TRACKER_X variable is
-setting x, values are checked by name, and the crawl's Scrapy settings take their defaults from
-the model (environment and file) while -s still overrides them."""
+"""The one settings model: the configuration page's table is made from it, every TRACKER_X
+variable is setting x, values are checked by name, and the crawl's Scrapy settings take their
+defaults from the model (environment and file) while -s still overrides them."""
 
 from __future__ import annotations
 

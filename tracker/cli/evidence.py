@@ -26,13 +26,26 @@ def register(commands: argparse._SubParsersAction) -> None:
         "a manifest, an RFC 3161 time-stamp token.",
     )
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
-    export = actions.add_parser("export", help="write a page's evidence bundle to a folder")
+    export = actions.add_parser(
+        "export",
+        help="write a page's evidence bundle to a folder",
+        description="Write a page's evidence bundle (manifest.json, its WARC records, a "
+        "screenshot if taken, an RFC 3161 token from tsa_url) to a folder. Exit status: 0 the "
+        "bundle is complete, 1 written without its time-stamp (no tsa_url, or the TSA failed: "
+        "the stamp is pending), 2 no capture of the URL, its records missing or damaged, error.",
+    )
     export.add_argument("url", metavar="URL", help="the page, as the crawl stored it")
     export.add_argument("--out", required=True, metavar="DIR", help="the bundle's folder")
     export.add_argument("--capture", metavar="ID", help="this capture (default: the newest)")
     export.set_defaults(func=run_export)
 
-    verify = actions.add_parser("verify", help="check a bundle: hashes, WARC records, token")
+    verify = actions.add_parser(
+        "verify",
+        help="check a bundle: hashes, WARC records, token",
+        description="Recompute every hash of a bundle, read its WARC records and compare them "
+        "with the manifest, verify the token over the manifest. Exit status: 0 intact, 1 "
+        "something differs (listed) or no token, 2 not a bundle.",
+    )
     verify.add_argument("folder", metavar="DIR")
     verify.add_argument(
         "--ca-file", metavar="CA", help="the TSA's CA certificate(s), PEM: the token's signer "
@@ -41,7 +54,11 @@ def register(commands: argparse._SubParsersAction) -> None:
     verify.set_defaults(func=run_verify)
 
     stamp = actions.add_parser(
-        "stamp", help="time-stamp captures now: the pending ones, or a page's newest"
+        "stamp",
+        help="time-stamp captures now: the pending ones, or a page's newest",
+        description="Ask tsa_url (within tsa_timeout_s; verified up to tsa_ca_file when set) for "
+        "the time-stamps still pending, or for a page's newest capture. Exit status: 0 every "
+        "stamp obtained, 1 some still pending, 2 no tsa_url, error.",
     )
     stamp.add_argument("url", nargs="?", metavar="URL")
     stamp.add_argument(

@@ -1,4 +1,4 @@
-"""The console's JSON API (drawn at ``/docs``; see the README's Console section).
+"""The console's JSON API (drawn at ``/docs``; see docs/console.md).
 
 Every route takes HTTP Basic or the session cookie; without either it answers 401. Lists are
 paged (``page``, ``per_page``); a day's figures come from the day's report

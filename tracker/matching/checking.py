@@ -3,8 +3,9 @@
 
 A :class:`CheckingService` reads an input (a file, standard input, an http(s) URL, a pasted
 text; an RSS/Atom feed is a list of texts: :mod:`tracker.reading.readers`), checks its texts
-with the library's detector, and gives an :class:`Answer`, whose JSON is the public shape the
-README documents: ``{"matches": [...]}``, or for a feed ``{"items": [{"id", "matches"}]}``.
+with the library's detector, and gives an :class:`Answer`, whose JSON is the public shape
+docs/checking.md documents: ``{"matches": [...]}``, or for a feed
+``{"items": [{"id", "matches"}]}``.
 
 Reading comes first and needs no server: a bad input is refused before the servers are reached
 (:func:`tracker.servers.connect.connect`, on the first check). The detector is made then, and

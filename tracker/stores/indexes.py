@@ -12,7 +12,7 @@ on ``masters.n`` was plain keeps its unique one; before ``masters`` is sharded i
 plain one, since MongoDB enforces uniqueness across shards only for indexes prefixed by the
 shard key; the counter hands out each ``n`` once).
 
-The hot query each index serves is named beside it; the README's "MongoDB at scale" lists
+The hot query each index serves is named beside it; docs/deployment.md ("MongoDB at scale") lists
 them with the shard keys, and ``tests/test_scheduler.py::test_hot_queries_use_indexes``
 explains them. Collections not listed (``counters``, ``clusters``, ``reports``,
 ``rematch_mark``, ``master_sources``, ``scheduler_jobs``, ``users``, ``render_sites``,
