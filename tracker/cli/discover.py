@@ -16,6 +16,19 @@ from datetime import UTC, datetime
 
 from tracker.config import Settings
 
+#: The settings a run reads, for its --help.
+SETTINGS_HELP = """settings:
+  search_url                 the SearXNG instance asked (its JSON API); unset: no discovery
+  search_timeout_s           seconds the engine is given per query
+  search_retries             a query answered 429 or 503 is asked again this many times
+  licensed_sites             hosts never checked (also licensed: true in a site file)
+  discover_queries_per_day   queries sent a UTC day, at most
+  discover_queries_per_work  queries a work gets a run, at most
+  discover_priority          works searched first; then new works, then the least recent
+  discover_requery_days      days before a query is sent, a result URL fetched, again
+  discover_max_pages         pages of a site crawled from the page found (and of a watched one)
+  discover_cron              when the scheduler's discover job runs (tracker schedule)"""
+
 
 def register(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
@@ -26,7 +39,8 @@ def register(commands: argparse._SubParsersAction) -> None:
         "result page but those of licensed sites and those checked recently, and crawl the "
         "sites carrying copies from the page found. New sites are registered as candidates. "
         "Exit status: 0 done, 1 some queries failed (run again next time) or the crawl did "
-        "not finish cleanly, 2 error.",
+        "not finish cleanly, 2 error (no search_url included).",
+        epilog=SETTINGS_HELP,
     )
     parser.add_argument(
         "--work", action="append", metavar="NAME", help="only this work (repeatable)"

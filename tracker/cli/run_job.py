@@ -16,7 +16,9 @@ from tracker.config import Settings
 #: The scheduler's jobs, as ``run-job --help`` and ``schedule --help`` list them.
 JOBS = {
     "pull": "ingest the drop folder's new files (drop_dir) and the MongoDB source's new "
-    "documents (master_source_collection); every pull_cron, and at once on the first start",
+    "documents (master_source_collection on master_source_url and master_source_db, in order "
+    "of master_source_cursor, pull_batch_size at a time); every pull_cron, and at once on the "
+    "first start",
     "rematch": "match the stored pages against the masters added since they were matched "
     "(tracker rematch); after every pull that changed the library and every degraded crawl",
     "report": "store and write the reports of the last ended UTC day (and of up to 7 missed "
@@ -24,7 +26,8 @@ JOBS = {
     "takedown": "re-fetch every noticed URL and record whether it was taken down, then send "
     "again what is pending (notices, time-stamps, alerts); at takedown_cron",
     "discover": "search for the library's works, check the results, crawl the sites carrying "
-    "copies, then the watched sites; at discover_cron, only when search_url is set",
+    "copies, then the watched sites (discover_max_pages each); at discover_cron, only when "
+    "search_url is set",
     "crawl:SITE": "crawl the site SITE of the sites setting ([[sites]]); at the site's cron",
 }
 
