@@ -82,6 +82,7 @@ def photograph(base: str, chromium: Path, out: Path) -> list[Path]:
     pages = api(base, "/api/pages?per_page=500")["pages"]
     if not pages:
         sys.exit("the demo left no infringing page to show")
+
     # The evidence page with the most copied passages (the pirate's inserted lines cut the
     # copy into passages): the passages side by side, the inserted lines struck through.
     def passages(url: str) -> int:

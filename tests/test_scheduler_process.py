@@ -221,8 +221,14 @@ def test_run_job_names_the_jobs_when_asked_for_an_unknown_one(
     monkeypatch.delenv("TRACKER_SITES", raising=False)
     monkeypatch.delenv("TRACKER_CONFIG", raising=False)
     monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("TRACKER_SEARCH_URL", raising=False)
     assert main(["run-job", "crawl:nowhere"]) == 2
     assert capsys.readouterr().err.strip() == (
-        "tracker: error: no job named 'crawl:nowhere'; "
-        "the jobs are: pull, rematch, report, takedown"
+        "tracker: error: no job named 'crawl:nowhere' (no site named 'nowhere' in the sites "
+        "setting: [[sites]] name = …); the jobs are: pull, rematch, report, takedown"
     )
+    # A job every tracker may have says why this one has not: discover needs search_url.
+    assert main(["run-job", "discover"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("tracker: error: no job named 'discover' (the discover job runs only")
+    assert "search_url (TRACKER_SEARCH_URL)" in err and "it is not set" in err
