@@ -20,6 +20,11 @@ from tracker.stores.takedowns import TakedownStore
 pytestmark = pytest.mark.integration
 
 SITE = "127.0.0.1"
+HOLDER = {
+    "TRACKER_RIGHTS_HOLDER_NAME": "北京某某文化传媒有限公司",
+    "TRACKER_RIGHTS_HOLDER_CONTACT": "法务部 010-12345678 legal@rights.test",
+    "TRACKER_RIGHTS_HOLDER_ADDRESS": "北京市朝阳区某某路 1 号",
+}
 URLS = [f"http://{SITE}:8/book/{k}.html" for k in (1, 2, 3)]
 
 
@@ -57,11 +62,18 @@ def mail_env(cli_env, smtp, monkeypatch, tmp_path):
     monkeypatch.setenv("TRACKER_SMTP_URL", smtp.url)
     monkeypatch.setenv("TRACKER_SMTP_FROM", "legal@rights.test")
     monkeypatch.setenv("TRACKER_NOTICE_SENDER", "Rights Holder Ltd, legal@rights.test")
+    for name, value in HOLDER.items():
+        monkeypatch.setenv(name, value)
     smtp.messages.clear()
     yield smtp
     if smtp.mode in ("down", "garbage"):
         smtp.come_back()
     smtp.mode = "ok"
+
+
+def text_of(message) -> str:
+    """The decoded text of a notice mail (its first text/plain part)."""
+    return message.get_body(("plain",)).get_content()
 
 
 def test_send_records_and_does_not_repeat(mail_env, infringing, runtime, capsys):
@@ -70,10 +82,11 @@ def test_send_records_and_does_not_repeat(mail_env, infringing, runtime, capsys)
     (message,) = smtp.messages
     assert message["To"] == "abuse@pirate.test" and message["From"] == "legal@rights.test"
     assert smtp.logins  # logged in, after STARTTLS
-    body = message.get_payload(decode=True).decode("utf-8")
+    body = text_of(message)
     for url in URLS:
         assert url in body
-    assert "old.html" not in body and "DRAFT" not in body and "[rights holder" not in body
+    assert "old.html" not in body and "草稿" not in body and "[" not in body
+    assert "侵权通知书" in body and all(value in body for value in HOLDER.values())
     assert "Rights Holder Ltd" in body and "第1章 被复制的段落" in body
     (record,) = NoticeStore(runtime.db).of_site(SITE)
     assert record["state"] == "sent" and record["message_id"] == message["Message-ID"]
@@ -143,12 +156,9 @@ def test_a_sent_notice_quotes_the_drafts_passage_without_the_inserted_ad(
     PageStore(runtime.db).save(PageRecord(url=url, text=passage, matched=["书/0009"]))
     assert main(["notices", "send", "--site", SITE]) == 0
     (message,) = mail_env.messages
-    body = message.get_payload(decode=True).decode("utf-8")
-    quoted = f"Evidence, as found on the page: > {before} {INSERTED} {after}"
+    body = text_of(message)
+    quoted = f"复制内容（最长一段）：「{before} {INSERTED} {after}」"
     assert quoted in body and "biquge" not in body and "笔趣阁" not in body
-    assert f"{INSERTED} in a passage: a line the site inserted (an ad), left out." in body
+    assert f"段落中的“{INSERTED}”：侵权网站插入的广告等内容，已略去。" in body
     draft = to_notices(build_report(runtime.db, datetime.now(UTC).date()))[SITE]
-    assert quoted in draft and "biquge" not in draft
-    # The other pages' passages are quoted as the drafts quote them too.
-    for line in (ln for ln in draft.splitlines() if ln.lstrip().startswith("Evidence")):
-        assert line in body
+    assert f"{before} {INSERTED} {after}" in draft and "biquge" not in draft

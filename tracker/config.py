@@ -176,6 +176,12 @@ class Settings:
     smtp_from: str = ""  # the notices' From address
     notice_sender: str = ""  # who the notice is from (name, address); "" = smtp_from
     notice_repeat_days: int = _within(14, 0)  # a URL is not noticed again within this many days
+    # The rights holder a notice names (《信息网络传播权保护条例》 Art. 14): required to send one.
+    rights_holder_name: str = ""
+    rights_holder_contact: str = ""  # phone, e-mail
+    rights_holder_address: str = ""
+    notice_language: str = "zh"  # zh: 侵权通知书; en: a DMCA-style notice (a site file may say)
+    display_timezone: str = "Asia/Shanghai"  # times in notices, the HTML report, the console
     takedown_cron: str = "0 5 * * *"  # the daily takedown check, in schedule_timezone
     takedown_delay_s: float = _within(1.0, 0.0)  # pause between two re-fetches of one site
     # A site removing less than this share of its noticed URLs this long after its first
@@ -460,7 +466,22 @@ _CHECKS = {
     "mongo_write_concern": lambda value: str(parse_write_concern(value)),
     "mongo_read_preference": parse_read_preference,
     "licensed_sites": lambda values: tuple(parse_site(value) for value in values),
+    "notice_language": lambda value: _one_of(value, NOTICE_LANGUAGES),
+    "display_timezone": lambda value: parse_timezone(value),
 }
+NOTICE_LANGUAGES = ("zh", "en")
+
+
+def parse_timezone(value: str) -> str:
+    """An IANA time zone name (``Asia/Shanghai``, ``UTC``), as the tz database knows it."""
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    name = str(value).strip()
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(f"{value!r} is not a time zone name (e.g. Asia/Shanghai, UTC)") from None
+    return name
 
 
 def parse_site(value: str) -> str:

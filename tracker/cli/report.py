@@ -57,6 +57,18 @@ def register(commands: argparse._SubParsersAction) -> None:
         "(default: json and csv to standard output, html and notices to the data directory's "
         "reports folder)",
     )
+    parser.add_argument(
+        "--no-bom",
+        action="store_true",
+        help="csv: no UTF-8 byte-order mark at the start (by default one is written, so that "
+        "Excel reads the Chinese text as UTF-8)",
+    )
+    parser.add_argument(
+        "--resend",
+        action="store_true",
+        help="notices: include the URLs noticed within notice_repeat_days, as `notices send "
+        "--resend` would",
+    )
     parser.set_defaults(func=run)
 
 
@@ -78,7 +90,11 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     from tracker.reports.build import build_report
     from tracker.servers.connect import connect
 
-    renderers = {"json": to_json, "csv": to_csv, "html": to_html}
+    renderers = {
+        "json": to_json,
+        "csv": lambda report: to_csv(report, bom=not args.no_bom),
+        "html": lambda report: to_html(report, settings.display_timezone),
+    }
     day = args.date or datetime.now(UTC).date()
     runtime = connect(settings, redis=False)
     try:

@@ -167,9 +167,10 @@ def api_report(
     elif fmt == "json":
         body, media = to_json(report), "application/json"
     elif fmt == "csv":
-        body, media = to_csv(report), "text/csv; charset=utf-8"
+        body, media = to_csv(report, bom=True), "text/csv; charset=utf-8"
     else:
-        body, media = to_html(report), "text/html; charset=utf-8"
+        zone = deps.console(request).settings.display_timezone
+        body, media = to_html(report, zone), "text/html; charset=utf-8"
     disposition = "inline" if fmt == "html" else "attachment"
     headers = {"Content-Disposition": f'{disposition}; filename="{name}"'}
     return Response(body, media_type=media, headers=headers)

@@ -30,7 +30,7 @@ from tracker.console.evidence import master_texts, page_matches, passages
 from tracker.console.figures import Paged, paged
 from tracker.console.jobs import job_rows, known_job, start_job
 from tracker.console.throttle import Throttled
-from tracker.html import environment
+from tracker.html import display_zone, environment
 from tracker.matching.checking import EmptyLibrary
 from tracker.reading.readers import InputError
 from tracker.reports.build import COPIED_SHARE, unread_sites
@@ -61,12 +61,13 @@ StateParam = Annotated[str | None, Query(max_length=20)]
 
 def render(request: Request, template: str, status_code: int = 200, **context: Any) -> HTMLResponse:
     principal: Principal | None = getattr(request.state, "principal", None)
-    return templates.TemplateResponse(
-        request,
-        TEMPLATES + template,
-        {"principal": principal, "user": principal.user if principal else None, **context},
-        status_code=status_code,
-    )
+    with display_zone(deps.console(request).settings.display_timezone):  # drawn right here
+        return templates.TemplateResponse(
+            request,
+            TEMPLATES + template,
+            {"principal": principal, "user": principal.user if principal else None, **context},
+            status_code=status_code,
+        )
 
 
 async def form_of(request: Request, principal: Principal) -> FormData:

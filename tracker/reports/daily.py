@@ -14,7 +14,7 @@ from tracker.reports.render import to_csv, to_html, to_json
 from tracker.servers.runtime import Runtime
 from tracker.stores.reports import ReportStore
 
-RENDERERS = {"html": to_html, "csv": to_csv, "json": to_json}
+RENDERERS = {"html": to_html, "csv": lambda report: to_csv(report, bom=True), "json": to_json}
 
 
 def prepare_report(runtime: Runtime, day: date, *, now: datetime | None = None) -> dict[str, Any]:
@@ -55,13 +55,15 @@ def write_notices(report: dict[str, Any], folder: Path) -> list[Path]:
     return paths
 
 
-def write_report(report: dict[str, Any], out_dir: Path) -> dict[str, Path]:
-    """``out_dir/report-DATE.{html,csv,json}`` and ``out_dir/notices-DATE/``."""
+def write_report(report: dict[str, Any], out_dir: Path, zone: str | None = None) -> dict[str, Path]:
+    """``out_dir/report-DATE.{html,csv,json}`` (the HTML's times in the time zone ``zone``, the
+    CSV with a byte-order mark) and ``out_dir/notices-DATE/``."""
     out_dir.mkdir(parents=True, exist_ok=True)
     paths: dict[str, Path] = {}
     for fmt, render in RENDERERS.items():
         path = out_dir / f"report-{report['date']}.{fmt}"
-        path.write_text(render(report), encoding="utf-8")
+        text = to_html(report, zone) if fmt == "html" else render(report)
+        path.write_text(text, encoding="utf-8")
         paths[fmt] = path
     notices = out_dir / f"notices-{report['date']}"
     write_notices(report, notices)
@@ -74,4 +76,4 @@ def publish_report(
 ) -> tuple[dict[str, Any], dict[str, Path]]:
     """:func:`prepare_report`, then :func:`write_report` under ``out_dir``."""
     report = prepare_report(runtime, day, now=now)
-    return report, write_report(report, out_dir)
+    return report, write_report(report, out_dir, runtime.settings.display_timezone)
