@@ -1,6 +1,7 @@
 """A local SMTP server for the tests (aiosmtpd on 127.0.0.1): it offers STARTTLS with a
 certificate of a test CA (clients trust it through ``SSL_CERT_FILE``), takes a login, and
-keeps every message it accepts (parsed with the standard library's current policy, and raw). ``mode``: ``ok``, ``reject`` (554 to the mail's data),
+keeps every message it accepts (parsed with the standard library's current policy, and
+raw). ``mode``: ``ok``, ``reject`` (554 to the mail's data),
 ``garbage`` (the port answers bytes that are not SMTP), ``down`` (nothing listens)."""
 
 from __future__ import annotations

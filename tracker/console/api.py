@@ -160,7 +160,9 @@ def api_report(
     if fmt == "zip":
         buffer = io.BytesIO()
         with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-            for file_name, text in notice_files(report).items():
+            console = deps.console(request)
+            drafts = notice_files(report, console.runtime.read_db, console.settings)
+            for file_name, text in drafts.items():
                 archive.writestr(f"notices-{when.isoformat()}/{file_name}", text)
         body, media = buffer.getvalue(), "application/zip"
         name = f"notices-{when.isoformat()}.zip"

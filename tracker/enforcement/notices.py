@@ -37,6 +37,7 @@ from __future__ import annotations
 import re
 import uuid
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from email.message import EmailMessage
@@ -100,11 +101,13 @@ class Outcome:
 # ------------------------------------------------------------------------------------ choosing
 
 
-def infringing_pages(db: Any, site: str) -> dict[str, dict[str, Any]]:
+def infringing_pages(
+    db: Any, site: str, urls: Iterable[str] | None = None
+) -> dict[str, dict[str, Any]]:
     """``url → {"copies": [(work, doc_id, title)], "passage", "capture", "doc_ids"}`` for the
-    site's pages with open matches (``capture``: the capture document a match names, or
-    None)."""
-    urls = PageStore(db).matched_on(site)
+    site's pages (those whose latest check carried a match, or ``urls``) with open matches
+    (``capture``: the newest capture document a match names, or None)."""
+    urls = PageStore(db).matched_on(site) if urls is None else urls
     by_url: dict[str, list[dict]] = defaultdict(list)
     for match in MatchStore(db).open_of(urls):
         by_url[match["url"]].append(match)
@@ -134,13 +137,19 @@ def infringing_pages(db: Any, site: str) -> dict[str, dict[str, Any]]:
 
 
 def choose_pages(
-    db: Any, settings: Any, site: str, now: datetime, *, resend: bool = False
+    db: Any,
+    settings: Any,
+    site: str,
+    now: datetime,
+    *,
+    resend: bool = False,
+    urls: Iterable[str] | None = None,
 ) -> tuple[dict[str, dict[str, Any]], list[str]]:
     """The site's pages a new notice names, and the URLs left out as noticed lately: every
     infringing page (:func:`infringing_pages`) but those noticed within
     ``notice_repeat_days`` or named by a notice still pending, unless ``resend``. The mail and
-    the draft both list these."""
-    pages = infringing_pages(db, site)
+    the draft both list these (the draft of a day's report: of the day's pages, ``urls``)."""
+    pages = infringing_pages(db, site, urls)
     in_pending = {url for record in NoticeStore(db).pending(site) for url in record["urls"]}
     recent = TakedownStore(db).last_noticed(pages)
     since = now - timedelta(days=settings.notice_repeat_days)
@@ -346,12 +355,19 @@ def _works(
     return found
 
 
-def draft_notice(db: Any, settings: Any, site: str, *, resend: bool = False) -> str | None:
-    """The draft of the notice ``notices send --site SITE`` would send now (the same URLs,
-    text and evidence; placeholders for what is not set), or None when it would send none.
-    Reads only: nothing is stamped or stored."""
+def draft_notice(
+    db: Any,
+    settings: Any,
+    site: str,
+    *,
+    resend: bool = False,
+    urls: Iterable[str] | None = None,
+) -> str | None:
+    """The draft of the notice ``notices send --site SITE`` would send now (the same choice of
+    URLs, among ``urls`` when given; the same text and evidence; placeholders for what is not
+    set), or None when it would send none. Reads only: nothing is stamped or stored."""
     now = datetime.now(UTC)
-    pages, _ = choose_pages(db, settings, site, now, resend=resend)
+    pages, _ = choose_pages(db, settings, site, now, resend=resend, urls=urls)
     if not pages:
         return None
     recipient = _recipient(settings, site, None)
