@@ -9,6 +9,8 @@ give a named error or a well-formed mail, never a header injected nor a mail hal
 
 from __future__ import annotations
 
+import html
+import json
 import re
 from datetime import UTC, datetime, timedelta
 from email import message_from_bytes, policy
@@ -365,3 +367,50 @@ def test_hostile_urls_and_a_multiline_address_make_a_well_formed_mail(
     assert not any(line.startswith(("Bcc:", "Subject: forged", "From: forged", "X-Evil"))
                    for line in lines)  # fmt: skip
     assert f"http://{SITE}:8/x Bcc: victim@else.test Subject: forged" in body
+
+
+# --------------------------------------------------------------------------- takedown history
+
+
+def test_each_urls_takedown_history_in_the_report_and_the_console(
+    mail_env, infringing, runtime, capsys
+):
+    """Noticed (when, to whom, the Message-ID), removed, come back: in the JSON report's pages
+    (ISO 8601 UTC) and on the console's evidence page (in display_timezone)."""
+    from fastapi.testclient import TestClient
+
+    from tracker.console import create_app
+    from tracker.console.users import Users
+
+    assert main(["notices", "send", "--site", SITE]) == 0
+    (message,) = mail_env.messages
+    now = datetime.now(UTC).replace(second=0, microsecond=0)
+    removed_at, back_at = now - timedelta(hours=3), now - timedelta(hours=1)
+    takedowns = TakedownStore(runtime.db)
+    takedowns.record_checks([(URLS[0], "removed", 404, "HTTP 404", removed_at)])
+    takedowns.record_checks([(URLS[0], "live", 200, "still copies", back_at)])
+    capsys.readouterr()
+    assert main(["report", "--format", "json"]) == 0
+    pages = {page["url"]: page for page in json.loads(capsys.readouterr().out)["pages"]}
+    history = pages[URLS[0]]["takedown"]
+    (noticed,) = history["noticed"]
+    assert (noticed["to"], noticed["message_id"]) == ("abuse@pirate.test", message["Message-ID"])
+    assert datetime.fromisoformat(noticed["at"]).utcoffset() == timedelta(0)
+    assert history["removed"] == [removed_at.isoformat()]
+    assert history["reappeared"] == [back_at.isoformat()]
+    assert history["state"] == "live"
+    assert pages[URLS[1]]["takedown"]["removed"] == [] and pages[URLS[1]]["takedown"]["noticed"]
+
+    Users(runtime.db).add("victor", "viewer", "viewer-pass")
+    with TestClient(create_app(runtime.settings, runtime)) as client:
+        page = client.get("/page", params={"url": URLS[0]}, auth=("victor", "viewer-pass"))
+        fresh = client.get("/page", params={"url": URLS[2]}, auth=("victor", "viewer-pass"))
+    assert page.status_code == 200
+    section = page.text.split('<section class="takedown">', 1)[1].split("</section>", 1)[0]
+    assert "abuse@pirate.test" in section and html.escape(message["Message-ID"]) in section
+    # Shanghai is 8 hours ahead of UTC, all year.
+    shanghai = timedelta(hours=8)
+    assert f"{(removed_at + shanghai):%Y-%m-%d %H:%M}</td><td>removed" in section
+    assert f"{(back_at + shanghai):%Y-%m-%d %H:%M}</td><td>reappeared" in section
+    assert "Times in Asia/Shanghai (UTC+08:00)." in page.text
+    assert "No takedown notice sent" not in section and fresh.status_code == 200

@@ -30,6 +30,7 @@ from tracker.console.evidence import master_texts, page_matches, passages
 from tracker.console.figures import Paged, paged
 from tracker.console.jobs import job_rows, known_job, start_job
 from tracker.console.throttle import Throttled
+from tracker.enforcement.compliance import histories, timeline
 from tracker.html import display_zone, environment
 from tracker.matching.checking import EmptyLibrary
 from tracker.reading.readers import InputError
@@ -268,6 +269,7 @@ def evidence(
         for match in shown.items
     ]
     fields = {"at": 1, "status": 1, "payload_sha256": 1, "stamp.state": 1, "screenshot": 1}
+    history = histories(db, [url]).get(url)
     return render(
         request,
         "page.html",
@@ -278,6 +280,8 @@ def evidence(
         rows=rows,
         query={"url": url},
         captures=CaptureStore(db).of_url(url, {**fields, "source": 1}),
+        takedown=history,
+        events=timeline(history) if history else [],
     )
 
 
