@@ -414,3 +414,39 @@ def test_each_urls_takedown_history_in_the_report_and_the_console(
     assert f"{(back_at + shanghai):%Y-%m-%d %H:%M}</td><td>reappeared" in section
     assert "Times in Asia/Shanghai (UTC+08:00)." in page.text
     assert "No takedown notice sent" not in section and fresh.status_code == 200
+
+
+def test_an_operator_sets_a_sites_notice_language_in_the_console(mail_env, infringing, runtime):
+    """Over its site file's; a viewer cannot, nor a form without its CSRF token."""
+    from fastapi.testclient import TestClient
+
+    from tracker.console import create_app
+    from tracker.console.users import Users
+
+    users = Users(runtime.db)
+    users.add("olga", "operator", "operator-pass")
+    users.add("victor", "viewer", "viewer-pass")
+    operator, viewer = ("olga", "operator-pass"), ("victor", "viewer-pass")
+    with TestClient(create_app(runtime.settings, runtime)) as client:
+        page = client.get("/site", params={"name": SITE}, auth=operator).text
+        assert "Chinese (侵权通知书)" in page
+        assert (
+            'action="/site/notice-language"'
+            not in client.get("/site", params={"name": SITE}, auth=viewer).text
+        )
+        token = re.search(r'name="csrf" value="([0-9a-f]{64})"', page)[1]
+        form = {"csrf": token, "site": SITE, "language": "en"}
+        assert client.post("/site/notice-language", data=form, auth=viewer).status_code == 403
+        forged = {**form, "csrf": "0" * 64}
+        assert client.post("/site/notice-language", data=forged, auth=operator).status_code == 403
+        bad = {**form, "language": "fr"}
+        assert client.post("/site/notice-language", data=bad, auth=operator).status_code == 422
+        done = client.post("/site/notice-language", data=form, auth=operator,
+                           follow_redirects=False)  # fmt: skip
+        assert done.status_code == 303
+        assert (
+            "English (DMCA-style)" in client.get("/site", params={"name": SITE}, auth=viewer).text
+        )
+    assert main(["notices", "send", "--site", SITE]) == 0
+    (message,) = mail_env.messages
+    assert "TAKEDOWN NOTICE" in text_of(message) and "侵权通知书" not in text_of(message)

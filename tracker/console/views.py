@@ -8,6 +8,7 @@ import json
 import secrets
 from datetime import UTC, datetime
 from typing import Annotated, Any
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.concurrency import run_in_threadpool
@@ -15,6 +16,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 from starlette.datastructures import FormData
 
+from tracker.config import NOTICE_LANGUAGES
 from tracker.console import deps
 from tracker.console.api import MAX_URL, json_response, run_check
 from tracker.console.auth import (
@@ -43,6 +45,7 @@ from tracker.stores.evidence import CaptureStore
 from tracker.stores.job_runs import RUNNING, JobRunStore
 from tracker.stores.pages import PageStore
 from tracker.stores.reports import ReportStore
+from tracker.stores.site_settings import SiteSettingsStore
 
 router = APIRouter(include_in_schema=False)
 
@@ -367,10 +370,14 @@ def site(
         for s in w["sites"]:
             if s["site"] == name:
                 works[w["work"]] = (s, w)
+    from tracker.enforcement.notices import notice_language
+
     return render(
         request,
         "site.html",
         nav="sites",
+        notice_language=notice_language(console.settings, name, console.runtime.db),
+        languages=NOTICE_LANGUAGES,
         day=day.isoformat(),
         name=name,
         site=entry,
@@ -385,6 +392,19 @@ def site(
         unread=view.unread(name),
         per_page=PER_PAGE,
     )
+
+
+@router.post("/site/notice-language")
+async def set_notice_language(request: Request, principal: Operator) -> Response:
+    """The language of a site's notices (``zh``, ``en``; empty: its site file's, else the
+    setting's), over its site file's."""
+    form = await form_of(request, principal)
+    site, language = field(form, "site", 300).strip().lower(), field(form, "language", 10)
+    if not site or language not in ("", *NOTICE_LANGUAGES):
+        raise HTTPException(422, f"language: one of {', '.join(NOTICE_LANGUAGES)}, or empty")
+    store = SiteSettingsStore(deps.console(request).runtime.db)
+    store.set_notice_language(site, language, principal.user.name, datetime.now(UTC))
+    return RedirectResponse(f"/site?{urlencode({'name': site})}", status_code=303)
 
 
 def crawl_runs(db, site: str | None, page: int) -> list[dict[str, Any]]:

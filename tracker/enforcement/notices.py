@@ -57,6 +57,7 @@ from tracker.stores.evidence import CaptureStore
 from tracker.stores.masters import MasterStore
 from tracker.stores.notices import NoticeStore
 from tracker.stores.pages import MatchStore, PageStore
+from tracker.stores.site_settings import SiteSettingsStore
 from tracker.stores.takedowns import TakedownStore
 
 #: The settings a notice must name its rights holder with (Article 14).
@@ -168,12 +169,16 @@ def choose_pages(
 # ----------------------------------------------------------------------------------- composing
 
 
-def notice_language(settings: Any, site: str) -> str:
-    """``zh`` or ``en``: the site file's ``notice_language``, else the setting's."""
+def notice_language(settings: Any, site: str, db: Any = None) -> str:
+    """``zh`` or ``en``: what an operator set for the site in the console, else its site
+    file's ``notice_language``, else the setting's."""
     from tracker.enforcement.sites import site_config_for
 
-    config = site_config_for(settings, site)
-    language = (config.notice_language if config is not None else "") or settings.notice_language
+    language = SiteSettingsStore(db).notice_language(site) if db is not None else ""
+    if not language:
+        config = site_config_for(settings, site)
+        language = (config.notice_language if config is not None else "") or ""
+    language = language or settings.notice_language
     return language if language in LANGUAGES else LANGUAGES[0]
 
 
@@ -279,7 +284,7 @@ def compose(
 ) -> tuple[str, str, dict[str, Any], dict[str, bytes]]:
     """``(subject, text, evidence, files)`` of the notice of ``pages``: ``evidence`` maps each
     capture's id to the names of its files attached; ``files`` the attachments by name."""
-    language = notice_language(settings, site)
+    language = notice_language(settings, site, db)
     zone = settings.display_timezone
     holder = {}
     for key in RIGHTS_HOLDER:
@@ -492,7 +497,7 @@ def send_notices(
         "urls": sorted(chosen),
         "pages": [{"url": url, "doc_ids": chosen[url]["doc_ids"]} for url in sorted(chosen)],
         "text": text,
-        "language": notice_language(settings, site),
+        "language": notice_language(settings, site, db),
         "evidence": evidence,
         "created_at": now,
     }
