@@ -548,3 +548,12 @@ def test_cli_writes_takedown_notices_to_a_folder(cli_env, tmp_path, capsys):
     assert "侵权作品：《新闻》，第 1 章，共 1 章（新闻 news-1）" in notice
     assert "复制内容（最长一段）：「斗之力，三段」" in notice  # the longest passage of the page
     assert err.startswith("2026-11-22: 2 infringing pages")
+
+
+def test_the_html_report_writes_times_in_the_display_timezone(seeded):
+    report = build_report(seeded.db, DAY, now=at(DAY, 23))
+    html = to_html(report, "Asia/Shanghai")
+    assert "Generated 2026-11-23 07:00 (times in Asia/Shanghai (UTC+08:00))." in html
+    assert "<td>2026-11-22 18:00</td>" in html  # page A, first seen at 10:00 UTC
+    assert " UTC<" not in html and report["pages"][0]["first_seen"].endswith("+00:00")
+    assert "Generated 2026-11-22 23:00 UTC (times in UTC (UTC+00:00))." in to_html(report)
