@@ -200,15 +200,18 @@ def checked_address(value: str, what: str) -> str:
     return str(addresses[0])
 
 
-def _stamp_of(capture: dict[str, Any], manifest: bytes, token: bytes | None) -> dict[str, str]:
-    """The stamp's time and TSA, read from the token itself."""
+def _stamp_of(
+    capture: dict[str, Any], manifest: bytes, token: bytes | None, tsa_url: str
+) -> dict[str, Any]:
+    """The stamp's time and TSA (who signed it, and where it was asked: the capture's TSA, or
+    ``tsa_url`` for a stamp obtained just now), read from the token itself."""
     if token is None:
         return {}
     check = verify_token(token, manifest)
     if not check.ok or check.gen_time is None:
         return {}
-    tsa = mask_url(str((capture.get("stamp") or {}).get("tsa") or ""))
-    return {"time": check.gen_time, "tsa": ", ".join(p for p in (check.signer, tsa) if p)}
+    where = mask_url(str((capture.get("stamp") or {}).get("tsa") or tsa_url or ""))
+    return {"time": check.gen_time, "tsa": ", ".join(p for p in (check.signer, where) if p)}
 
 
 def evidence_files(bundle: Any) -> dict[str, bytes]:
@@ -239,10 +242,9 @@ def _evidence(
     except EvidenceError as exc:
         warnings.append(f"{mask_url(capture['url'])}: its evidence cannot be attached: {exc}")
         return shown, {}
-    stamp = _stamp_of(capture, bundle.files[MANIFEST], bundle.files.get(TOKEN))
+    stamp = _stamp_of(capture, bundle.files[MANIFEST], bundle.files.get(TOKEN), settings.tsa_url)
     if stamp:
-        stamp_tsa = stamp["tsa"] or mask_url(settings.tsa_url)
-        shown.update(stamp_time=stamp["time"], tsa=stamp_tsa)
+        shown.update(stamp_time=stamp["time"], tsa=stamp["tsa"])
     elif bundle.stamp_state == "pending":
         shown["stamp_note"] = "pending"
     elif settings.tsa_url and not stamping:
