@@ -22,6 +22,7 @@ from tracker.cli import main
 from tracker.reports import build_report
 from tracker.reports.build import INSERTED
 from tracker.reports.notices import to_notices
+from tracker.stores.evidence import CaptureStore
 from tracker.stores.notices import NoticeStore
 from tracker.stores.pages import MatchStore, PageRecord, PageStore
 from tracker.stores.takedowns import TakedownStore
@@ -450,3 +451,46 @@ def test_an_operator_sets_a_sites_notice_language_in_the_console(mail_env, infri
     assert main(["notices", "send", "--site", SITE]) == 0
     (message,) = mail_env.messages
     assert "TAKEDOWN NOTICE" in text_of(message) and "侵权通知书" not in text_of(message)
+
+
+def test_a_notice_kept_pending_is_sent_later_with_the_same_evidence_files(
+    mail_env, infringing, runtime
+):
+    """The captures' manifests are attached (no TSA here: no token, said so); a notice the
+    server refused goes out later with the very files it named."""
+    import time
+    import uuid
+
+    from tracker.enforcement.capture import Exchange, capture_document
+    from tracker.enforcement.warc import EvidenceWriter, evidence_dir
+
+    exchanges = [Exchange(url, "GET", [(b"User-Agent", b"ua")], 200,
+                          [(b"Content-Type", b"text/html; charset=utf-8")],
+                          f"<p>第{k}章 正文</p>".encode(), time.time(), "127.0.0.1")
+                 for k, url in enumerate(URLS, start=1)]  # fmt: skip
+    writer = EvidenceWriter(evidence_dir(runtime.settings))
+    try:
+        refs = writer.write([[exchange] for exchange in exchanges])
+    finally:
+        writer.close()
+    captures = [capture_document(uuid.uuid4().hex, e.url, "h", [], [e], r, datetime.now(UTC))
+                for e, r in zip(exchanges, refs, strict=True)]  # fmt: skip
+    CaptureStore(runtime.db).add_many(captures)
+    MatchStore(runtime.db).set_capture(
+        {c["url"]: (c["_id"], c["payload_sha256"]) for c in captures}
+    )
+    mail_env.mode = "reject"
+    assert main(["notices", "send", "--site", SITE]) == 1
+    (pending,) = NoticeStore(runtime.db).pending(SITE)
+    mail_env.mode = "ok"
+    assert main(["notices", "send", "--site", SITE]) == 0
+    (message,) = mail_env.messages
+    assert message["Message-ID"] == pending["message_id"]
+    files = {part.get_filename(): part.get_content() for part in message.iter_attachments()}
+    assert sorted(files) == [f"evidence-{c['_id']}-manifest.json" for c in sorted(
+        captures, key=lambda c: f"evidence-{c['_id']}")]  # fmt: skip
+    for capture in captures:
+        manifest = files[f"evidence-{capture['_id']}-manifest.json"]
+        assert json.loads(manifest)["payload_sha256"] == capture["payload_sha256"]
+        assert capture["payload_sha256"] in text_of(message)
+    assert text_of(message).count("可信时间戳（RFC 3161）：无（未配置时间戳服务机构 tsa_url）") == 3
