@@ -469,8 +469,8 @@ def send_notices(
     if dry_run:
         outcome.warnings += problems
         smtp_from, recipient = smtp_from or PLACEHOLDER_FROM, recipient or PLACEHOLDER_TO
-    elif problems:
-        raise NoticeError(problems[0])
+    elif problems:  # all of them at once, not one per try
+        raise NoticeError("; ".join(problems))
     elif not settings.smtp_url:
         raise NoticeError("no SMTP server: set smtp_url (TRACKER_SMTP_URL), e.g. smtp://host:587")
     smtp_from = checked_address(smtp_from, "smtp_from")
