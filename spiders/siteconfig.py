@@ -42,6 +42,7 @@ _KEYS: dict[str, Any] = {
     "headers": None,
     "impersonate": None,
     "abuse_contact": None,
+    "notice_language": None,
     "licensed": None,
 }
 
@@ -80,6 +81,7 @@ class SiteConfig:
     headers: dict[str, str] = field(default_factory=dict)
     impersonate: str | None = None
     abuse_contact: str = ""  # where `tracker notices send` mails the site's notices
+    notice_language: str = ""  # zh or en: the language of its notices ("" = notice_language)
     # The site may carry the works (the rights holder's own, or licensed): discovery never
     # checks its pages (tracker.discovery.sites).
     licensed: bool = False
@@ -208,6 +210,10 @@ def parse_site_config(data: Any, source: str = "<site config>") -> SiteConfig:
     if contact and not re.fullmatch(r"[^@\s<>,]+@[^@\s<>,]+\.[^@\s<>,]+", contact):
         raise fail("abuse_contact", f"not an e-mail address: {contact!r}")
 
+    language = (_optional_str(data, "notice_language", "notice_language", fail) or "").lower()
+    if language not in ("", "zh", "en"):
+        raise fail("notice_language", f"expected zh or en, got {language!r}")
+
     licensed = data.get("licensed", False)
     if not isinstance(licensed, bool):
         raise fail("licensed", f"expected true or false, got {licensed!r}")
@@ -239,6 +245,7 @@ def parse_site_config(data: Any, source: str = "<site config>") -> SiteConfig:
         headers={str(k): str(v) for k, v in headers.items()},
         impersonate=reader["impersonate"],
         abuse_contact=contact,
+        notice_language=language,
         licensed=licensed,
     )
 

@@ -1,6 +1,7 @@
 """A local SMTP server for the tests (aiosmtpd on 127.0.0.1): it offers STARTTLS with a
 certificate of a test CA (clients trust it through ``SSL_CERT_FILE``), takes a login, and
-keeps every message it accepts. ``mode``: ``ok``, ``reject`` (554 to the mail's data),
+keeps every message it accepts (parsed with the standard library's current policy, and
+raw). ``mode``: ``ok``, ``reject`` (554 to the mail's data),
 ``garbage`` (the port answers bytes that are not SMTP), ``down`` (nothing listens)."""
 
 from __future__ import annotations
@@ -10,8 +11,8 @@ import socket
 import ssl
 import subprocess
 import threading
-from email import message_from_bytes
-from email.message import Message
+from email import message_from_bytes, policy
+from email.message import EmailMessage
 from pathlib import Path
 
 from aiosmtpd.controller import Controller
@@ -51,8 +52,9 @@ def make_certificate(folder: Path) -> tuple[Path, Path, Path]:
 class LocalSmtp:
     def __init__(self, folder: Path) -> None:
         self.ca_file, cert, key = make_certificate(folder)
-        self.messages: list[Message] = []
+        self.messages: list[EmailMessage] = []
         self.envelopes: list[tuple[str, list[str]]] = []
+        self.raw: list[bytes] = []  # each message as it came over the wire
         self.mode = "ok"
         self.logins: list[str] = []
         self.port = _free_port()
@@ -65,7 +67,10 @@ class LocalSmtp:
                 if server.mode == "reject":
                     return "554 5.7.1 message refused"
                 server.envelopes.append((envelope.mail_from, list(envelope.rcpt_tos)))
-                server.messages.append(message_from_bytes(envelope.original_content))
+                server.raw.append(envelope.original_content)
+                server.messages.append(
+                    message_from_bytes(envelope.original_content, policy=policy.default)
+                )
                 return "250 OK"
 
         def authenticate(smtp, session, envelope, mechanism, data) -> AuthResult:

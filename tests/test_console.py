@@ -523,7 +523,8 @@ def test_report_downloads(client, seeded):
     data = client.get(f"/api/reports/{day}.json", auth=VIEWER).json()
     assert data["pages"] == report["pages"] and data["summary"] == report["summary"]
     csv = client.get(f"/api/reports/{day}.csv", auth=VIEWER)
-    assert csv.text == to_csv(report) and "attachment" in csv.headers["content-disposition"]
+    assert csv.text == to_csv(report, bom=True) and csv.text.startswith("\ufeffdate,")
+    assert "attachment" in csv.headers["content-disposition"]
     html = client.get(f"/api/reports/{day}.html", auth=VIEWER)
     assert html.headers["content-type"].startswith("text/html") and "<svg" in html.text
     archive = zipfile.ZipFile(

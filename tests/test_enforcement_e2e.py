@@ -2,7 +2,12 @@
 3161 TSA (``openssl ts -reply``), a local SMTP server (aiosmtpd) and a local webhook:
 
 * a crawl alerts all 8 copies;
-* the notice mail lists the 8 URLs;
+* ``notices send --dry-run`` prints the 侵权通知书 readably, sending nothing; then ``notices
+  send`` delivers one mail: in Chinese, naming the rights holder, the work and the 8 URLs, each
+  with its capture's SHA-256 and RFC 3161 time-stamp, its ``manifest.json`` and
+  ``timestamp.tsr`` attached (``openssl ts -verify`` accepts them); the dry run's text is the
+  mail's;
+* ``report --format csv`` starts with a UTF-8 byte-order mark;
 * after the site removes 4 pages and rewrites 2, the evidence bundle of a removed page holds
   exactly the bytes served and its token verifies (``openssl ts -verify`` too); ``evidence
   verify`` catches a flipped byte;
@@ -13,6 +18,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 
 import pytest
@@ -27,6 +33,12 @@ from tracker.enforcement.warc import parse_records
 from tracker.matching.library import MasterLibrary
 
 pytestmark = pytest.mark.integration
+
+HOLDER = {
+    "TRACKER_RIGHTS_HOLDER_NAME": "杭州某某网络文学有限公司",
+    "TRACKER_RIGHTS_HOLDER_CONTACT": "版权部 0571-88888888 legal@rights.test",
+    "TRACKER_RIGHTS_HOLDER_ADDRESS": "浙江省杭州市西湖区某某路 8 号",
+}
 
 
 def takedown_status(capsys) -> dict:
@@ -58,6 +70,7 @@ def test_from_copy_found_to_copy_taken_down(
             "TRACKER_SMTP_FROM": "legal@rights.test",
             "TRACKER_TAKEDOWN_DELAY_S": "0",
             "SSL_CERT_FILE": str(smtp.ca_file),
+            **HOLDER,
         }.items():
             monkeypatch.setenv(name, value)
         MasterLibrary.from_runtime(runtime).ingest(pirate.masters)
@@ -73,12 +86,49 @@ def test_from_copy_found_to_copy_taken_down(
             m.doc_id for m in pirate.masters
         ]
 
-        # The notice lists the 8 URLs.
+        # The dry run shows the notice as a person reads it, and sends nothing.
+        capsys.readouterr()
+        assert main(["notices", "send", "--site", "127.0.0.1", "--dry-run"]) == 0
+        printed = capsys.readouterr().out
+        assert smtp.messages == [] and "侵权通知书" in printed and "=?utf-8?" not in printed
+        assert all(url in printed for url in urls)
+
+        # One mail: in Chinese, the rights holder, the work, the 8 URLs with their evidence.
         assert main(["notices", "send", "--site", "127.0.0.1"]) == 0
         (mail,) = smtp.messages
-        body = mail.get_payload(decode=True).decode("utf-8")
-        assert mail["To"] == "abuse@pirate.test"
-        assert all(url in body for url in urls)
+        body = mail.get_body(("plain",)).get_content().replace("\r\n", "\n")
+        assert mail["To"] == "abuse@pirate.test" and "通知书" in mail["Subject"]
+        assert "通知书" in body and all(value in body for value in HOLDER.values())
+        assert f"《{pirate.masters[0].work}》" in body
+        blocks = dict(re.findall(r"^\d+\. 网络地址：(\S+)\n(.*?)(?=^\d+\. |^证据核验)", body,
+                                 re.M | re.S))  # fmt: skip
+        assert sorted(blocks) == sorted(urls)
+        for block in blocks.values():
+            assert re.search(r"抓取响应的 SHA-256：[0-9a-f]{64}$", block, re.M)
+            assert re.search(r"可信时间戳（RFC 3161）：\d{4}-\d{2}-\d{2} \d{2}:\d{2}，", block)
+        files = {part.get_filename(): part.get_content() for part in mail.iter_attachments()}
+        manifests = sorted(name for name in files if name.endswith("-manifest.json"))
+        tokens = sorted(name for name in files if name.endswith("-timestamp.tsr"))
+        assert len(manifests) == len(tokens) == 8 and len(files) == 16
+        (tmp_path / "mailed").mkdir()
+        for name in (manifests[0], tokens[0]):
+            (tmp_path / "mailed" / name).write_bytes(files[name])
+        mailed = openssl_verify(tmp_path / "mailed" / manifests[0],
+                                tmp_path / "mailed" / tokens[0], tsa.ca_file)  # fmt: skip
+        assert mailed.returncode == 0 and "Verification: OK" in mailed.stdout
+        # The dry run printed that very text (it could not know the stamps' times yet).
+        shown = printed.split("\n\n", 1)[1].rsplit("\n\nAttachments (", 1)[0]
+
+        def comparable(text: str) -> str:
+            text = re.sub(r"^ *可信时间戳.*\n|^ *证据包.*\n", "", text, flags=re.M)
+            return re.sub(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}", "DATE", text)
+
+        assert comparable(shown + "\n") == comparable(body)
+
+        # The CSV a legal team opens in Excel: a UTF-8 byte-order mark first.
+        capsys.readouterr()
+        assert main(["report", "--format", "csv"]) == 0
+        assert capsys.readouterr().out.startswith("\ufeffdate,")
 
         # The site removes 4 pages and rewrites 2.
         served = pirate.bodies[pirate.paths[0]]

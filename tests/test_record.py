@@ -357,7 +357,7 @@ def test_a_page_that_changes_to_another_chapter_names_only_what_it_carries(own, 
     found = copies_in_report(runtime, site.url)
     assert found["c/1.html"] == [masters[1].doc_id]
     assert masters[0].doc_id not in json.dumps(
-        to_notices(today_report(runtime)), ensure_ascii=False
+        to_notices(today_report(runtime), runtime.db, settings), ensure_ascii=False
     )
     stale = runtime.db["matches"].find_one({"doc_id": masters[0].doc_id})
     assert stale["active"] is False and stale["last_seen"] < stale["closed_at"]

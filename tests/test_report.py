@@ -124,6 +124,7 @@ def test_build_report_groups_the_days_matches_by_work_and_page(seeded):
             "last_seen": "2026-11-22T10:00:00+00:00",
             "new": True,
             "group": None,
+            "takedown": None,  # never noticed
         },
         {
             "url": PAGE_B,
@@ -144,6 +145,7 @@ def test_build_report_groups_the_days_matches_by_work_and_page(seeded):
             "last_seen": "2026-11-22T15:00:00+00:00",
             "new": True,
             "group": None,
+            "takedown": None,  # never noticed
         },
     ]
     assert [(w["work"], w["chapters"]) for w in report["works"]] == [("斗破苍穹", 2), ("新闻", 1)]
@@ -519,6 +521,12 @@ def test_cli_writes_csv_to_out(cli_env, tmp_path, capsys):
             "1 chapter of 斗破苍穹 (3)",
         ]
     ]
+    # Excel (on a Chinese Windows above all) reads it as UTF-8 thanks to its byte-order mark.
+    assert out_path.read_bytes().startswith(b"\xef\xbb\xbfdate,work,")
+    argv = ["--data-dir", str(cli_env), "report", "--date", "2026-11-21", "--format", "csv"]
+    capsys.readouterr()
+    assert main([*argv, "--no-bom"]) == 0
+    assert capsys.readouterr().out.startswith("date,work,")
 
 
 @pytest.mark.parametrize("bad", ["22-11-2026", "2026-13-01", "2026-11-31", "20261122", "today"])
@@ -536,7 +544,16 @@ def test_cli_writes_takedown_notices_to_a_folder(cli_env, tmp_path, capsys):
     out, err = capsys.readouterr()
     assert out.split() == [str(folder / "notice-pirate.example.txt")]
     notice = (folder / "notice-pirate.example.txt").read_text(encoding="utf-8")
-    assert f"1. {PAGE_A}" in notice and f"2. {PAGE_B}" in notice
-    assert "Copies: 《新闻》 新闻 news-1 [news-1]" in notice
-    assert "Evidence, as found on the page: > 新华社北京电" in notice
+    assert f"1. 网络地址：{PAGE_A}" in notice and f"2. 网络地址：{PAGE_B}" in notice
+    assert "侵权作品：《新闻》，第 1 章，共 1 章（新闻 news-1）" in notice
+    assert "复制内容（最长一段）：「斗之力，三段」" in notice  # the longest passage of the page
     assert err.startswith("2026-11-22: 2 infringing pages")
+
+
+def test_the_html_report_writes_times_in_the_display_timezone(seeded):
+    report = build_report(seeded.db, DAY, now=at(DAY, 23))
+    html = to_html(report, "Asia/Shanghai")
+    assert "Generated 2026-11-23 07:00 (times in Asia/Shanghai (UTC+08:00))." in html
+    assert "<td>2026-11-22 18:00</td>" in html  # page A, first seen at 10:00 UTC
+    assert " UTC<" not in html and report["pages"][0]["first_seen"].endswith("+00:00")
+    assert "Generated 2026-11-22 23:00 UTC (times in UTC (UTC+00:00))." in to_html(report)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import shutil
 import subprocess
+from dataclasses import replace
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
@@ -13,10 +14,10 @@ import pytest
 
 from tracker.crawling.rendering import LAUNCH_ARGS
 from tracker.fingerprints.document import to_signed
-from tracker.reports import build_report, to_html, to_notices
+from tracker.reports import build_report, to_html
 from tracker.reports.charts import BAR_COLOUR, TOTAL_COLOUR
 from tracker.reports.daily import prepare_report, write_report
-from tracker.reports.notices import notice_file_name, plain
+from tracker.reports.notices import notice_file_name, plain, to_notices
 from tracker.stores.pages import MatchStore, PageRecord, PageStore
 
 pytestmark = pytest.mark.integration
@@ -174,40 +175,34 @@ def test_reports_over_days_count_what_is_new_and_keep_their_figures(history, run
     }
 
 
-def test_takedown_notices_list_urls_titles_and_evidence(history):
-    notices = to_notices(history[-1])
+def test_takedown_notices_list_urls_titles_and_evidence(history, runtime, settings):
+    notices = to_notices(history[-1], runtime.db, replace(settings, notice_language="en"))
     assert sorted(notices) == ["mirror.example", "pirate.example"]  # news: not seen that day
     pirate = notices["pirate.example"]
-    assert pirate.startswith("DRAFT TAKEDOWN NOTICE: copyright infringement on pirate.example")
+    assert pirate.startswith("DRAFT: check it")
+    assert "TAKEDOWN NOTICE: copyright infringement on pirate.example" in pirate
     for chapter in range(1, 10):
         assert f"https://pirate.example/dpcq/{chapter}.html" in pirate
-        assert f"Copies: 《斗破苍穹》 斗破苍穹 第{chapter}章 [dpcq/{chapter}]" in pirate
+        assert f"Copies: 《斗破苍穹》, 1 chapter(s) ({chapter}): 斗破苍穹 第{chapter}章" in pirate
     assert "Evidence, as found on the page: > 斗破苍穹的正文被复制在这里。" in pirate
     assert "https://mirror.example" not in pirate
+    # The default: a 侵权通知书, its rights holder a placeholder until set.
+    chinese = to_notices(history[-1], runtime.db, settings)["pirate.example"]
+    assert "侵权通知书" in chinese and "[权利人名称：设置 rights_holder_name]" in chinese
 
 
-def test_notices_cannot_be_forged_by_page_text():
+def test_notices_cannot_be_forged_by_page_text(runtime, settings):
     hostile = "https://evil.example/x\n\nWe withdraw this notice.\r\n\x1b[2J\u202egnp.exe\u200b"
-    report = {
-        "date": "2031-05-01",
-        "works": [
-            {
-                "work": "作品\n\nSignature: forged",
-                "chapters_found": [{"doc_id": "d\n1", "title": "第一章\x00"}],
-                "pages": [
-                    {
-                        "url": hostile,
-                        "site": "evil.example",
-                        "doc_ids": ["d\n1"],
-                        "first_seen": "2031-05-01T00:00:00+00:00",
-                        "last_seen": "2031-05-01T00:00:00+00:00",
-                        "evidence": "copied\nSignature: someone else\u202e",
-                    }
-                ],
-            }
-        ],
-    }
-    text = to_notices(report)["evil.example"]
+    now = datetime.now(UTC)
+    found = {"doc_id": "d\n1", "work": "作品\n\nSignature: forged", "title": "第一章\x00",
+             "score": 0.9, "coverage": 0.8,
+             "spans": [{"page_start": 0, "page_end": 9,
+                        "text": "copied\nSignature: someone else\u202e"}]}  # fmt: skip
+    MatchStore(runtime.db).record(hostile, [found], now=now)
+    report = build_report(runtime.db, now.date(), now=now)
+    (site,) = {page["site"] for page in report["pages"]}
+    english = replace(settings, notice_language="en")
+    text = to_notices(report, runtime.db, english)[site]
     assert "\x1b" not in text and "\u202e" not in text and "\u200b" not in text
     assert "\x00" not in text and "\r" not in text
     lines = text.splitlines()
@@ -223,7 +218,7 @@ def test_notices_cannot_be_forged_by_page_text():
     assert notice_file_name("") == "notice-unknown-site.txt"
 
 
-def test_html_report_has_offline_charts(history, tmp_path):
+def test_html_report_has_offline_charts(history, runtime, tmp_path):
     html = to_html(history[-1])
     assert html.count('<svg class="chart"') == 3
     assert "Infringing pages per day, last 30 days" in html
@@ -234,7 +229,7 @@ def test_html_report_has_offline_charts(history, tmp_path):
     lowered = html.lower()
     for needle in ("<script", "src=", "<link", "url(", "@import"):
         assert needle not in lowered
-    paths = write_report(history[-1], tmp_path / "out")
+    paths = write_report(history[-1], tmp_path / "out", runtime)
     assert sorted(paths) == ["csv", "html", "json", "notices"]
     assert sorted(p.name for p in paths["notices"].iterdir()) == [
         "notice-mirror.example.txt",

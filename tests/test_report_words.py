@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from dataclasses import replace
 from datetime import UTC, date, datetime
 
 import pytest
@@ -17,8 +18,9 @@ from tests.html_check import assert_inert, elements, links
 from tracker.matching.detector import MOST_OF_THE_MASTER
 from tracker.matching.library import MasterLibrary
 from tracker.model import MasterDocument
-from tracker.reports import build_report, to_csv, to_html, to_json, to_notices
+from tracker.reports import build_report, to_csv, to_html, to_json
 from tracker.reports.build import COPIED_SHARE, INSERTED, copied_shares, copied_text
+from tracker.reports.notices import to_notices
 from tracker.stores.pages import MatchStore, PageRecord, PageStore
 from tracker.text.chapters import document_kind
 
@@ -144,7 +146,7 @@ def test_a_chapter_split_over_pages_is_copied_and_two_copies_of_a_part_are_not()
     assert copied_shares(thirds + twice) == {"c1": 0.99, "c2": 0.3333}
 
 
-def test_news_works_are_counted_in_articles(report):
+def test_news_works_are_counted_in_articles(report, library, settings):
     assert document_kind(NEWS_TEXT) == "article" and document_kind("第一回 甄士隐") == "chapter"
     works = {w["work"]: w for w in report["works"]}
     assert works[PAPER]["unit"] == "article"
@@ -157,17 +159,18 @@ def test_news_works_are_counted_in_articles(report):
     assert [c["label"] for c in book_page["copies"]] == [f"2 chapters of {BOOK} (1–2)"]
     html = to_html(report)
     assert "Articles found: 1 of 1 article (100.0%): 1 copied." in "".join(elements(html).text)
-    notices = to_notices(report)
+    notices = to_notices(report, library.db, replace(settings, notice_language="en"))
     assert f"Copies: 《{PAPER}》" in notices["pirate.example"]
     assert "chapter" not in notices["pirate.example"].split("《" + PAPER)[1].split("\n")[0]
 
 
-def test_evidence_leaves_out_the_lines_the_pirate_inserted(report):
+def test_evidence_leaves_out_the_lines_the_pirate_inserted(report, library, settings):
     page = next(p for w in report["works"] for p in w["pages"] if p["url"].endswith("/news/1.html"))
     assert AD_LINE not in page["evidence"] and "biquge" not in page["evidence"]
     before, after = (" ".join(part.split()) for part in (NEWS_TEXT[:40], NEWS_TEXT[40:80]))
     assert page["evidence"] == f"{before} {INSERTED} {after}"  # whitespace collapsed
-    notice = to_notices(report)["pirate.example"]
+    notice = to_notices(report, library.db, replace(settings, notice_language="en"))
+    notice = notice["pirate.example"]
     assert f"Evidence, as found on the page: > {before} {INSERTED} {after}" in notice
     assert "笔趣阁" not in notice and f"{INSERTED} in a passage: a line the site inserted" in notice
     assert "笔趣阁" not in to_html(report) and "笔趣阁" not in to_json(report)

@@ -199,7 +199,7 @@ def test_a_real_crawl_job_then_the_notices(runtime, settings, tmp_path, monkeypa
     assert Path(path).name == "notice-127.0.0.1.txt"
     for page in manifest.expected:
         assert site.url + page in notice
-    assert "《红楼梦》" in notice and "Evidence, as found on the page: > " in notice
+    assert "《红楼梦》" in notice and "复制内容（最长一段）：「" in notice
     # Reading a report stores nothing: the figures trends read are the report job's to store.
     assert runtime.db["reports"].find_one({"_id": today}) is None
 

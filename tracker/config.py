@@ -404,6 +404,22 @@ class Settings:
     notice_repeat_days: int = setting(
         14, "a URL is not noticed again within this many days (`--resend`)", range=(0, None)
     )
+    # The rights holder a notice names (《信息网络传播权保护条例》 Art. 14): required to send one.
+    rights_holder_name: str = setting(
+        "", "the rights holder a notice names (required to send one)", default_text="none"
+    )
+    rights_holder_contact: str = setting(
+        "", "the rights holder's contact details (phone, e-mail) in notices", default_text="none"
+    )
+    rights_holder_address: str = setting(
+        "", "the rights holder's postal address in notices", default_text="none"
+    )
+    notice_language: str = setting(
+        "zh", "`zh`: a 侵权通知书 in Chinese; `en`: a DMCA-style notice (a site file may say)"
+    )
+    display_timezone: str = setting(
+        "Asia/Shanghai", "the time zone of the times in notices, the HTML report and the console"
+    )
     takedown_cron: str = setting("0 5 * * *", "the daily takedown check, in `schedule_timezone`")
     takedown_delay_s: float = setting(
         1.0, "seconds between two re-fetches of one site", range=(0.0, None)
@@ -734,7 +750,22 @@ _CHECKS = {
     "mongo_write_concern": lambda value: str(parse_write_concern(value)),
     "mongo_read_preference": parse_read_preference,
     "licensed_sites": lambda values: tuple(parse_site(value) for value in values),
+    "notice_language": lambda value: _one_of(value, NOTICE_LANGUAGES),
+    "display_timezone": lambda value: parse_timezone(value),
 }
+NOTICE_LANGUAGES = ("zh", "en")
+
+
+def parse_timezone(value: str) -> str:
+    """An IANA time zone name (``Asia/Shanghai``, ``UTC``), as the tz database knows it."""
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    name = str(value).strip()
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(f"{value!r} is not a time zone name (e.g. Asia/Shanghai, UTC)") from None
+    return name
 
 
 def parse_site(value: str) -> str:

@@ -1,18 +1,21 @@
 """The project's one way of writing times and quantities for people (command line, logs,
-reports, the console): times in UTC as ``YYYY-MM-DD HH:MM UTC``, counts with thousands
-separators, shares as percentages, a count with its noun (``1 chapter``, ``3 articles``), and
-waits in words."""
+reports, the console): times in UTC as ``YYYY-MM-DD HH:MM UTC``, or in a display time zone
+(``display_timezone``: notices, the HTML report, the console) as ``YYYY-MM-DD HH:MM``, counts
+with thousands separators, shares as percentages, a count with its noun (``1 chapter``,
+``3 articles``), and waits in words."""
 
 from __future__ import annotations
 
 import math
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
+from functools import cache
 from typing import Any
 
 
-def when(moment: datetime | str | None) -> str:
-    """A time as ``YYYY-MM-DD HH:MM UTC``; ``-`` for none. ISO strings are read; a naive
-    datetime is UTC, as pymongo returns them."""
+def when(moment: datetime | str | None, zone: str | None = None) -> str:
+    """A time as ``YYYY-MM-DD HH:MM UTC``, or with ``zone`` (an IANA name, the
+    ``display_timezone``) as ``YYYY-MM-DD HH:MM`` there; ``-`` for none. ISO strings are read;
+    a naive datetime is UTC, as pymongo returns them."""
     if moment is None or moment == "":
         return "-"
     if isinstance(moment, str):
@@ -22,7 +25,23 @@ def when(moment: datetime | str | None) -> str:
             return moment
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
+    if zone:
+        return moment.astimezone(time_zone(zone)).strftime("%Y-%m-%d %H:%M")
     return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+@cache
+def time_zone(name: str) -> tzinfo:
+    """The time zone ``name`` (checked when the setting is loaded)."""
+    from zoneinfo import ZoneInfo
+
+    return ZoneInfo(name)
+
+
+def zone_label(name: str, moment: datetime | None = None) -> str:
+    """``Asia/Shanghai (UTC+08:00)``: a time zone as a reader is told which it is."""
+    offset = (moment or datetime.now(UTC)).astimezone(time_zone(name)).strftime("%z")
+    return f"{name} (UTC{offset[:3]}:{offset[3:]})"
 
 
 def count(value: float, unit: str = "") -> str:

@@ -3,7 +3,9 @@ takedown notice (see :mod:`tracker.enforcement.notices`).
 
 Exit status: 0 when the notice was sent (or there was nothing new to notice), 1 when a notice
 could not be sent (it is kept pending and sent by the next ``notices send`` of the site, or the
-scheduler's ``takedown`` job), 2 on any error (no sender, recipient or SMTP server).
+scheduler's ``takedown`` job), 2 on any error (no sender, recipient, rights holder or SMTP
+server; a bad address; a notice template that fails). ``--dry-run`` prints the notice as a person
+reads it and sends nothing: what is not set yet is a placeholder, with a warning.
 """
 
 from __future__ import annotations
@@ -33,7 +35,10 @@ def register(commands: argparse._SubParsersAction) -> None:
         "--to", metavar="ADDR", help="the recipient (default: abuse_contact of its site file)"
     )
     send.add_argument(
-        "--dry-run", action="store_true", help="print the mail; send and record nothing"
+        "--dry-run",
+        action="store_true",
+        help="print the mail as it reads (subject, recipients, text, attachments); send, stamp "
+        "and record nothing (a sender, recipient or rights holder not set: a placeholder)",
     )
     send.add_argument(
         "--resend",
@@ -45,7 +50,13 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 def run_send(args: argparse.Namespace, settings: Settings) -> int:
     from tracker.cli import fail
-    from tracker.enforcement.notices import NoticeError, message_of, send_notices
+    from tracker.enforcement.notices import (
+        PLACEHOLDER_FROM,
+        NoticeError,
+        message_of,
+        readable,
+        send_notices,
+    )
     from tracker.servers.connect import connect
 
     runtime = connect(settings, redis=False)
@@ -63,12 +74,16 @@ def run_send(args: argparse.Namespace, settings: Settings) -> int:
             return fail(str(exc))
     finally:
         runtime.close()
+    for warning in outcome.warnings:
+        print(f"tracker: warning: {warning}", file=sys.stderr)
     if args.dry_run:
         if outcome.composed is None:
             print(f"nothing to notice on {args.site}", file=sys.stderr)
         else:
-            message = message_of(outcome.composed, settings.smtp_from or "tracker@localhost")
-            sys.stdout.write(message.as_string())
+            sender = settings.smtp_from or PLACEHOLDER_FROM
+            message = message_of(outcome.composed, sender, dict(outcome.attachments))
+            sys.stdout.write(readable(message))
+            print("(dry run: nothing sent, stamped or recorded)", file=sys.stderr)
         _skipped(outcome.skipped_recent, settings)
         return 0
     for record in outcome.sent:

@@ -11,6 +11,11 @@ after a line naming its file). Without it, the text formats (JSON, CSV) go to st
 and the page formats to files of the data directory: HTML to
 ``<data_dir>/reports/report-DATE.html``, notices to ``<data_dir>/reports/notices-DATE/``. A
 file's path is printed; a summary line goes to standard error.
+
+The notice drafts are, for each site of the report, the notice ``tracker notices send --site
+SITE --dry-run`` prints: the same URLs (not noticed within ``notice_repeat_days``, unless
+``--resend``), text and evidence. The CSV starts with a UTF-8 byte-order mark (``--no-bom``:
+without), the HTML's times are in ``display_timezone``.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import re
 import sys
 from datetime import UTC, date, datetime
 from pathlib import Path
+from typing import Any
 
 from tracker.config import Settings
 
@@ -57,6 +63,18 @@ def register(commands: argparse._SubParsersAction) -> None:
         "(default: json and csv to standard output, html and notices to the data directory's "
         "reports folder)",
     )
+    parser.add_argument(
+        "--no-bom",
+        action="store_true",
+        help="csv: no UTF-8 byte-order mark at the start (by default one is written, so that "
+        "Excel reads the Chinese text as UTF-8)",
+    )
+    parser.add_argument(
+        "--resend",
+        action="store_true",
+        help="notices: include the URLs noticed within notice_repeat_days, as `notices send "
+        "--resend` would",
+    )
     parser.set_defaults(func=run)
 
 
@@ -78,18 +96,22 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     from tracker.reports.build import build_report
     from tracker.servers.connect import connect
 
-    renderers = {"json": to_json, "csv": to_csv, "html": to_html}
+    renderers = {
+        "json": to_json,
+        "csv": lambda report: to_csv(report, bom=not args.no_bom),
+        "html": lambda report: to_html(report, settings.display_timezone),
+    }
     day = args.date or datetime.now(UTC).date()
     runtime = connect(settings, redis=False)
     try:
         report = build_report(  # settled data: mongo_read_preference
             runtime.read_db, day, compliance=Compliance.of(settings)
         )
+        if args.format == "notices":
+            _notices(report, args, runtime.read_db, settings)
     finally:
         runtime.close()
-    if args.format == "notices":
-        _notices(report, args.out, settings)
-    else:
+    if args.format != "notices":
         text = renderers[args.format](report)
         text = text if text.endswith("\n") else text + "\n"  # the same bytes wherever it goes
         out = args.out
@@ -106,16 +128,17 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def _notices(report: dict, out: str | None, settings: Settings) -> None:
-    """The notice drafts: files of a folder (their paths printed), or with ``-`` each on
-    standard output after a line naming it."""
+def _notices(report: dict, args: argparse.Namespace, db: Any, settings: Settings) -> None:
+    """The notice drafts (those ``notices send`` would send now for the report's sites): files
+    of a folder (their paths printed), or with ``-`` each on standard output after a line
+    naming it."""
     from tracker.reports.daily import notice_files, write_notices
 
-    if out == "-":
-        for name, text in notice_files(report).items():
+    if args.out == "-":
+        for name, text in notice_files(report, db, settings, resend=args.resend).items():
             sys.stdout.write(f"==> {name} <==\n{text}" + ("" if text.endswith("\n") else "\n"))
         return
-    folder = Path(out).expanduser() if out else None
+    folder = Path(args.out).expanduser() if args.out else None
     folder = folder or settings.data_dir / "reports" / f"notices-{report['date']}"
-    for path in write_notices(report, folder):
+    for path in write_notices(report, folder, db, settings, resend=args.resend):
         print(path)

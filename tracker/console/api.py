@@ -160,16 +160,19 @@ def api_report(
     if fmt == "zip":
         buffer = io.BytesIO()
         with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-            for file_name, text in notice_files(report).items():
+            console = deps.console(request)
+            drafts = notice_files(report, console.runtime.read_db, console.settings)
+            for file_name, text in drafts.items():
                 archive.writestr(f"notices-{when.isoformat()}/{file_name}", text)
         body, media = buffer.getvalue(), "application/zip"
         name = f"notices-{when.isoformat()}.zip"
     elif fmt == "json":
         body, media = to_json(report), "application/json"
     elif fmt == "csv":
-        body, media = to_csv(report), "text/csv; charset=utf-8"
+        body, media = to_csv(report, bom=True), "text/csv; charset=utf-8"
     else:
-        body, media = to_html(report), "text/html; charset=utf-8"
+        zone = deps.console(request).settings.display_timezone
+        body, media = to_html(report, zone), "text/html; charset=utf-8"
     disposition = "inline" if fmt == "html" else "attachment"
     headers = {"Content-Disposition": f'{disposition}; filename="{name}"'}
     return Response(body, media_type=media, headers=headers)

@@ -8,6 +8,7 @@ import json
 import secrets
 from datetime import UTC, datetime
 from typing import Annotated, Any
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.concurrency import run_in_threadpool
@@ -15,6 +16,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 from starlette.datastructures import FormData
 
+from tracker.config import NOTICE_LANGUAGES
 from tracker.console import deps
 from tracker.console.api import MAX_URL, json_response, run_check
 from tracker.console.auth import (
@@ -30,7 +32,8 @@ from tracker.console.evidence import master_texts, page_matches, passages
 from tracker.console.figures import Paged, paged
 from tracker.console.jobs import job_rows, known_job, start_job
 from tracker.console.throttle import Throttled
-from tracker.html import environment
+from tracker.enforcement.compliance import histories, timeline
+from tracker.html import display_zone, environment
 from tracker.matching.checking import EmptyLibrary
 from tracker.reading.readers import InputError
 from tracker.reports.build import COPIED_SHARE, unread_sites
@@ -42,6 +45,7 @@ from tracker.stores.evidence import CaptureStore
 from tracker.stores.job_runs import RUNNING, JobRunStore
 from tracker.stores.pages import PageStore
 from tracker.stores.reports import ReportStore
+from tracker.stores.site_settings import SiteSettingsStore
 
 router = APIRouter(include_in_schema=False)
 
@@ -61,12 +65,13 @@ StateParam = Annotated[str | None, Query(max_length=20)]
 
 def render(request: Request, template: str, status_code: int = 200, **context: Any) -> HTMLResponse:
     principal: Principal | None = getattr(request.state, "principal", None)
-    return templates.TemplateResponse(
-        request,
-        TEMPLATES + template,
-        {"principal": principal, "user": principal.user if principal else None, **context},
-        status_code=status_code,
-    )
+    with display_zone(deps.console(request).settings.display_timezone):  # drawn right here
+        return templates.TemplateResponse(
+            request,
+            TEMPLATES + template,
+            {"principal": principal, "user": principal.user if principal else None, **context},
+            status_code=status_code,
+        )
 
 
 async def form_of(request: Request, principal: Principal) -> FormData:
@@ -267,6 +272,7 @@ def evidence(
         for match in shown.items
     ]
     fields = {"at": 1, "status": 1, "payload_sha256": 1, "stamp.state": 1, "screenshot": 1}
+    history = histories(db, [url]).get(url)
     return render(
         request,
         "page.html",
@@ -277,6 +283,8 @@ def evidence(
         rows=rows,
         query={"url": url},
         captures=CaptureStore(db).of_url(url, {**fields, "source": 1}),
+        takedown=history,
+        events=timeline(history) if history else [],
     )
 
 
@@ -362,10 +370,14 @@ def site(
         for s in w["sites"]:
             if s["site"] == name:
                 works[w["work"]] = (s, w)
+    from tracker.enforcement.notices import notice_language
+
     return render(
         request,
         "site.html",
         nav="sites",
+        notice_language=notice_language(console.settings, name, console.runtime.db),
+        languages=NOTICE_LANGUAGES,
         day=day.isoformat(),
         name=name,
         site=entry,
@@ -380,6 +392,19 @@ def site(
         unread=view.unread(name),
         per_page=PER_PAGE,
     )
+
+
+@router.post("/site/notice-language")
+async def set_notice_language(request: Request, principal: Operator) -> Response:
+    """The language of a site's notices (``zh``, ``en``; empty: its site file's, else the
+    setting's), over its site file's."""
+    form = await form_of(request, principal)
+    site, language = field(form, "site", 300).strip().lower(), field(form, "language", 10)
+    if not site or language not in ("", *NOTICE_LANGUAGES):
+        raise HTTPException(422, f"language: one of {', '.join(NOTICE_LANGUAGES)}, or empty")
+    store = SiteSettingsStore(deps.console(request).runtime.db)
+    store.set_notice_language(site, language, principal.user.name, datetime.now(UTC))
+    return RedirectResponse(f"/site?{urlencode({'name': site})}", status_code=303)
 
 
 def crawl_runs(db, site: str | None, page: int) -> list[dict[str, Any]]:

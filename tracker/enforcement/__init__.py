@@ -8,9 +8,11 @@
 * **Bundles** (:mod:`~tracker.enforcement.bundle`): ``tracker evidence export`` writes a page's
   records, a manifest and an RFC 3161 time-stamp token over the manifest
   (:mod:`~tracker.enforcement.timestamp`); ``tracker evidence verify`` checks all of it.
-* **Notices** (:mod:`~tracker.enforcement.notices`, :mod:`~tracker.enforcement.mail`): a
-  site's takedown notice sent by SMTP to its abuse contact, recorded, never repeated for a
-  URL within ``notice_repeat_days``.
+* **Notices** (:mod:`~tracker.enforcement.notices`, :mod:`~tracker.enforcement.mail`,
+  :mod:`~tracker.enforcement.notice_text`): a site's takedown notice (a 侵权通知书 by default,
+  or an English DMCA-style one; Jinja2 templates the data directory may override) naming the
+  rights holder and each URL's evidence, its manifests and time-stamps attached, sent by SMTP
+  to its abuse contact, recorded, never repeated for a URL within ``notice_repeat_days``.
 * **Takedown tracking** (:mod:`~tracker.enforcement.takedown`): every noticed URL fetched
   again and classified removed, live or reappeared; removal rates per site, non-compliant
   sites and their delisting lists.

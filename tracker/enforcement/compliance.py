@@ -1,10 +1,13 @@
 """Compliance with takedown notices, read from the takedown records
 (:class:`tracker.stores.takedowns.TakedownStore`): per site, at any moment, how many noticed URLs
 were removed, are live, came back; the removal rate and the median time to removal; which sites
-are non-compliant, and the list of their live URLs for search engines' delisting requests.
+are non-compliant, and the list of their live URLs for search engines' delisting requests; per
+URL, its takedown history (:func:`url_history`: each notice sent, to whom, its ``Message-ID``;
+each removal; each return).
 
-Pure functions of the records: the report (its ``takedown`` list), ``tracker takedown status``
-and the console read the same figures, and reading changes nothing.
+Pure functions of the records (but :func:`histories`, which reads them): the report (its
+``takedown`` list, its pages' ``takedown``), ``tracker takedown status`` and the console read
+the same figures, and reading changes nothing.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import csv
 import io
 import statistics
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from itertools import pairwise
@@ -104,6 +108,77 @@ def takedown_figures(
         )
     figures.sort(key=lambda f: (-f["noticed"], f["site"]))
     return figures
+
+
+def url_history(
+    doc: dict[str, Any], notices: dict[str, dict[str, Any]], moment: datetime | None = None
+) -> dict[str, Any]:
+    """A noticed URL's takedown history up to ``moment`` (default: all of it): ``{"state",
+    "noticed": [{"at", "to", "message_id", "notice"}], "removed": [at], "reappeared": [at]}``,
+    oldest first; ``notices`` are the notice records by id (those not sent are left out).
+    Times are tz-aware UTC datetimes."""
+    moment = _utc(moment) if moment is not None else None
+
+    def until(at: Any) -> bool:
+        return isinstance(at, datetime) and (moment is None or _utc(at) <= moment)
+
+    noticed = []
+    for notice_id in doc.get("notices") or ():
+        record = notices.get(notice_id) or {}
+        if record.get("sent_at") and until(record["sent_at"]):
+            noticed.append(
+                {
+                    "at": _utc(record["sent_at"]),
+                    "to": record.get("to") or "",
+                    "message_id": record.get("message_id") or "",
+                    "notice": notice_id,
+                }
+            )
+    noticed.sort(key=lambda n: n["at"])  # fmt: skip
+    changes = [c for c in doc.get("changes") or () if until(c.get("at"))]
+    return {
+        "state": state_at(doc, moment) if moment is not None else doc.get("state") or NOTICED,
+        "noticed": noticed,
+        "removed": [_utc(c["at"]) for c in changes if c["state"] == REMOVED],
+        "reappeared": [
+            _utc(b["at"])
+            for a, b in pairwise(changes)
+            if a["state"] == REMOVED and b["state"] == LIVE
+        ],
+    }
+
+
+def histories(
+    db: Any, urls: Iterable[str], moment: datetime | None = None
+) -> dict[str, dict[str, Any]]:
+    """:func:`url_history` of each of ``urls`` ever noticed (up to ``moment``)."""
+    from tracker.stores.notices import NoticeStore
+    from tracker.stores.takedowns import TakedownStore
+
+    docs = TakedownStore(db).of_urls(urls)
+    notices = NoticeStore(db).by_ids(n for doc in docs.values() for n in doc.get("notices") or ())
+    found = {url: url_history(doc, notices, moment) for url, doc in docs.items()}
+    return {url: history for url, history in found.items() if history["noticed"]}
+
+
+def timeline(history: dict[str, Any]) -> list[dict[str, Any]]:
+    """A URL's history as one list of events, oldest first: ``{"at", "event"}`` (``noticed``,
+    with ``to`` and ``message_id``; ``removed``; ``reappeared``)."""
+    events = [{**n, "event": "noticed"} for n in history["noticed"]]
+    events += [{"at": at, "event": "removed"} for at in history["removed"]]
+    events += [{"at": at, "event": "reappeared"} for at in history["reappeared"]]
+    order = {"noticed": 0, "removed": 1, "reappeared": 2}
+    return sorted(events, key=lambda e: (e["at"], order[e["event"]]))
+
+
+def history_json(history: dict[str, Any]) -> dict[str, Any]:
+    """:func:`url_history` with its times as ISO 8601 UTC strings."""
+    return {
+        "state": history["state"],
+        "noticed": [{**n, "at": n["at"].isoformat(timespec="seconds")} for n in history["noticed"]],
+        "removed": [at.isoformat(timespec="seconds") for at in history["removed"]],
+        "reappeared": [at.isoformat(timespec="seconds") for at in history["reappeared"]],
+    }
 
 
 def delisting_rows(docs: list[dict[str, Any]], figures: list[dict[str, Any]]) -> list[list[str]]:

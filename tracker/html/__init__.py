@@ -18,7 +18,8 @@ report inlines it, the console serves it at ``/static/shared/tracker.css``.
 Titles, URLs and passages come from crawled pages and are hostile. Autoescaping is on for every
 template and for templates made from strings; no template marks a value safe, and no Python
 module writes HTML in strings (``tests/test_html_guard.py`` fails on either). The project's
-filters are registered once, here: ``when`` (a time, UTC), ``count`` (thousands separators),
+filters are registered once, here: ``when`` (a time, in the ``display_timezone`` the template
+is given, else UTC), ``count`` (thousands separators),
 ``pct`` (a share as a percentage), ``score`` (three decimals), ``plural`` (``3 chapters``),
 ``http`` (whether a URL may be a link) and ``pretty`` (indented JSON).
 """
@@ -26,11 +27,14 @@ filters are registered once, here: ``when`` (a time, UTC), ``count`` (thousands 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tracker.formats import count, is_number, plural, share, when
+from tracker.formats import count, is_number, plural, share, when, zone_label
 
 if TYPE_CHECKING:
     from jinja2 import Environment
@@ -52,7 +56,7 @@ def environment() -> Environment:
         lstrip_blocks=True,
     )
     env.filters.update(
-        when=when,
+        when=lambda moment: when(moment, DISPLAY_ZONE.get()),
         count=lambda v: count(v) if is_number(v) else "-",
         pct=share,
         score=lambda v: f"{float(v):.3f}" if is_number(v) else "-",
@@ -60,12 +64,30 @@ def environment() -> Environment:
         http=lambda v: isinstance(v, str) and is_http_url(v),
         pretty=lambda v: json.dumps(v, ensure_ascii=False, indent=2, default=str),
     )
+    env.globals["display_zone"] = lambda: zone_label(DISPLAY_ZONE.get() or "UTC")
     return env
 
 
-def render(template: str, **context: Any) -> str:
-    """``template`` (a path under ``templates/``) rendered with ``context``."""
-    return environment().get_template(template).render(**context)
+#: The time zone the ``when`` filter writes times in while a page is drawn (None: UTC), a
+#: context variable so that the macros imported without context see it too.
+DISPLAY_ZONE: ContextVar[str | None] = ContextVar("display_zone", default=None)
+
+
+@contextmanager
+def display_zone(name: str | None) -> Iterator[None]:
+    """Times drawn within are written in the time zone ``name`` (``display_timezone``)."""
+    token = DISPLAY_ZONE.set(name or None)
+    try:
+        yield
+    finally:
+        DISPLAY_ZONE.reset(token)
+
+
+def render(template: str, zone: str | None = None, **context: Any) -> str:
+    """``template`` (a path under ``templates/``) rendered with ``context``, its times in the
+    time zone ``zone`` (None: UTC)."""
+    with display_zone(zone):
+        return environment().get_template(template).render(**context)
 
 
 def is_http_url(url: str) -> bool:

@@ -1,8 +1,8 @@
-"""The daily infringement report: build it from MongoDB, render it as JSON, CSV, HTML or
-takedown notices, and publish it (cluster, build, store, write) for a day."""
+"""The daily infringement report: build it from MongoDB, render it as JSON, CSV or HTML (its
+takedown notice drafts: :mod:`tracker.reports.notices`), and publish it (cluster, build, store,
+write) for a day."""
 
 from tracker.reports.build import build_report, day_window, summary_line
-from tracker.reports.notices import to_notices
 from tracker.reports.render import to_csv, to_html, to_json
 
 __all__ = [
@@ -12,5 +12,4 @@ __all__ = [
     "to_csv",
     "to_html",
     "to_json",
-    "to_notices",
 ]

@@ -21,7 +21,12 @@ from typing import Any
 import numpy as np
 from pymongo.database import Database
 
-from tracker.enforcement.compliance import Compliance, takedown_figures
+from tracker.enforcement.compliance import (
+    Compliance,
+    histories,
+    history_json,
+    takedown_figures,
+)
 from tracker.formats import plural
 from tracker.model import ARTICLE, CHAPTER, site_of
 from tracker.stores.clusters import ClusterStore
@@ -76,7 +81,10 @@ def build_report(
                                "copied_chapters", "partial_chapters", "first_seen",
                                "last_seen", "new_pages"}]}],
          "pages": [{"url", "site", "doc_ids", "copies", "score", "coverage", "first_seen",
-                    "last_seen", "new", "group"}],
+                    "last_seen", "new", "group",
+                    "takedown": None | {"state", "noticed": [{"at", "to", "message_id",
+                                                              "notice"}],
+                                        "removed": [at], "reappeared": [at]}}],
          "sites": [{"site", "pages", "works", "matches", "new_pages", "first_seen", "last_seen",
                     "trend": [{"date", "pages"}]}],
          "groups": [{"group", "pages", "sites", "works", "doc_ids"}],
@@ -116,7 +124,10 @@ def build_report(
     none of them counts as clean; ``summary["unread"]`` counts them, :func:`unread_sites` sums
     them up per site.
     ``takedown`` is each noticed site's compliance at the end of ``day`` (or now, for today), by
-    ``compliance`` (:func:`tracker.enforcement.compliance.takedown_figures`).
+    ``compliance`` (:func:`tracker.enforcement.compliance.takedown_figures`); a page's
+    ``takedown`` its history then (:func:`tracker.enforcement.compliance.url_history`: each
+    notice sent, to whom, its ``Message-ID``; each removal; each return; times ISO 8601 UTC),
+    None for a page never noticed.
     ``discovered`` lists the sites discovery first found carrying copies on ``day``
     (:mod:`tracker.discovery`), by site, each with the search query that found it.
     """
@@ -170,8 +181,14 @@ def build_report(
         )
     works.sort(key=lambda w: (-len(w["pages"]), w["work"]))
 
+    noticed = histories(db, by_url, min(day_window(day)[1], now or datetime.now(UTC)))
     flat_pages = [
-        {**_page_entry(url, by_url[url], units), **seen(url, by_url[url])} for url in sorted(by_url)
+        {
+            **_page_entry(url, by_url[url], units),
+            **seen(url, by_url[url]),
+            "takedown": history_json(noticed[url]) if url in noticed else None,
+        }
+        for url in sorted(by_url)
     ]
     trend, site_trends = _trends(db, day, trend_days)
     sites = _site_entries(day, flat_pages, by_url, site_trends, trend)

@@ -38,11 +38,19 @@ def to_json(report: dict[str, Any]) -> str:
     return json.dumps(report, ensure_ascii=False, indent=2)
 
 
-def to_csv(report: dict[str, Any]) -> str:
+#: The UTF-8 byte-order mark: Excel (on a Chinese Windows above all) reads a CSV file as
+#: UTF-8 only when it starts with one, and as the ANSI code page (garbled) otherwise.
+BOM = "\ufeff"
+
+
+def to_csv(report: dict[str, Any], *, bom: bool = False) -> str:
     """One row per (page, doc_id) match; score, coverage (the copied share), first/last seen
     and new are the page's values for that work, group its mirror group, copies what the page
-    copies of the work ("98 chapters of 西游记 (1–98)")."""
+    copies of the work ("98 chapters of 西游记 (1–98)"). With ``bom`` it starts with the
+    UTF-8 byte-order mark (:data:`BOM`), for Excel."""
     out = io.StringIO()
+    if bom:
+        out.write(BOM)
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
     for work in report["works"]:
@@ -72,15 +80,17 @@ FOLDED_CHAPTERS = 3  # a page copying more chapters shows their count, the list 
 OPEN_UNREAD = 20  # a site's unread pages are listed open up to this many, folded beyond
 
 
-def to_html(report: dict[str, Any]) -> str:
+def to_html(report: dict[str, Any], zone: str | None = None) -> str:
     """A self-contained HTML page (the template ``report/report.html`` of :mod:`tracker.html`):
     the summary, charts (trend over days, top sites, top works), one section per work, the
     sites with their 30-day trend, the mirror groups, the pages that could not be read (per
-    site, with the reason in words) and each noticed site's takedown compliance."""
+    site, with the reason in words) and each noticed site's takedown compliance; its times in
+    the time zone ``zone`` (``display_timezone``; None: UTC)."""
     from tracker.html import render
 
     return render(
         "report/report.html",
+        zone,
         report=report,
         charts=report_charts(report),
         sparkline=sparkline,

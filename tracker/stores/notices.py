@@ -11,11 +11,14 @@ by the next ``tracker notices send`` of its site (or the scheduler's ``takedown`
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
 from pymongo import DESCENDING
 from pymongo.database import Database
+
+from tracker.batching import ID_BATCH, batches
 
 PENDING, SENT = "pending", "sent"
 
@@ -45,6 +48,14 @@ class NoticeStore:
         if site is not None:
             query["site"] = site
         return sorted(self.notices.find(query), key=lambda n: n["created_at"])
+
+    def by_ids(self, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """``id → notice`` (without its text) of these notices."""
+        found = {}
+        for chunk in batches(sorted(set(ids)), ID_BATCH):
+            for doc in self.notices.find({"_id": {"$in": chunk}}, {"text": 0, "evidence": 0}):
+                found[doc["_id"]] = doc
+        return found
 
     def of_site(self, site: str, limit: int = 50) -> list[dict[str, Any]]:
         """A site's notices, newest first (index ``site, created_at``)."""

@@ -60,6 +60,14 @@ class TakedownStore:
                 found[doc["_id"]] = doc["last_noticed"]
         return found
 
+    def of_urls(self, urls: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """``url → its document`` for those of ``urls`` ever noticed."""
+        found = {}
+        for chunk in batches(sorted(set(urls)), ID_BATCH):
+            for doc in self.takedowns.find({"_id": {"$in": chunk}}):
+                found[doc["_id"]] = doc
+        return found
+
     def all(self, site: str | None = None) -> list[dict[str, Any]]:
         """Every noticed URL (of ``site``: index ``site``)."""
         return list(self.takedowns.find({} if site is None else {"site": site}))
