@@ -97,6 +97,9 @@ class Settings:
 
     # Input of ``tracker check`` and ``ingest``: a larger file, page or text is refused.
     max_input_mb: int = _within(32, 1)
+    # Masters that an ingest replaced or a command deleted are kept this many days, and
+    # ``tracker index restore-deleted`` brings them back (0: not kept).
+    master_trash_days: int = _within(30, 0)
     # A warm checker answers later checks for this long after the last (0: none; see
     # tracker.cli._warm).
     check_warm_s: int = _within(600, 0)
