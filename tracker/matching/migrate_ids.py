@@ -14,7 +14,9 @@ holds already (a chapter ingested again since, under its new id).
 
 The plan is stored before anything moves (:mod:`tracker.stores.id_migration`): a run cut short
 is finished by the next, and a run over a migrated library does nothing. The run holds the
-library's write lock, so no ingest interleaves.
+library's write lock, so no ingest interleaves, and advances the library version, so that the
+processes running (the console, warm checkers, crawl workers) drop the masters they cached
+under their old ids.
 """
 
 from __future__ import annotations
@@ -86,4 +88,9 @@ def migrate(
             store.rename(chunk)
             if progress:
                 progress(len(chunk))
+        if pending or renames:
+            # The index names masters by n and is unchanged; the version moves on so that
+            # running checkers, the console and crawl workers drop the ids they cached.
+            version = library.store.next_version()
+            library.index.set_state(version, library.store.count())
     return Migration(pending + renames, len(pending), done_before)
