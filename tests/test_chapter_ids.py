@@ -77,7 +77,10 @@ def test_a_chapter_key_comes_from_its_own_heading(title, key):
     assert chapter_key(title) == key
 
 
-@pytest.mark.parametrize("n", [*range(1, 130), 200, 305, 1000, 1001, 1010, 2024, 9999, 10000, 10086])
+NUMBERS = [*range(1, 130), 200, 305, 1000, 1001, 1010, 2024, 9999, 10000, 10086]
+
+
+@pytest.mark.parametrize("n", NUMBERS)
 def test_chapter_numbers_read_as_another_tool_writes_them(n):
     assert numeral_value(cn2an.an2cn(n)) == n  # 一百零五, 一千零一十…
     assert numeral_value(cn2an.an2cn(n, "up")) == n  # 壹佰零伍
@@ -209,8 +212,7 @@ def positional_library(runtime) -> tuple[MasterLibrary, list[MasterDocument]]:
         MasterDocument(f"西游记/{i:04d}", "西游记", heading(n), BODIES[n], "b.txt")
         for i, n in ((1, 6), (2, 7), (3, 8))
     ] + [
-        MasterDocument(f"西游记/{n:04d}", "西游记", heading(n), BODIES[n], "a.txt")
-        for n in (4, 5)
+        MasterDocument(f"西游记/{n:04d}", "西游记", heading(n), BODIES[n], "a.txt") for n in (4, 5)
     ]
     docs.append(MasterDocument("新闻/0001", "新闻", "第九回", prose(seed=3650), "n.jsonl:1"))
     library = MasterLibrary.from_runtime(runtime)
