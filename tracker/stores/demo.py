@@ -82,6 +82,11 @@ class DemoStore:
             upsert=True,
         )
 
+    def marked_masters(self) -> list[str]:
+        """The master ids the demo's mark names."""
+        mark = self.marks.find_one({"_id": MARK}, {"masters": 1}) or {}
+        return [str(doc_id) for doc_id in mark.get("masters", [])]
+
     def add_site(self, base_url: str) -> None:
         """Record a local site the demo is about to crawl (its pages are the demo's)."""
         self.marks.update_one({"_id": MARK}, {"$addToSet": {"sites": base_url}}, upsert=True)
