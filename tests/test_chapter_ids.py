@@ -97,6 +97,14 @@ def test_volumes_that_number_again_do_not_collide_and_a_key_twice_is_named():
     assert [c.key for c in found.chapters] == ["卷1.1", "卷1.2", "卷2.1", "卷2.2"]
     assert found.warnings == []
 
+    note = "作者的话：" + "今天更新三章，谢谢大家的支持。" * 6
+    update = split_book(f"《西游记》\n{note}\n{heading(6)}\n{BODIES[6]}\n")
+    assert [c.key for c in update.chapters] == ["6.前言", "6"]  # not the book's 前言
+    whole = split_book(f"《西游记》\n{note}\n{heading(1)}\n{BODIES[1]}\n")
+    assert [c.key for c in whole.chapters] == ["前言", "1"]
+    volume = split_book(f"{note}\n卷二\n第一章\n{BODIES[1]}\n")
+    assert [c.key for c in volume.chapters] == ["卷2.前言", "卷2.1"]
+
     twice = split_book(f"第一章 甲\n{BODIES[1]}\n第二章 乙\n{BODIES[2]}\n第二章 丙\n{BODIES[3]}\n")
     assert [c.key for c in twice.chapters] == ["1", "2", "2~2"]  # nothing of the file lost
     [warning] = twice.warnings

@@ -110,7 +110,7 @@ def split_book(text: str) -> Book:
         return Book(chapters, title, _warnings(chapters, headed=False))
     preface = text[: headings[0].start].strip()
     if len(preface) >= MIN_PREFACE_CHARS:
-        chapters.append(Chapter(1, PREFACE, preface, chapter_key(PREFACE)))
+        chapters.append(Chapter(1, PREFACE, preface, _preface_key(headings[0].title)))
     parents: dict[int, str] = {}
     for i, heading in enumerate(headings):
         parents = {level: t for level, t in parents.items() if level < heading.level}
@@ -319,6 +319,15 @@ def chapter_key(title: str) -> str:
     ingested a few at a time add up, and ``tracker index migrate-ids`` re-keys stored masters
     from their titles."""
     return KEY_JOIN.join(_part_key(part) for part in title.split(TITLE_JOIN) if part.strip())
+
+
+def _preface_key(first_heading: str) -> str:
+    """The key of the text above a file's first heading: the book's preface (``前言``) when the
+    file starts the book, else a note on the chapters it brings (``6.前言`` above 第六回), so
+    that a file of later chapters with a note on top does not replace the book's preface."""
+    first = chapter_key(first_heading)
+    starts = all(int(number) <= 1 for number in re.findall(r"[0-9]+", first))
+    return PREFACE if starts else f"{first}{KEY_JOIN}{PREFACE}"
 
 
 def _part_key(part: str) -> str:
