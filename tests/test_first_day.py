@@ -350,3 +350,37 @@ def test_what_counts_as_the_user_s_own_data(runtime):
     assert store.holds() is Holds.DEMO
     library.ingest(DOCS[2:3])  # a master of the user's
     assert store.holds() is Holds.DATA
+
+
+def test_serve_demo_shows_the_demo_s_pages_to_the_user_s_accounts(settings, runtime):
+    """``tracker serve --demo``: the console on the demo's database, the user's accounts
+    signing in; the user's own console does not show the demo's pages."""
+    from fastapi.testclient import TestClient
+
+    from tracker.cli.demo import apart
+    from tracker.console import create_app
+    from tracker.console.users import Users
+    from tracker.servers.runtime import Runtime
+    from tracker.stores.pages import MatchStore, PageRecord, PageStore
+
+    viewer = ("vera", "a long passphrase for vera")
+    Users(runtime.db).add(viewer[0], "viewer", viewer[1])
+    demo_settings = apart(settings)
+    demo = Runtime(demo_settings)
+    url = "http://127.0.0.1:8000/book/1/1.html"
+    try:
+        doc = DOCS[0]
+        MasterLibrary.from_runtime(demo).ingest([doc])
+        PageStore(demo.db).save(PageRecord(url=url, text=doc.text, matched=[doc.doc_id]))
+        MatchStore(demo.db).record(url, [{"doc_id": doc.doc_id, "work": doc.work, "score": 1.0}])
+        app = create_app(demo_settings, demo, users_db=runtime.db)
+        with TestClient(app) as client:
+            answer = client.get("/api/pages", auth=viewer)
+            assert answer.status_code == 200, answer.text
+            assert url in answer.text
+        with TestClient(create_app(settings, runtime)) as own:
+            answer = own.get("/api/pages", auth=viewer)
+            assert answer.status_code == 200 and url not in answer.text
+    finally:
+        demo.mongo.drop_database(demo_settings.mongo_db)
+        demo.close()

@@ -120,7 +120,6 @@ class IngestSummary:
     # A master stored again under a new title (id, the title it had, the new one): first few.
     retitled: list[tuple[str, str, str]] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)  # deleted by replace_works
-    kept: int = 0  # replaced versions kept for ``tracker index restore-deleted``
     ids: dict[str, set[str]] | None = None  # work -> ids read (``track_ids``: replace_works)
 
     def add_work(self, work: str) -> None:
@@ -311,7 +310,7 @@ class MasterLibrary:
             new_ns = iter(self.store.allocate_ns(len(new_ids)))
             replaced = [d for d in latest if d in existing]
             if replaced and self.trash is not None:
-                summary.kept += self.trash.keep(self.store.texts(replaced).values(), "replaced")
+                self.trash.keep(self.store.texts(replaced).values(), "replaced")
             for doc_id, (doc, fp) in latest.items():
                 if doc_id in existing:
                     before = existing[doc_id]
