@@ -31,7 +31,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         epilog=actions_help(
             {
                 "list": "the library's works: documents, size, first and last ingested "
-                "(--work W: the documents of W)",
+                "(--work W: the documents of W, the chapter numbers held and the gaps)",
                 "stats": "MongoDB's masters and library version beside the index's, its layout "
                 "and memory (read only)",
                 "verify": "repair the index: finish half-done changes, or rebuild it; file "
