@@ -399,13 +399,13 @@ def test_ingest_of_a_directory_goes_past_an_empty_file_and_names_what_it_skipped
     assert "a-empty.txt: empty text" in err
     assert "skipped 2 unsupported file(s) (.json, .md" in err and "notes.md" in err
     # The work is named by the book's title line, not the file name.
-    assert sorted(runtime.db["masters"].distinct("_id")) == ["真名/0001", "真名/0002"]
+    assert sorted(runtime.db["masters"].distinct("_id")) == ["真名/1", "真名/2"]
     listed = tracker(env, "index", "list")
     assert listed.returncode == 0 and "真名" in listed.stdout.decode()
     chapters = tracker(env, "index", "list", "--work", "真名").stdout.decode()
-    assert "真名/0001" in chapters and "第二章 承" in chapters
+    assert "真名/1" in chapters and "第二章 承" in chapters
     renamed = tracker(env, "ingest", "--work", "别名", str(folder / "b.txt"))
-    assert renamed.returncode == 0 and "别名/0002" in runtime.db["masters"].distinct("_id")
+    assert renamed.returncode == 0 and "别名/2" in runtime.db["masters"].distinct("_id")
 
 
 def test_ingest_of_nothing_ingestible_is_one_line(env, tmp_path):
@@ -516,40 +516,41 @@ def test_the_end_of_crawl_summary_is_short_and_says_where_the_report_is():
 def test_the_demo_says_which_database_it_used_and_how_to_look_at_it(
     cli_env, settings, runtime, monkeypatch, capsys, caplog
 ):
-    """A fresh library takes the demo's data, twice; once it holds the user's own, the demo
-    keeps apart and says how to look at its data (see also tests/test_first_day.py)."""
+    """Fresh library or not, the demo keeps to a database and key prefix of its own, and says
+    how to look at them (see also tests/test_first_day.py)."""
     import tracker.crawling.crawl
 
     monkeypatch.setattr(tracker.crawling.crawl, "run_crawl", lambda *args, **kwargs: 1)  # no crawl
-    assert main(["demo"]) == 1
-    out = capsys.readouterr().out
-    assert f"the demo writes into your library (database {settings.mongo_db} and" in out
-    assert "`tracker report --format json`" in out
-    with caplog.at_level("WARNING", logger="tracker"):
-        assert main(["demo"]) == 1  # again: a fresh demo library, nothing to repair
-    assert "(an earlier demo's data, replaced)" in capsys.readouterr().out
-    assert not [r for r in caplog.records if "disagrees" in r.getMessage()]
-    assert main(["index", "list"]) == 0
-    assert "红楼梦" in capsys.readouterr().out
-
-    MasterLibrary.from_runtime(runtime).ingest([MasterDocument("mine/1", "mine", "一", CHAPTER)])
-    version = MasterLibrary.from_runtime(runtime).store.version()
-    assert main(["demo"]) == 1
-    out = capsys.readouterr().out
     demo_db, demo_prefix = f"{settings.mongo_db}_demo", f"{settings.redis_prefix[:-1]}-demo:"
-    assert "holds your own data: the demo leaves it alone" in out
-    assert (
-        f"TRACKER_MONGO_DB={demo_db} TRACKER_REDIS_PREFIX={demo_prefix} tracker report "
-        "--format json" in out
-    )
-    assert MasterLibrary.from_runtime(runtime).store.version() == version  # left alone
-    monkeypatch.setenv("TRACKER_MONGO_DB", demo_db)
-    monkeypatch.setenv("TRACKER_REDIS_PREFIX", demo_prefix)
-    assert main(["index", "list"]) == 0
-    assert "红楼梦" in capsys.readouterr().out
-    runtime.mongo.drop_database(demo_db)
-    for key in runtime.redis.scan_iter(match=demo_prefix + "*"):
-        runtime.redis.delete(key)
+    try:
+        assert main(["demo"]) == 1
+        out = capsys.readouterr().out
+        assert f"the demo uses its own database {demo_db} and Redis keys {demo_prefix}*" in out
+        assert "`tracker serve --demo`" in out and "`tracker report --demo`" in out
+        with caplog.at_level("WARNING", logger="tracker"):
+            assert main(["demo"]) == 1  # again: a fresh demo library, nothing to repair
+        assert "(the previous demo's data replaced)" in capsys.readouterr().out
+        assert not [r for r in caplog.records if "disagrees" in r.getMessage()]
+        assert main(["index", "list"]) == 0  # the user's library: empty, as it was
+        assert "is empty" in capsys.readouterr().out
+
+        MasterLibrary.from_runtime(runtime).ingest(
+            [MasterDocument("mine/1", "mine", "一", CHAPTER)]
+        )
+        version = MasterLibrary.from_runtime(runtime).store.version()
+        assert main(["demo"]) == 1
+        assert MasterLibrary.from_runtime(runtime).store.version() == version  # left alone
+        assert main(["report", "--demo", "--format", "json"]) == 0
+        capsys.readouterr()
+        monkeypatch.setenv("TRACKER_MONGO_DB", demo_db)
+        monkeypatch.setenv("TRACKER_REDIS_PREFIX", demo_prefix)
+        assert main(["index", "list"]) == 0
+        listed = capsys.readouterr().out
+        assert "红楼梦" in listed and "mine" not in listed
+    finally:
+        runtime.mongo.drop_database(demo_db)
+        for key in runtime.redis.scan_iter(match=demo_prefix + "*"):
+            runtime.redis.delete(key)
 
 
 def test_a_long_check_shows_its_progress_on_a_terminal_only(env, library, tmp_path):

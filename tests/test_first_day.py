@@ -109,38 +109,49 @@ def newcomer(tmp_path_factory):
         tracker(env, "services", "stop", timeout=60)
 
 
-def report_urls(env: dict[str, str]) -> list[str]:
-    report = tracker(env, "report", "--format", "json")
+def report_urls(env: dict[str, str], *more: str) -> list[str]:
+    report = tracker(env, "report", "--format", "json", *more)
     assert report.returncode == 0, report.stderr
     return sorted(page["url"] for page in json.loads(report.stdout)["pages"])
 
 
-def test_after_the_demo_in_a_fresh_home_the_report_lists_its_pages(newcomer, tmp_path):
+def demo_env(env: dict[str, str]) -> dict[str, str]:
+    """The demo's own database and Redis keys (``tracker.cli.demo.apart`` of the defaults)."""
+    return {**env, "TRACKER_MONGO_DB": "tracker_demo", "TRACKER_REDIS_PREFIX": "tracker-demo:"}
+
+
+def test_the_demo_in_a_fresh_home_keeps_to_its_own_database(newcomer, tmp_path):
     env, stats, demo = newcomer
     assert stats.returncode == 0, stats.stdout + stats.stderr  # a fresh install: exit 0
     assert "nothing ingested yet" in stats.stdout
     assert demo.returncode == 0, demo.stdout[-2000:] + demo.stderr[-2000:]
-    assert "the demo writes into your library (database tracker" in demo.stdout
+    assert "the demo uses its own database tracker_demo and Redis keys tracker-demo:*" in (
+        demo.stdout
+    )
+    assert "`tracker serve --demo`" in demo.stdout and "`tracker report --demo`" in demo.stdout
     listed = re.findall(r"^  (http://127\.0\.0\.1:\d+/\S+)  copies", demo.stdout, re.M)
     site = build_site(tmp_path / "site")
     # Every copy of the demo site (a chapter over two pages is one page, read whole).
     assert {url.split("/", 3)[3] for url in listed} == set(site.expected)
-    assert report_urls(env) == sorted(listed)
+    assert report_urls(env, "--demo") == sorted(listed)
+    assert report_urls(env) == []  # the user's library: nothing of the demo's
+    stats = tracker(env, "index", "stats")
+    assert stats.returncode == 0 and "nothing ingested yet" in stats.stdout
 
     # A copied chapter as the pirate site serves it (ads, its own encoding): found in the
-    # library the demo filled (it said "no match", exit 0, with the demo's database apart).
-    check = tracker(env, "check", "--json", str(site.root / "book/1/4.html"))
+    # demo's library.
+    check = tracker(demo_env(env), "check", "--json", str(site.root / "book/1/4.html"))
     assert check.returncode == 1, check.stdout + check.stderr
     found = [match["doc_id"] for match in json.loads(check.stdout)["matches"]]
     assert found == site.expected["book/1/4.html"]
-    assert tracker(env, "index", "stats").returncode == 0
+    assert tracker(demo_env(env), "index", "stats").returncode == 0
 
 
 def test_the_embedded_database_backed_up_and_restored(newcomer, tmp_path):
     """deploy/README.md's embedded backup and restore: backed up while it runs, the data
     destroyed, restored; the index rebuilt, the report lists the same pages."""
     env = newcomer[0]
-    before = report_urls(env)
+    before = report_urls(env, "--demo")
     assert len(before) == len(build_site(tmp_path / "site").expected)
     archive = tmp_path / "tracker.tar.gz"
     done = tracker(env, "services", "backup", str(archive))
@@ -153,9 +164,62 @@ def test_the_embedded_database_backed_up_and_restored(newcomer, tmp_path):
     assert restored.returncode == 0, restored.stderr
     assert "`tracker index rebuild`" in restored.stdout
     for step in (("index", "rebuild"), ("index", "verify")):
-        done = tracker(env, *step)
+        done = tracker(demo_env(env), *step)
         assert done.returncode == 0, (step, done.stdout, done.stderr)
-    assert report_urls(env) == before
+    assert report_urls(env, "--demo") == before
+
+
+def test_the_user_s_ingest_crawl_report_and_rematch_never_meet_the_demo_s(newcomer, tmp_path):
+    """After the demo: the user's own book, and a crawl of a site copying it. The report and
+    rematch name only the user's pages and masters; ``demo --clear`` leaves them as they are."""
+    from tests.pirate import PirateSite
+    from tracker.config import Settings
+    from tracker.crawling.crawl import run_crawl
+
+    env = newcomer[0]
+    demo_pages = report_urls(env, "--demo")
+    assert demo_pages
+    with PirateSite(3) as pirate:
+        own = tmp_path / "own.jsonl"
+        own.write_text(
+            "".join(
+                json.dumps({"id": m.doc_id, "work": m.work, "title": m.title, "text": m.text})
+                + "\n"
+                for m in pirate.masters
+            ),
+            encoding="utf-8",
+        )
+        ingested = tracker(env, "ingest", str(own))
+        assert ingested.returncode == 0 and "3 new" in ingested.stdout, ingested.stderr
+        settings = Settings(data_dir=Path(env["TRACKER_DATA_DIR"]))
+        code = run_crawl(
+            "novel",
+            settings,
+            arguments={"start_url": pirate.url + "book/"},
+            log_file=tmp_path / "crawl.log",
+            timeout=300,
+        )
+        assert code == 0, (tmp_path / "crawl.log").read_text(encoding="utf-8")[-3000:]
+        pirated = sorted(pirate.page_url(k) for k in range(1, 4))
+    ours = {m.doc_id for m in pirate.masters}
+    report = tracker(env, "report", "--format", "json")
+    pages = json.loads(report.stdout)["pages"]
+    assert sorted(page["url"] for page in pages) == pirated
+    assert {d for page in pages for d in page["doc_ids"]} == ours
+    rematch = tracker(env, "rematch", "--json")
+    assert rematch.returncode == 0, rematch.stderr
+    assert set(json.loads(rematch.stdout)["new_doc_ids"]) <= ours
+    assert report_urls(env) == pirated  # rematch matched nothing of the demo's
+
+    cleared = tracker(env, "demo", "--clear")
+    assert cleared.returncode == 0, cleared.stderr
+    assert "removed the demo's database tracker_demo" in cleared.stdout
+    assert "your library (database tracker) was not touched" in cleared.stdout
+    assert report_urls(env) == pirated
+    assert report_urls(env, "--demo") == []
+    listing = tracker(env, "index", "list", "--work", pirate.masters[0].work)
+    assert listing.returncode == 0 and "3 document" not in listing.stderr
+    assert all(doc_id in listing.stdout for doc_id in ours)
 
 
 def test_a_backup_never_overwrites_and_a_broken_one_changes_nothing(tmp_path, monkeypatch):
@@ -202,27 +266,59 @@ def test_a_second_demo_replaces_the_first_and_clear_removes_it(
     cli_env, settings, runtime, monkeypatch, capsys
 ):
     import tracker.crawling.crawl
+    from tracker.cli.demo import apart
     from tracker.console.users import Users
+    from tracker.servers.runtime import Runtime
     from tracker.stores.demo import DemoStore, Holds
 
     monkeypatch.setattr(tracker.crawling.crawl, "run_crawl", crawl_leaving_a_page)
     Users(runtime.db).add("alice", "viewer", "a long passphrase")
-    assert main(["demo"]) == 1
-    [first] = [page["_id"] for page in runtime.db["pages"].find({}, {"_id": 1})]
-    assert DemoStore(runtime.db).holds() is Holds.DEMO
-    assert main(["demo"]) == 1
-    [second] = [page["_id"] for page in runtime.db["pages"].find({}, {"_id": 1})]
-    assert second != first  # the first demo's page went with it (another port)
-    assert "an earlier demo's data, replaced" in capsys.readouterr().out
-    assert runtime.db["masters"].count_documents({}) == 9
+    own = DOCS[0]
+    MasterLibrary.from_runtime(runtime).ingest([own])
+    demo = Runtime(apart(settings))
+    try:
+        assert main(["demo"]) == 1  # the stand-in crawl fails after storing a page
+        [first] = [page["_id"] for page in demo.db["pages"].find({}, {"_id": 1})]
+        assert main(["demo"]) == 1
+        [second] = [page["_id"] for page in demo.db["pages"].find({}, {"_id": 1})]
+        assert second != first  # the first demo's page went with it (another port)
+        out = capsys.readouterr().out
+        assert f"the demo uses its own database {settings.mongo_db}_demo" in out
+        assert demo.db["masters"].count_documents({}) == 9
+        assert list(demo.redis.scan_iter(match=apart(settings).redis_prefix + "ix:*"))
+        # The user's library, fresh install or not, is never written.
+        assert runtime.db["masters"].distinct("_id") == [own.doc_id]
+        assert runtime.db["pages"].count_documents({}) == 0
 
-    assert main(["demo", "--clear"]) == 0
-    assert "removed the demo's data" in capsys.readouterr().out
-    assert DemoStore(runtime.db).holds() is Holds.NOTHING
-    assert not list(runtime.redis.scan_iter(match=settings.redis_prefix + "ix:*"))
-    assert not list(runtime.redis.scan_iter(match=settings.redis_prefix + "pix:*"))
-    assert Users(runtime.db).get("alice") is not None  # the console's users stay
-    assert main(["index", "stats"]) == 0
+        assert main(["demo", "--clear"]) == 0
+        out = capsys.readouterr().out
+        assert f"removed the demo's database {settings.mongo_db}_demo (9 sample masters" in out
+        assert f"your library (database {settings.mongo_db}) was not touched" in out
+        assert demo.db["masters"].count_documents({}) == 0
+        assert not list(demo.redis.scan_iter(match=apart(settings).redis_prefix + "ix:*"))
+        assert runtime.db["masters"].distinct("_id") == [own.doc_id]
+        assert Users(runtime.db).get("alice") is not None
+        assert main(["index", "stats"]) == 0
+
+        # What an earlier version's demo left in the user's database, holding nothing else,
+        # goes too, its masters kept.
+        runtime.db["masters"].delete_many({})
+        sample = [replace(doc, doc_id=f"红楼梦/{i}") for i, doc in enumerate(DOCS, 1)]
+        DemoStore(runtime.db).mark([doc.doc_id for doc in sample])
+        library = MasterLibrary.from_runtime(runtime)
+        library.ingest(sample)
+        DemoStore(runtime.db).mark([doc.doc_id for doc in sample], library.store.version())
+        assert DemoStore(runtime.db).holds() is Holds.DEMO
+        assert main(["demo", "--clear"]) == 0
+        out = capsys.readouterr().out
+        assert "removed an earlier demo's data from your library" in out
+        assert "5 sample masters, kept for 30 days" in out
+        assert runtime.db["masters"].count_documents({}) == 0
+        assert DemoStore(runtime.db).holds() is Holds.NOTHING
+        assert main(["index", "restore-deleted", "--all"]) == 0
+        assert sorted(runtime.db["masters"].distinct("_id")) == sorted(d.doc_id for d in sample)
+    finally:
+        demo.close()
 
 
 def test_what_counts_as_the_user_s_own_data(runtime):
@@ -254,3 +350,37 @@ def test_what_counts_as_the_user_s_own_data(runtime):
     assert store.holds() is Holds.DEMO
     library.ingest(DOCS[2:3])  # a master of the user's
     assert store.holds() is Holds.DATA
+
+
+def test_serve_demo_shows_the_demo_s_pages_to_the_user_s_accounts(settings, runtime):
+    """``tracker serve --demo``: the console on the demo's database, the user's accounts
+    signing in; the user's own console does not show the demo's pages."""
+    from fastapi.testclient import TestClient
+
+    from tracker.cli.demo import apart
+    from tracker.console import create_app
+    from tracker.console.users import Users
+    from tracker.servers.runtime import Runtime
+    from tracker.stores.pages import MatchStore, PageRecord, PageStore
+
+    viewer = ("vera", "a long passphrase for vera")
+    Users(runtime.db).add(viewer[0], "viewer", viewer[1])
+    demo_settings = apart(settings)
+    demo = Runtime(demo_settings)
+    url = "http://127.0.0.1:8000/book/1/1.html"
+    try:
+        doc = DOCS[0]
+        MasterLibrary.from_runtime(demo).ingest([doc])
+        PageStore(demo.db).save(PageRecord(url=url, text=doc.text, matched=[doc.doc_id]))
+        MatchStore(demo.db).record(url, [{"doc_id": doc.doc_id, "work": doc.work, "score": 1.0}])
+        app = create_app(demo_settings, demo, users_db=runtime.db)
+        with TestClient(app) as client:
+            answer = client.get("/api/pages", auth=viewer)
+            assert answer.status_code == 200, answer.text
+            assert url in answer.text
+        with TestClient(create_app(settings, runtime)) as own:
+            answer = own.get("/api/pages", auth=viewer)
+            assert answer.status_code == 200 and url not in answer.text
+    finally:
+        demo.mongo.drop_database(demo_settings.mongo_db)
+        demo.close()

@@ -184,8 +184,8 @@ def test_readers_split_books_and_report_every_malformed_file_and_line(tmp_path: 
     book.write_bytes("第一章 起\n甲乙丙丁。\n第二章 承\n戊己庚辛。\n".encode("gb18030"))
     docs = list(read_documents(book))
     assert [(d.doc_id, d.work, d.title) for d in docs] == [
-        ("小说/0001", "小说", "第一章 起"),
-        ("小说/0002", "小说", "第二章 承"),
+        ("小说/1", "小说", "第一章 起"),
+        ("小说/2", "小说", "第二章 承"),
     ]
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": "a", "text": "正文"}\n{"id": "b"\n{"id": "c", "text": "好"}\n')
@@ -209,7 +209,7 @@ def test_readers_split_books_and_report_every_malformed_file_and_line(tmp_path: 
             f"{empty}: empty text",
         ]
     ), reading.problems
-    assert sorted(d.doc_id for d in reading.documents) == ["a", "c", "小说/0001", "小说/0002"]
+    assert sorted(d.doc_id for d in reading.documents) == ["a", "c", "小说/1", "小说/2"]
     assert [p.name for p in reading.files] == ["bad.jsonl", "小说.txt"]
     assert [p.name for p in reading.skipped] == ["notes.md"]
     with pytest.raises(InputError, match="empty text"):

@@ -53,3 +53,114 @@ def test_a_redis_that_never_finishes_loading_is_an_error():
     state = services.ServiceState("redis", pid=0, port=port, url=f"redis://127.0.0.1:{port}/0")
     with pytest.raises(services.ServiceError, match="still loading"):
         services._wait_ready(state, time.monotonic() + 0.5)
+
+
+# ------------------------------------------------------------------------- stop and restore
+
+
+def test_services_stop_stops_a_warm_checker_still_warming_up(settings, monkeypatch):
+    """Issue 36: a checker started by a check and not yet answering (its tables loading) is
+    stopped too, waited for, and counted only when it was running; a pid file naming another
+    program (a pid reused) is only removed."""
+    import os
+
+    from tracker.cli import _warm
+    from tracker.servers.services import _pid_alive
+
+    monkeypatch.setenv("TRACKER_CHECK_WARM_S", "600")
+    _warm.start(settings)
+    [pid_file] = list(_warm.run_dir(settings).glob("warm-*.pid"))
+    pid = int(pid_file.read_text())
+    assert _pid_alive(pid)
+    stale = _warm.run_dir(settings) / f"warm-{os.getpid()}.pid"
+    stale.write_text(str(os.getpid()))  # this test's own process: not a checker
+    assert _warm.stop_all(settings) == 1
+    assert not _pid_alive(pid)
+    assert not list(_warm.run_dir(settings).glob("*.pid"))
+    assert not (_warm.run_dir(settings) / "check.starting").exists()
+    assert _warm.stop_all(settings) == 0  # nothing left to stop: none said
+
+
+@pytest.mark.integration
+def test_restore_leaves_a_running_console_answering(tmp_path):
+    """Issue 36: backup, a change, restore while ``tracker serve`` runs: the embedded MongoDB
+    comes back on its port, the restore says nothing needs a restart, and the console answers
+    200 without one."""
+    import os
+    import subprocess
+    import sys
+
+    import httpx
+
+    from .test_first_day import fresh_home, tracker
+    from .texts import prose
+
+    env = fresh_home(tmp_path)
+    user = ("ada", "a long passphrase for ada")
+    command = [sys.executable, "-m", "tracker.cli", "user", "add", user[0], "--role", "viewer"]
+    added = subprocess.run(
+        [*command, "--password-stdin"],
+        env=env,
+        input=user[1] + "\n",
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=env["HOME"],
+    )
+    assert added.returncode == 0, added.stderr
+    for name, seed in (("a", 1), ("b", 2)):
+        (tmp_path / f"{name}.txt").write_text(
+            f"《书》\n第{seed}章\n{prose(seed=3800 + seed, chars=1200)}\n", encoding="utf-8"
+        )
+    assert tracker(env, "ingest", str(tmp_path / "a.txt")).returncode == 0
+    port = _free_port()
+    console = subprocess.Popen(
+        [sys.executable, "-m", "tracker.cli", "serve", "--port", str(port)],
+        env=env,
+        cwd=env["HOME"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    url = f"http://127.0.0.1:{port}/api/pages"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(url, auth=user, timeout=10).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline and console.poll() is None, "no console"
+            time.sleep(0.2)
+        before = services.read_state(_settings_of(env), "mongo").port
+        archive = tmp_path / "backup.tar.gz"
+        assert tracker(env, "services", "backup", str(archive)).returncode == 0
+        assert tracker(env, "ingest", str(tmp_path / "b.txt")).returncode == 0  # a change
+        restored = tracker(env, "services", "restore", str(archive))
+        assert restored.returncode == 0, restored.stderr
+        assert f"back on its port {before}" in restored.stdout
+        assert "nothing needs a restart" in restored.stdout
+        assert services.read_state(_settings_of(env), "mongo").port == before
+        answered = httpx.get(url, auth=user, timeout=30)
+        assert answered.status_code == 200, answered.text
+        listing = tracker(env, "index", "list", "--work", "书")
+        assert "书/1" in listing.stdout and "书/2" not in listing.stdout  # the backup's data
+    finally:
+        console.terminate()
+        console.wait(timeout=30)
+        tracker(env, "services", "stop", timeout=60)
+    assert os.path.isdir(tmp_path / "data")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _settings_of(env: dict[str, str]):
+    from pathlib import Path
+
+    from tracker.config import Settings
+
+    return Settings(data_dir=Path(env["TRACKER_DATA_DIR"]))

@@ -192,6 +192,12 @@ class Settings:
     max_input_mb: int = setting(
         32, "a larger text, file, page or `.jsonl` line is refused (`--max-mb`)", range=(1, None)
     )
+    master_trash_days: int = setting(
+        30,
+        "masters an ingest replaced or a command deleted are kept this many days; `tracker index "
+        "restore-deleted` brings them back (0: not kept)",
+        range=(0, None),
+    )
     # A warm checker answers later checks for this long after the last (0: none; see
     # tracker.cli._warm).
     check_warm_s: int = setting(

@@ -7,6 +7,7 @@ with thousands separators, shares as percentages, a count with its noun (``1 cha
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from datetime import UTC, datetime, tzinfo
 from functools import cache
 from typing import Any
@@ -76,3 +77,14 @@ def duration(seconds: float) -> str:
         return plural(minutes, "minute")
     hours, minutes = divmod(minutes, 60)
     return plural(hours, "hour") + (f" {plural(minutes, 'minute')}" if minutes else "")
+
+
+def number_ranges(numbers: Iterable[int]) -> str:
+    """``1–98`` or ``1–3, 7, 9–12``: the numbers, sorted, runs joined."""
+    runs: list[list[int]] = []
+    for number in sorted(numbers):
+        if runs and number <= runs[-1][1] + 1:
+            runs[-1][1] = max(runs[-1][1], number)
+        else:
+            runs.append([number, number])
+    return ", ".join(str(a) if a == b else f"{a}–{b}" for a, b in runs)

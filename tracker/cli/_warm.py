@@ -14,7 +14,9 @@ A checker serves exactly one configuration: its socket is named by a digest of t
 and of the installed code, so a change of either starts a new one, and the old one leaves
 after ``check_warm_s`` seconds without a request (600 by default; 0 turns warm checks off).
 It leaves at once when one of its servers stopped answering: the next check then runs in
-process, restarting an embedded server if need be. ``tracker services stop`` stops it.
+process, restarting an embedded server if need be. ``tracker services stop`` stops it, even
+while it is still warming up: its pid file (``warm-PID.pid``) is written by the check that
+starts it, before that check returns, not once it is ready.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import socket
 import struct
 import subprocess
 import sys
+import time
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -103,7 +106,7 @@ def start(settings: Settings, config: str | None = None) -> None:
     if config:
         environment["TRACKER_CONFIG"] = str(Path(config).resolve())
     with contextlib.suppress(OSError):
-        subprocess.Popen(
+        checker = subprocess.Popen(
             [sys.executable, "-m", "tracker.cli._warm"],
             env=environment,
             stdin=subprocess.DEVNULL,
@@ -112,17 +115,55 @@ def start(settings: Settings, config: str | None = None) -> None:
             start_new_session=True,
             cwd=os.getcwd(),
         )
+        _pid_file(settings, checker.pid).write_text(str(checker.pid))
 
 
-def stop_all(settings: Settings) -> int:
-    """Stop the warm checkers of this data directory; how many were running."""
-    stopped = 0
-    for pid_file in run_dir(settings).glob("check-*.pid"):
+def _pid_file(settings: Settings, pid: int) -> Path:
+    return run_dir(settings) / f"warm-{pid}.pid"
+
+
+def stop_all(settings: Settings, timeout: float = 5.0) -> int:
+    """Stop the warm checkers of this data directory, warming up or ready, and wait until
+    they are gone (killed after ``timeout``); returns how many were running. A pid file whose
+    process is gone, or is another program now, is only removed."""
+    from tracker.servers.services import _pid_alive
+
+    directory = run_dir(settings)
+    running = set()
+    for pid_file in [*directory.glob("warm-*.pid"), *directory.glob("check-*.pid")]:
         with contextlib.suppress(ValueError, OSError):
-            os.kill(int(pid_file.read_text()), signal.SIGTERM)
-            stopped += 1
+            pid = int(pid_file.read_text())
+            if _is_checker(pid):
+                os.kill(pid, signal.SIGTERM)
+                running.add(pid)
         pid_file.unlink(missing_ok=True)
-    return stopped
+    deadline = time.monotonic() + timeout
+    while any(_pid_alive(pid) for pid in running) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for pid in running:
+        if _pid_alive(pid):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+    for leftover in [*directory.glob("check-*.sock"), directory / "check.starting"]:
+        leftover.unlink(missing_ok=True)
+    return len(running)
+
+
+def _is_checker(pid: int) -> bool:
+    """Whether ``pid`` is a warm checker (its command line, where /proc shows it)."""
+    cmdline = Path(f"/proc/{pid}/cmdline")
+    try:
+        return b"tracker.cli._warm" in cmdline.read_bytes()
+    except FileNotFoundError:
+        if Path("/proc/self").exists():
+            return False  # gone
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            return False
+        return True
+    except OSError:
+        return False
 
 
 def _columns() -> int:
@@ -143,9 +184,14 @@ def serve() -> None:
     settings = Settings.load()
     directory = run_dir(settings)
     path = socket_path(settings)
+    pid_file = _pid_file(settings, os.getpid())
+    pid_file.write_text(str(os.getpid()))  # started otherwise than by start(): known too
     service = CheckingService(settings)
     try:
         service.warm_up()  # the servers, the library, jieba and the tables: loaded now
+    except BaseException:
+        pid_file.unlink(missing_ok=True)
+        raise
     finally:
         (directory / "check.starting").unlink(missing_ok=True)
     path.unlink(missing_ok=True)
@@ -157,8 +203,6 @@ def serve() -> None:
         os.umask(previous)
     server.listen(8)
     server.settimeout(max(1, settings.check_warm_s))
-    pid_file = path.with_suffix(".pid")
-    pid_file.write_text(str(os.getpid()))
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
         while True:

@@ -4,11 +4,12 @@ Ingests the bundled public-domain master sample, serves a bundled pirate-style s
 127.0.0.1, crawls it with the ``novel`` spider in a ``scrapy crawl`` subprocess, checks that every
 planted copy was found and no innocent page flagged, and writes the day's report.
 
-Where: on a fresh install (no master, no page) the demo writes into the tracker's own database
-and key prefix, so ``tracker serve``, ``report`` and ``check`` show its findings next; a later
-demo replaces them while the library holds nothing else (:mod:`tracker.stores.demo` tells). A
-library that holds the user's own data is left alone: the demo then has a database and key
-prefix of its own, and says how to look at them.
+Where: always in a database and Redis key prefix of its own (:func:`apart`: ``tracker_demo``,
+``tracker-demo:``), fresh install or not, so nothing the demo writes is ever matched, reported
+or rematched with the user's library, nor the other way round. ``tracker serve --demo`` and
+``tracker report --demo`` look at it; ``tracker demo --clear`` drops it. A demo of an earlier
+version wrote into the user's own database on a fresh install: ``--clear`` also removes that,
+while the library holds nothing else (:mod:`tracker.stores.demo` tells).
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ from tracker.servers.services import mask_password
 if TYPE_CHECKING:
     from tracker.matching.library import MasterLibrary
     from tracker.servers.runtime import Runtime
-    from tracker.stores.demo import Holds
 
 SITE_HOST = "127.0.0.1"  # where tracker.demo serves its pirate site (the site its pages are of)
 
@@ -39,9 +39,11 @@ def register(commands: argparse._SubParsersAction) -> None:
         "library, serve a pirate-style site on 127.0.0.1, crawl it with `scrapy crawl novel`, "
         "check that every planted copy was found and no innocent page flagged, and write the "
         "day's report to <data_dir>/reports/demo-report-DATE.html (its own name: `tracker "
-        "report` writes report-DATE.html). It uses its own database (tracker_demo) and Redis "
-        "keys (tracker-demo:*). Exit status: 0 every copy found, 1 a copy missed or an "
-        "innocent page flagged, 2 error.",
+        "report` writes report-DATE.html). It always uses a database and Redis keys of its own "
+        "(<mongo_db>_demo, <redis_prefix>-demo:*; tracker_demo and tracker-demo:* by default), "
+        "never your library: `tracker serve --demo` and `tracker report --demo` show its "
+        "findings. Exit status: 0 every copy found, 1 a copy missed or an innocent page "
+        "flagged, 2 error.",
     )
     parser.add_argument(
         "--keep-db",
@@ -51,7 +53,8 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--clear",
         action="store_true",
-        help="remove the demo's data from your library (when it holds nothing else) and exit",
+        help="remove the demo's database and Redis keys (and an earlier version's demo data "
+        "from your library, when it holds nothing else) and exit",
     )
     parser.set_defaults(func=run)
 
@@ -70,59 +73,35 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     from tracker.reports.build import build_report, summary_line
     from tracker.reports.render import to_html
     from tracker.servers.runtime import Runtime
-    from tracker.stores.demo import DemoStore, Holds
     from tracker.stores.pages import PageStore
 
+    if args.clear:
+        return _clear(settings)
     documents = [doc for path in master_paths() for doc in read_documents(path)]
+    settings = apart(settings)
     runtime = Runtime(settings)
     print(
         f"servers: MongoDB {mask_password(runtime.mongo_url)}  "
         f"Redis {mask_password(runtime.redis_url)}"
     )
-    holds = DemoStore(runtime.db).holds()
-    if args.clear:
-        return _clear(runtime, holds, [doc.doc_id for doc in documents])
     fresh = not args.keep_db
-    where = f"database {settings.mongo_db} and Redis keys {settings.redis_prefix}*"
-    if holds is Holds.DATA:
-        runtime.close()
-        settings = apart(settings)
-        runtime = Runtime(settings)
-        look = f"TRACKER_MONGO_DB={settings.mongo_db} TRACKER_REDIS_PREFIX={settings.redis_prefix}"
-        print(
-            f"your library ({where}) holds your own data: the demo leaves it alone and uses "
-            f"database {settings.mongo_db} and Redis keys {settings.redis_prefix}*"
-        )
-        look_at = (
-            f"to look at the demo's data: {look} tracker report --format json  (or serve, "
-            "check, index list…); without them, tracker commands use your own library"
-        )
-        if fresh:
-            runtime.mongo.drop_database(settings.mongo_db)
-    else:
-        earlier = " (an earlier demo's data, replaced)" if holds is Holds.DEMO and fresh else ""
-        print(
-            f"the demo writes into your library ({where}), which holds no data of yours"
-            f"{earlier}: `tracker report` and `tracker serve` show its findings next"
-        )
-        look_at = (
-            "the demo's data is in your library: `tracker report --format json`, `tracker "
-            "serve` (after `tracker user add`), `tracker check FILE`; once you ingest your own "
-            "masters, later demos keep apart from them (`tracker demo --clear` removes it first)"
-        )
-        if fresh:
-            DemoStore(runtime.db).clear()
-    store = DemoStore(runtime.db) if holds is not Holds.DATA else None
-    if store is not None:
-        store.mark(doc.doc_id for doc in documents)  # before the ingest: a demo cut short too
+    print(
+        f"the demo uses its own database {settings.mongo_db} and Redis keys "
+        f"{settings.redis_prefix}*, never your library"
+        + (" (the previous demo's data replaced)" if fresh else "")
+    )
+    look_at = (
+        "to look at the demo's data: `tracker serve --demo` (your console users sign in), "
+        "`tracker report --demo`; `tracker demo --clear` removes it"
+    )
+    if fresh:
+        runtime.mongo.drop_database(settings.mongo_db)
     # A fresh demo library: the index of the last demo is cleared, not verified against the
     # database just emptied (that would rebuild it, with a warning, only to clear it).
     library = MasterLibrary.from_runtime(runtime, verify=not fresh)
     if fresh:
         _clear_redis(runtime, library)
     summary = library.ingest(documents)
-    if store is not None:
-        store.mark((doc.doc_id for doc in documents), library.store.version())
     print(
         f"master library: {summary.added + summary.replaced} documents from "
         f"{len(summary.works)} works"
@@ -132,8 +111,6 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         manifest = build_site(Path(tmp))
         with serve(manifest.root) as site:
             print(f"crawling the local pirate site {site.url}")
-            if store is not None:
-                store.add_site(site.url)
             log_file = Path(settings.data_dir) / "logs" / "demo-crawl.log"
             log_file.parent.mkdir(parents=True, exist_ok=True)
             code = run_crawl(
@@ -182,25 +159,47 @@ def _clear_redis(runtime: Runtime, library: MasterLibrary) -> None:
     SiteBoilerplate(runtime.redis, runtime.settings.redis_prefix).forget(SITE_HOST)
 
 
-def _clear(runtime: Runtime, holds: Holds, sample_ids: list[str]) -> int:
-    """``tracker demo --clear``: the demo's data out of the user's library, when it holds
-    nothing else."""
+def _clear(settings: Settings) -> int:
+    """``tracker demo --clear``: the demo's database and Redis keys dropped; in the user's own
+    database, what an earlier version's demo wrote there, only while it holds nothing else
+    (its masters kept for ``master_trash_days`` all the same)."""
     from tracker.matching.library import MasterLibrary
+    from tracker.servers.runtime import Runtime
     from tracker.stores.demo import DemoStore, Holds
+    from tracker.stores.master_trash import MasterTrash
+    from tracker.stores.masters import MasterStore
 
-    if holds is Holds.NOTHING:
-        print("your library holds no data: nothing to remove")
-        return 0
-    if holds is Holds.DATA:
-        print(
-            "your library holds your own data: the demo's is removed only from a library "
-            "holding nothing else; its masters: `tracker index delete "
-            f"{' '.join(sample_ids)}`"
-        )
-        return 1
-    DemoStore(runtime.db).clear()
-    _clear_redis(runtime, MasterLibrary.from_runtime(runtime, verify=False))
-    print(f"removed the demo's data from your library (database {runtime.settings.mongo_db})")
+    demo = apart(settings)
+    runtime = Runtime(demo)
+    try:
+        held = MasterStore(runtime.db).count_stored()
+        runtime.mongo.drop_database(demo.mongo_db)
+        _clear_redis(runtime, MasterLibrary.from_runtime(runtime, verify=False))
+    finally:
+        runtime.close()
+    print(
+        f"removed the demo's database {demo.mongo_db} ({held} sample masters; `tracker demo` "
+        f"makes it again) and its Redis keys {demo.redis_prefix}*"
+    )
+    runtime = Runtime(settings)
+    try:
+        store = DemoStore(runtime.db)
+        if store.holds() is Holds.DEMO:
+            masters = MasterStore(runtime.db)
+            kept = MasterTrash(runtime.db, settings.master_trash_days).keep(
+                masters.texts(store.marked_masters()).values(), "demo --clear"
+            )
+            store.clear()
+            _clear_redis(runtime, MasterLibrary.from_runtime(runtime, verify=False))
+            print(
+                f"removed an earlier demo's data from your library (database "
+                f"{settings.mongo_db}): {kept} sample masters, kept for "
+                f"{settings.master_trash_days} days (`tracker index restore-deleted --all`)"
+            )
+        else:
+            print(f"your library (database {settings.mongo_db}) was not touched")
+    finally:
+        runtime.close()
     return 0
 
 

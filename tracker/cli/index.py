@@ -1,14 +1,15 @@
-"""``tracker index stats|verify|rebuild``, ``tracker index list [--work W]`` and
-``tracker index delete DOC_ID…``."""
+"""``tracker index stats|verify|rebuild``, ``tracker index list [--work W]``, ``tracker index
+delete DOC_ID…``, ``tracker index restore-deleted`` and ``tracker index migrate-ids``."""
 
 from __future__ import annotations
 
 import argparse
+import re
 from typing import TYPE_CHECKING
 
 from tracker.cli._output import print_table
 from tracker.config import Settings
-from tracker.formats import count, when
+from tracker.formats import count, number_ranges, when
 from tracker.servers.connect import connect
 
 if TYPE_CHECKING:
@@ -30,14 +31,20 @@ def register(commands: argparse._SubParsersAction) -> None:
         epilog=actions_help(
             {
                 "list": "the library's works: documents, size, first and last ingested "
-                "(--work W: the documents of W)",
+                "(--work W: the documents of W, the chapter numbers held and the gaps)",
                 "stats": "MongoDB's masters and library version beside the index's, its layout "
                 "and memory (read only)",
                 "verify": "repair the index: finish half-done changes, or rebuild it; file "
                 "stored pages missing from the page index",
                 "rebuild": "rebuild the index and the page index from MongoDB, in the layout "
                 "the settings ask for",
-                "delete": "delete the master documents DOC_ID… (their matches are closed)",
+                "delete": "delete the master documents DOC_ID… (their matches are closed; "
+                "they are kept for master_trash_days)",
+                "restore-deleted": "bring back masters deleted or replaced: DOC_ID…, --work W, "
+                "or --all (the newest kept version of each); with no argument, list them",
+                "migrate-ids": "re-key chapters stored with positional ids (WORK/0001) by their "
+                "own headings (WORK/1, WORK/卷2.1…), and the matches that name them; "
+                "resumable, and a no-op once done (--dry-run: only list them)",
             }
         ),
     )
@@ -45,10 +52,18 @@ def register(commands: argparse._SubParsersAction) -> None:
         "action",
         choices=ACTIONS,
         metavar="ACTION",
-        help="list, stats, verify, rebuild or delete (below)",
+        help="list, stats, verify, rebuild, delete, restore-deleted or migrate-ids (below)",
     )
-    parser.add_argument("doc_ids", nargs="*", default=[], metavar="DOC_ID", help="for delete")
-    parser.add_argument("--work", metavar="W", help="for list: the documents of work W")
+    parser.add_argument(
+        "doc_ids", nargs="*", default=[], metavar="DOC_ID", help="for delete, restore-deleted"
+    )
+    parser.add_argument(
+        "--work", metavar="W", help="for list, restore-deleted: the documents of work W"
+    )
+    parser.add_argument("--all", action="store_true", help="for restore-deleted: every master kept")
+    parser.add_argument(
+        "--dry-run", action="store_true", help="for migrate-ids: list the renames, change nothing"
+    )
     parser.add_argument("--wide", action="store_true", help="for list: one line per row")
     parser.set_defaults(func=run)
 
@@ -199,12 +214,80 @@ def delete(args: argparse.Namespace, runtime: Runtime) -> int:
     from tracker.matching.library import MasterLibrary
 
     library = MasterLibrary.from_runtime(runtime)
-    missing = [doc_id for doc_id in args.doc_ids if not library.delete(doc_id)]
+    deleted, missing = [], []
+    for doc_id in args.doc_ids:
+        (deleted if library.delete(doc_id) else missing).append(doc_id)
+    days = runtime.settings.master_trash_days
+    kept = (
+        f"; kept for {days} days (`tracker index restore-deleted ID…`)"
+        if days
+        else "; not kept (master_trash_days = 0)"
+    )
     print(
-        f"deleted {len(args.doc_ids) - len(missing)} document(s)"
+        f"deleted {len(deleted)} document(s)"
+        + (f": {', '.join(deleted)}{kept}" if deleted else "")
         + (f"; not found: {', '.join(missing)}" if missing else "")
     )
     return 1 if missing else 0
+
+
+def restore_deleted(args: argparse.Namespace, runtime: Runtime) -> int:
+    """Ingest again the newest kept version of the masters asked for; with nothing asked, list
+    what is kept (read only)."""
+    from tracker.matching.library import MasterLibrary
+    from tracker.stores.master_trash import MasterTrash
+
+    trash = MasterTrash(runtime.db, runtime.settings.master_trash_days)
+    if not (args.doc_ids or args.work or args.all):
+        rows = [
+            (d["doc_id"], d["title"], d["reason"], when(d["removed_at"]), when(d["expires_at"]))
+            for d in trash.newest(everything=True)
+        ]
+        if not rows:
+            print("no deleted or replaced masters are kept")
+            return 0
+        print_table(("doc_id", "title", "removed", "at", "kept until"), rows, args.wide)
+        print("restore them with `tracker index restore-deleted DOC_ID…`, --work W or --all")
+        return 0
+    kept = list(trash.newest(args.doc_ids, args.work, args.all))
+    missing = sorted(set(args.doc_ids) - {d["doc_id"] for d in kept})
+    if kept:
+        library = MasterLibrary.from_runtime(runtime)
+        summary = library.restore(kept)
+        restored = ", ".join(d["doc_id"] for d in kept[:10]) + (" …" if len(kept) > 10 else "")
+        print(
+            f"restored {len(kept)} document(s): {restored} ({summary.added} back, "
+            f"{summary.replaced} replacing the version stored, {summary.unchanged} the same)"
+        )
+        if summary.replaced:
+            print("the versions they replaced are kept in turn (`tracker index restore-deleted`)")
+    if missing or not kept:
+        print(f"nothing kept for: {', '.join(missing) or args.work or 'the library'}")
+        return 1
+    return 0
+
+
+def migrate_ids(args: argparse.Namespace, runtime: Runtime) -> int:
+    from tracker.matching.library import MasterLibrary
+    from tracker.matching.migrate_ids import migrate
+
+    library = MasterLibrary.from_runtime(runtime)
+    found = migrate(library, dry_run=args.dry_run)
+    for old, new in found.planned[:20]:
+        print(f"{old} -> {new}")
+    if len(found.planned) > 20:
+        print(f"… and {len(found.planned) - 20} more")
+    if args.dry_run:
+        print(f"{len(found.planned)} master(s) would be re-keyed (--dry-run: nothing changed)")
+        return 0
+    print(
+        f"re-keyed {len(found.planned)} master(s) and the matches, pages, alerts and takedowns "
+        "that name them"
+        + (f" ({found.resumed} left by a run cut short)" if found.resumed else "")
+        + (f"; {found.done_before} re-keyed by earlier runs" if found.done_before else "")
+        + ("; nothing left to re-key" if not found.planned else "")
+    )
+    return 0
 
 
 def list_works(args: argparse.Namespace, runtime: Runtime) -> int:
@@ -214,14 +297,13 @@ def list_works(args: argparse.Namespace, runtime: Runtime) -> int:
 
     masters = MasterStore(runtime.read_db)
     if args.work:
-        rows = [
-            (d.doc_id, d.title, count(d.length), when(d.updated_at))
-            for d in masters.listing(args.work)
-        ]
-        if not rows:
+        entries = sorted(masters.listing(args.work), key=lambda d: natural_key(d.doc_id))
+        if not entries:
             print(f"no work named {args.work!r}: `tracker index list` shows the works")
             return 1
+        rows = [(d.doc_id, d.title, count(d.length), when(d.updated_at)) for d in entries]
         print_table(("doc_id", "title", "size", "ingested"), rows, args.wide, ("size",))
+        print(held_and_gaps([d.doc_id for d in entries], args.work))
         return 0
     works: dict[str, list] = {}
     for d in masters.listing():
@@ -252,6 +334,42 @@ def list_works(args: argparse.Namespace, runtime: Runtime) -> int:
     return 0
 
 
+def natural_key(doc_id: str) -> tuple:
+    """Ids in reading order: ``书/2`` before ``书/10``, ``书/卷1.9`` before ``书/卷2.1``."""
+    return tuple(
+        (0, int(part), "") if part.isdigit() else (1, 0, part)
+        for part in re.split(r"([0-9]+)", doc_id)
+        if part
+    )
+
+
+def held_and_gaps(doc_ids: list[str], work: str) -> str:
+    """The chapter numbers a work holds and the gaps between them, per volume (ids
+    ``WORK/N`` and ``WORK/PREFIX.N``, see :func:`tracker.text.chapters.chapter_key`); other
+    pieces counted apart."""
+    numbered: dict[str, list[int]] = {}
+    others = 0
+    for doc_id in doc_ids:
+        key = doc_id[len(work) + 1 :] if doc_id.startswith(f"{work}/") else doc_id
+        prefix, _, last = key.rpartition(".")
+        if last.isdigit():
+            numbered.setdefault(prefix, []).append(int(last))
+        else:
+            others += 1
+    lines = []
+    for prefix, numbers in sorted(numbered.items(), key=lambda item: natural_key(item[0])):
+        held = set(numbers)
+        gaps = [n for n in range(min(held), max(held) + 1) if n not in held]
+        where = f"{prefix}: " if prefix else ""
+        lines.append(
+            f"{where}chapters {number_ranges(held)} held"
+            + (f"; missing {number_ranges(gaps)}" if gaps else "; no gaps")
+        )
+    if others:
+        lines.append(f"{others} other piece(s) (named parts, titled pieces, articles)")
+    return "\n".join(lines)
+
+
 def _or_none(value: int | None) -> str:
     return "no" if value is None else str(value)
 
@@ -262,4 +380,6 @@ ACTIONS = {
     "verify": verify,
     "rebuild": rebuild,
     "delete": delete,
+    "restore-deleted": restore_deleted,
+    "migrate-ids": migrate_ids,
 }

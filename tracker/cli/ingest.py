@@ -36,7 +36,14 @@ def register(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
         "ingest",
         help="import .txt books and .jsonl articles into the master library",
-        description="Import .txt books (split into chapters) and .jsonl articles. Exit status: "
+        description="Import .txt books (split into chapters) and .jsonl articles. "
+        "A book's chapter is stored as WORK/KEY, KEY from its own heading, not from "
+        "where it stands in the file: 第六回 -> WORK/6, 第12章 -> WORK/12, "
+        "卷二 第一章 -> WORK/卷2.1, 楔子 -> WORK/楔子, 番外 一 -> WORK/番外一, "
+        "a piece without a number -> its title. So a file of new chapters adds them; "
+        "a chapter is replaced only when the same key comes with new text (the former "
+        "text is kept for master_trash_days: `tracker index restore-deleted`), and an "
+        "unchanged one is left as it is. A .jsonl record's id is its own. Exit status: "
         "0 all stored, 1 stored but some inputs refused (listed), 2 nothing stored.",
     )
     parser.add_argument("paths", nargs="+", metavar="PATH", help="files or directories")
@@ -46,6 +53,12 @@ def register(commands: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--strict", action="store_true", help="store nothing when any file or line is bad"
+    )
+    parser.add_argument(
+        "--replace-work",
+        action="store_true",
+        help="replace each work read as a whole: its stored chapters this ingest does not bring "
+        "are deleted (listed, and kept for master_trash_days)",
     )
     parser.add_argument(
         "--workers",
@@ -100,6 +113,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         runtime.close()
     _report_problems(reading)
     _report_warnings(reading, summary)
+    _report_removed(summary, settings)
     stored = summary.added + summary.replaced
     if not stored and not summary.unchanged:
         return 2
@@ -125,6 +139,33 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _report_removed(summary: IngestSummary, settings: Settings) -> None:
+    """What the ingest took out of the library: the chapters it replaced (new text under the
+    same id) and, with ``--replace-work``, those it deleted; and whether they are kept."""
+    kept = (
+        f"the former versions are kept for {settings.master_trash_days} days "
+        "(`tracker index restore-deleted ID…`)"
+        if settings.master_trash_days
+        else "not kept (master_trash_days = 0)"
+    )
+    if summary.replaced:
+        print(
+            f"replaced {summary.replaced} document(s) with new text: "
+            + _listed(summary.replaced_ids, summary.replaced)
+            + f"; {kept}"
+        )
+    if summary.removed:
+        print(
+            f"deleted {len(summary.removed)} document(s) the new files do not hold "
+            f"(--replace-work): {_listed(summary.removed, len(summary.removed))}; {kept}"
+        )
+
+
+def _listed(ids: list[str], total: int) -> str:
+    more = f" and {total - MAX_LISTED} more" if total > MAX_LISTED else ""
+    return ", ".join(ids[:MAX_LISTED]) + more
+
+
 def _works(summary: IngestSummary) -> str:
     from tracker.matching.library import MAX_KEPT
 
@@ -145,6 +186,11 @@ def _report_warnings(reading: Reading, summary: IngestSummary) -> None:
     warnings += [
         f"{later}: id {doc_id} again (first in {first}): the later one is stored"
         for doc_id, first, later in summary.again
+    ]
+    warnings += [
+        f"{doc_id}: the title changed under the same key, from {before!r} to {after!r}: "
+        "stored as the same chapter (if it is another one, its heading's number is wrong)"
+        for doc_id, before, after in summary.retitled
     ]
     more = len(warnings) - MAX_LISTED + max(0, summary.repeated - len(summary.again))
     for warning in warnings[:MAX_LISTED]:
@@ -189,6 +235,14 @@ def _ingest(
             progress=progress.advance,
             workers=max(0, workers),
             batch=max(1, args.batch) if args.batch else None,
+            track_ids=args.replace_work,
+        )
+    if args.replace_work and not reading.problem_count and not reading.problems:
+        summary.removed = library.replace_works(summary)
+    elif args.replace_work:
+        print(
+            "tracker: --replace-work: nothing deleted, as some inputs could not be read",
+            file=sys.stderr,
         )
     return summary, time.perf_counter() - started
 

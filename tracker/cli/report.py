@@ -75,6 +75,12 @@ def register(commands: argparse._SubParsersAction) -> None:
         help="notices: include the URLs noticed within notice_repeat_days, as `notices send "
         "--resend` would",
     )
+    parser.add_argument(
+        "--demo",
+        action="store_true",
+        help="report the demo's data (`tracker demo`: its own database), not your library's; "
+        "html to demo-report-DATE.html",
+    )
     parser.set_defaults(func=run)
 
 
@@ -102,6 +108,11 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         "html": lambda report: to_html(report, settings.display_timezone),
     }
     day = args.date or datetime.now(UTC).date()
+    name = "report"
+    if args.demo:
+        from tracker.cli.demo import apart
+
+        settings, name = apart(settings), "demo-report"
     runtime = connect(settings, redis=False)
     try:
         report = build_report(  # settled data: mongo_read_preference
@@ -116,7 +127,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         text = text if text.endswith("\n") else text + "\n"  # the same bytes wherever it goes
         out = args.out
         if out is None and args.format == "html":
-            out = settings.data_dir / "reports" / f"report-{report['date']}.html"
+            out = settings.data_dir / "reports" / f"{name}-{report['date']}.html"
         if out is None or out == "-":
             sys.stdout.write(text)
         else:

@@ -32,6 +32,12 @@ def register(commands: argparse._SubParsersAction) -> None:
         metavar="IPS",
         help="proxies trusted for X-Forwarded-For/Proto (default: 127.0.0.1)",
     )
+    parser.add_argument(
+        "--demo",
+        action="store_true",
+        help="show the demo's data (`tracker demo`: its own database and Redis keys), not "
+        "your library; your console accounts sign in",
+    )
     parser.set_defaults(func=run)
 
 
@@ -45,10 +51,21 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         from tracker.config import ConfigError
 
         raise ConfigError(f"--port {args.port}: expected 1-65535")
+    users_db = None
+    if args.demo:
+        from tracker.cli.demo import apart
+
+        users_db_name, settings = settings.mongo_db, apart(settings)
     runtime = connect(settings)
+    if args.demo:
+        users_db = runtime.mongo[users_db_name]
     logging.getLogger("tracker").setLevel(logging.DEBUG if args.verbose else logging.INFO)
-    app = create_app(settings, runtime, config=args.config)
-    print(f"tracker console on http://{args.host}:{args.port}/ (Ctrl-C stops it)", flush=True)
+    app = create_app(settings, runtime, config=args.config, users_db=users_db)
+    shown = f" showing the demo's data (database {settings.mongo_db})" if args.demo else ""
+    print(
+        f"tracker console{shown} on http://{args.host}:{args.port}/ (Ctrl-C stops it)",
+        flush=True,
+    )
     try:
         uvicorn.run(
             app,

@@ -26,11 +26,13 @@ def register(commands: argparse._SubParsersAction) -> None:
                 "status": "each server: embedded (running or stopped, its URL, pid and data) "
                 "or external",
                 "start": "start the embedded servers (and print their URLs)",
-                "stop": "stop the embedded servers and the warm checker",
+                "stop": "stop the embedded servers and the warm checkers (waited for: only "
+                "those that were running are named)",
                 "check": "reach the servers in use, embedded or configured (a health check)",
                 "backup": "write a hot backup of the embedded MongoDB's data to FILE (a "
                 "tar.gz archive); Redis needs none: `tracker index rebuild` remakes the index",
-                "restore": "replace the embedded MongoDB's data by the archive FILE (then run "
+                "restore": "replace the embedded MongoDB's data by the archive FILE, the "
+                "server back on its port so a running console reconnects (then run "
                 "`tracker index rebuild` and `tracker rematch`)",
             }
         ),
@@ -76,7 +78,9 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         from tracker.cli import _warm
 
         checkers = _warm.stop_all(settings)
-        stopped = services.stop(settings) + (["warm checker"] * bool(checkers))
+        stopped = services.stop(settings)
+        if checkers:
+            stopped.append(f"{checkers} warm checker{'s' if checkers > 1 else ''}")
         print("stopped: " + (", ".join(stopped) if stopped else "nothing was running"))
         return 0
     report = services.status(settings)
@@ -110,11 +114,25 @@ def _backup_or_restore(args: argparse.Namespace, settings: Settings) -> int:
         return 0
     from tracker.cli import _warm
 
-    _warm.stop_all(settings)  # a warm checker holds what the restore replaces
-    aside = backup.restore(settings, Path(args.file))
+    checkers = _warm.stop_all(settings)  # a warm checker holds what the restore replaces
+    aside, before, after = backup.restore(settings, Path(args.file))
     print(
         f"restored the embedded MongoDB server from {args.file}; the data it had is in "
-        f"{aside} (delete it once satisfied)\n"
+        f"{aside} (delete it once satisfied)"
+    )
+    if checkers:
+        print(f"stopped {checkers} warm checker(s): the next `tracker check` starts afresh")
+    if before is None or before == after:
+        print(
+            f"the server is back on its port {after}: a running console, scheduler or crawl "
+            "worker reconnects by itself, nothing needs a restart"
+        )
+    else:
+        print(
+            f"the server came back on port {after}, not {before} (another process took it): "
+            "restart a running `tracker serve`, `tracker schedule` and crawl workers"
+        )
+    print(
         "next: `tracker index rebuild` (the index and the stored pages' index, from the "
         "restored data), then `tracker rematch`"
     )

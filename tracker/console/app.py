@@ -21,6 +21,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
+from pymongo.database import Database
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -61,13 +62,14 @@ class Console:
     settings: Settings
     runtime: Runtime
     config: str | None = None  # the --config file, handed to the jobs it starts
+    users_db: Database | None = None  # where the accounts are, if not runtime.db (serve --demo)
     users: Users = field(init=False)
     auth: Authenticator = field(init=False)
     reports: DayReports = field(init=False)
     checker: CheckingService = field(init=False)  # the Check page's and POST /api/check's
 
     def __post_init__(self) -> None:
-        self.users = Users(self.runtime.db)
+        self.users = Users(self.users_db if self.users_db is not None else self.runtime.db)
         throttle = LoginThrottle.from_settings(self.runtime.redis, self.settings)
         self.auth = Authenticator(self.settings, self.users, throttle)
         self.reports = DayReports(
@@ -77,12 +79,17 @@ class Console:
 
 
 def create_app(
-    settings: Settings, runtime: Runtime | None = None, *, config: str | None = None
+    settings: Settings,
+    runtime: Runtime | None = None,
+    *,
+    config: str | None = None,
+    users_db: Database | None = None,
 ) -> FastAPI:
-    """The console on ``runtime`` (made from ``settings`` when not given)."""
+    """The console on ``runtime`` (made from ``settings`` when not given); its accounts in
+    ``users_db`` when given (``tracker serve --demo``: the user's accounts, the demo's data)."""
     from tracker.console import api, views
 
-    console = Console(settings, runtime or Runtime(settings), config)
+    console = Console(settings, runtime or Runtime(settings), config, users_db)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):

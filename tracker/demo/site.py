@@ -61,7 +61,7 @@ def master_paths() -> list[Path]:
 
 
 def master_documents() -> list[MasterDocument]:
-    """The master sample as documents: ``红楼梦/0001``…``0006`` and ``news-1998-01-01``…``03``."""
+    """The master sample as documents: ``红楼梦/1``…``6`` and ``news-1998-01-01``…``03``."""
     book, news = master_paths()
     return [*read_book(book), *read_jsonl(news)]
 

@@ -51,6 +51,7 @@ from tracker.matching.detector import Detector
 from tracker.model import MasterDocument
 from tracker.servers.locks import HeldLock
 from tracker.servers.runtime import Runtime
+from tracker.stores.master_trash import MasterTrash
 from tracker.stores.masters import IndexedPrints, MasterStore
 from tracker.stores.pages import MatchStore
 
@@ -115,6 +116,11 @@ class IngestSummary:
     # An id met again in the same ingest (its first source, then the one stored): the first few.
     again: list[tuple[str, str, str]] = field(default_factory=list)
     repeated: int = 0
+    replaced_ids: list[str] = field(default_factory=list)  # the first MAX_LISTED
+    # A master stored again under a new title (id, the title it had, the new one): first few.
+    retitled: list[tuple[str, str, str]] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)  # deleted by replace_works
+    ids: dict[str, set[str]] | None = None  # work -> ids read (``track_ids``: replace_works)
 
     def add_work(self, work: str) -> None:
         if len(self.works) < MAX_KEPT:
@@ -146,9 +152,11 @@ class MasterLibrary:
         store: MasterStore,
         index: MasterIndex,
         write_lock: Callable[[], HeldLock] | None = None,
+        trash: MasterTrash | None = None,
     ) -> None:
         self.store = store
         self.index = index
+        self.trash = trash  # where replaced and deleted masters are kept (None: nowhere)
         # Tests and one-process tools may run without Redis locks (an in-memory index).
         self._write_lock = write_lock
 
@@ -163,6 +171,7 @@ class MasterLibrary:
             store,
             MasterIndex.open(storage, IndexLayout.configured(runtime.settings)),
             lambda: HeldLock(runtime.redis, prefix + "library:lock", WRITE_LOCK_TTL_S),
+            MasterTrash(runtime.db, runtime.settings.master_trash_days),
         )
         if verify:
             library.verify()
@@ -196,10 +205,13 @@ class MasterLibrary:
         progress: Callable[[int], None] | None = None,
         workers: int = 0,
         batch: int | None = None,
+        track_ids: bool = False,
     ) -> IngestSummary:
-        """Fingerprint, store and index ``documents``; an id seen before is replaced, or left
-        as it is when its text, work and title are unchanged (so an ingest run again, or cut
-        short and run again, redoes nothing it finished).
+        """Fingerprint, store and index ``documents``; an id seen before is replaced (its
+        former version kept in the trash), or left as it is when its text, work and title are
+        unchanged (so an ingest run again, or cut short and run again, redoes nothing it
+        finished). With ``track_ids`` the summary holds every id read, by work
+        (:meth:`replace_works`).
 
         Documents are read as they are used, in batches of ``batch`` (``BATCH``, or
         ``BULK_BATCH`` with ``workers``), and pipelined: while one batch is written (under the
@@ -208,7 +220,7 @@ class MasterLibrary:
         ``workers`` processes (0: in this one). Memory holds a few batches whatever the
         input's size. ``progress`` is told of each batch written (its documents).
         """
-        summary = IngestSummary()
+        summary = IngestSummary(ids={} if track_ids else None)
         size = batch or (BULK_BATCH if workers else self.BATCH)
         if self.index.state()[0] != self.store.version():
             self.verify()  # a master stored unchanged is passed over: the index must hold it
@@ -273,6 +285,8 @@ class MasterLibrary:
     ) -> int:
         latest: dict[str, tuple[MasterDocument, DocumentFingerprint]] = {}
         for doc, fp in zip(batch, prints, strict=True):
+            if summary.ids is not None:
+                summary.ids.setdefault(doc.work, set()).add(doc.doc_id)
             if doc.doc_id in latest:
                 self._again(summary, doc.doc_id, latest[doc.doc_id][0].source, doc.source)
             latest[doc.doc_id] = (doc, fp)  # the last version of an id in a batch wins
@@ -294,10 +308,18 @@ class MasterLibrary:
                     del latest[doc_id]
             new_ids = [d for d in latest if d not in existing]
             new_ns = iter(self.store.allocate_ns(len(new_ids)))
+            replaced = [d for d in latest if d in existing]
+            if replaced and self.trash is not None:
+                self.trash.keep(self.store.texts(replaced).values(), "replaced")
             for doc_id, (doc, fp) in latest.items():
                 if doc_id in existing:
                     before = existing[doc_id]
                     summary.replaced += 1
+                    if len(summary.replaced_ids) < MAX_LISTED:
+                        summary.replaced_ids.append(doc_id)
+                    retitled = before.title and before.title != doc.title
+                    if retitled and len(summary.retitled) < MAX_LISTED:
+                        summary.retitled.append((doc_id, before.title, doc.title))
                 else:
                     before = IndexedPrints(next(new_ns), None)
                     summary.added += 1
@@ -327,15 +349,17 @@ class MasterLibrary:
 
     # ------------------------------------------------------------------------------ delete
 
-    def delete(self, doc_id: str) -> bool:
-        """Remove a master from MongoDB and the index, and close the pages' matches of it (a
-        report names only masters of the library as it stands); False if there is no such
-        master."""
+    def delete(self, doc_id: str, reason: str = "deleted") -> bool:
+        """Remove a master from MongoDB and the index (kept in the trash first, for
+        ``reason``), and close the pages' matches of it (a report names only masters of the
+        library as it stands); False if there is no such master."""
         with self.writing():
             self._finish_open_changes()
             before = self.store.existing([doc_id]).get(doc_id)
             if before is None:
                 return False
+            if self.trash is not None:
+                self.trash.keep(self.store.texts([doc_id]).values(), reason)
             version = self.store.next_version()
             self.store.begin(version, [(doc_id, before)], deleted=True)
             self._unindex(before)
@@ -344,6 +368,29 @@ class MasterLibrary:
             self.store.end(version)
         MatchStore(self.store.db).close_doc(doc_id)
         return True
+
+    def replace_works(self, summary: IngestSummary) -> list[str]:
+        """Delete the masters of the works ``summary``'s ingest read (run with
+        ``track_ids``) that it did not bring: the works are replaced as wholes. Returns the
+        ids deleted (kept in the trash)."""
+        removed = []
+        for work, ids in sorted((summary.ids or {}).items()):
+            for entry in list(self.store.listing(work)):
+                if entry.doc_id not in ids and self.delete(entry.doc_id, "replace-work"):
+                    removed.append(entry.doc_id)
+        return removed
+
+    def restore(self, kept: list[dict]) -> IngestSummary:
+        """Ingest these kept versions (:meth:`MasterTrash.newest`) again, and forget them: a
+        master they replace goes to the trash in turn."""
+        docs = [
+            MasterDocument(d["doc_id"], d["work"], d["title"], d["text"], d.get("source", ""))
+            for d in kept
+        ]
+        summary = self.ingest(docs)
+        if self.trash is not None:
+            self.trash.forget(d["_id"] for d in kept)
+        return summary
 
     def _unindex(self, prints: IndexedPrints) -> None:
         for fp in prints.all():

@@ -447,8 +447,10 @@ def read_book(
     max_bytes: int = DEFAULT_MAX_BYTES,
     warnings: list[str] | None = None,
 ) -> Iterator[MasterDocument]:
-    """A ``.txt`` book's chapters as ``WORK/0001``, ``WORK/0002``…; the work is ``work``, else
-    the book's title line (``《…》``), else the file name."""
+    """A ``.txt`` book's chapters as ``WORK/KEY``, ``KEY`` the chapter's stable key
+    (:func:`tracker.text.chapters.chapter_key`: ``西游记/6`` for 第六回, ``书/卷2.1``, ``书/楔子``),
+    so chapters ingested a few at a time add up; the work is ``work``, else the book's title
+    line (``《…》``), else the file name."""
     from tracker.text.chapters import split_book  # its patterns take 30 ms to compile
 
     text = input_text(replace(read_file(path, max_bytes), media_type="text/plain"))
@@ -460,7 +462,7 @@ def read_book(
         warnings.extend(f"{path}: {warning}" for warning in book.warnings)
     for chapter in book.chapters:
         yield MasterDocument(
-            doc_id=f"{work}/{chapter.number:04d}",
+            doc_id=f"{work}/{chapter.key}",
             work=work,
             title=chapter.title,
             text=chapter.text,

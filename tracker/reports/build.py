@@ -27,7 +27,7 @@ from tracker.enforcement.compliance import (
     history_json,
     takedown_figures,
 )
-from tracker.formats import plural
+from tracker.formats import number_ranges, plural
 from tracker.model import ARTICLE, CHAPTER, site_of
 from tracker.stores.clusters import ClusterStore
 from tracker.stores.discovery import SiteRegistry
@@ -544,7 +544,7 @@ def copies(matches: Iterable[dict], units: dict[str, str] | None = None) -> list
     """What a page copies, work by work: ``{"work", "chapters", "numbers", "label"}``, e.g. a
     whole-book page as ``98 chapters of 西游记 (1–98)`` rather than 98 loose rows, a news
     work's as ``2 articles of 人民日报`` (``units``: work → ``chapter`` or ``article``; chapter
-    when unknown). Chapter numbers are read from the doc ids (``WORK/0001``, as ``tracker
+    when unknown). Chapter numbers are read from the doc ids (``WORK/12``, as ``tracker
     ingest`` names chapters); articles have none."""
     by_work: dict[str, set[str]] = defaultdict(set)
     for match in matches:
@@ -578,14 +578,7 @@ def chapter_ranges(doc_ids: Iterable[str]) -> str:
         if found is None:
             return ""
         numbers.append(int(found[1]))
-    numbers.sort()
-    runs: list[list[int]] = []
-    for number in numbers:
-        if runs and number <= runs[-1][1] + 1:
-            runs[-1][1] = max(runs[-1][1], number)
-        else:
-            runs.append([number, number])
-    return ", ".join(str(a) if a == b else f"{a}–{b}" for a, b in runs)
+    return number_ranges(numbers)
 
 
 def _ordered_page(entry: dict[str, Any]) -> dict[str, Any]:

@@ -90,6 +90,15 @@ def _ingest(library: MasterLibrary, batch: list[MasterDocument], summary: PullSu
     summary.replaced += result.replaced
     summary.unchanged += result.unchanged
     summary.skipped += len(result.skipped_empty)
+    if result.replaced:  # nothing leaves the library unsaid (kept: index restore-deleted)
+        log.warning(
+            "replaced %d master(s) with new text: %s (the former versions are kept for "
+            "`tracker index restore-deleted`)",
+            result.replaced,
+            ", ".join(result.replaced_ids),
+        )
+    for doc_id, before, after in result.retitled:
+        log.warning("%s: the title changed under its key, from %r to %r", doc_id, before, after)
 
 
 class DropFolder:

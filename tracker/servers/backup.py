@@ -55,9 +55,10 @@ def backup(settings: Settings, target: Path) -> int:
     return target.stat().st_size
 
 
-def restore(settings: Settings, archive: Path) -> Path:
+def restore(settings: Settings, archive: Path) -> tuple[Path, int | None, int]:
     """Replace the embedded MongoDB server's data with the backup ``archive``; returns where
-    the data it had went."""
+    the data it had went, and the server's port before and after (the same unless another
+    process took it meanwhile: see :func:`tracker.servers.services.replace_data`)."""
     _embedded_only(settings, "restore", "mongorestore")
     archive = Path(archive).expanduser().absolute()
     if not archive.is_file():
@@ -84,8 +85,8 @@ def restore(settings: Settings, archive: Path) -> Path:
             (home / "db").rename(aside)
         staging.rename(home / "db")
 
-    services.replace_data(settings, "mongo", swap)
-    return aside
+    before, after = services.replace_data(settings, "mongo", swap)
+    return aside, before, after
 
 
 def _embedded_only(settings: Settings, verb: str, tool: str) -> None:

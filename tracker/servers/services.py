@@ -185,19 +185,34 @@ def ensure_service(settings: Settings, name: str) -> str:
         return _url(name, state.port, password)
 
 
-def replace_data(settings: Settings, name: str, swap: Callable[[Path], None]) -> None:
+def replace_data(
+    settings: Settings, name: str, swap: Callable[[Path], None]
+) -> tuple[int | None, int]:
     """Stop the embedded server ``name`` (if running), call ``swap`` with its directory while
-    no other command can start it, then start it again (on its port when free). MongoDB's user
-    is made again: the data put in place carries the users of wherever it came from."""
+    no other command can start it, then start it again on the same port, waited for (up to
+    ``PORT_WAIT_S``) while the stopped server lets it go: the clients of the running console,
+    scheduler and crawl workers then reconnect to it by themselves. MongoDB's user is made
+    again: the data put in place carries the users of wherever it came from. Returns the port
+    it had (None: never started) and the one it has now (another only when something else
+    took it)."""
     with _locked(settings):
         state = read_state(settings, name)
         if state and state.alive():
             _terminate(state.pid)
+        before = state.port if state else None
+        if before is not None:
+            deadline = time.monotonic() + PORT_WAIT_S
+            while not _port_free(before) and time.monotonic() < deadline:
+                time.sleep(0.05)
         home = _private_dir(services_dir(settings) / name)
         swap(home)
         (home / "auth").unlink(missing_ok=True)
-        state = _start(settings, name, secret(settings), state.port if state else None)
+        state = _start(settings, name, secret(settings), before)
         _wait_ready(state, time.monotonic() + START_TIMEOUT_S, secret(settings))
+        return before, state.port
+
+
+PORT_WAIT_S = 10.0  # a server stopped to have its data replaced lets its port go within this
 
 
 def _wait_ready(state: ServiceState, deadline: float, password: str | None = None) -> None:

@@ -1,9 +1,11 @@
 """What ``tracker demo`` left in a database (``demo``: one document), so that a later demo tells
 a library holding only the demo's data from one holding the user's own.
 
-On a fresh install the demo writes into the tracker's own database, where ``tracker serve``,
-``report`` and ``check`` look next. Its mark names the sample's master ids, the base URLs of
-the local sites it crawled and the library version its ingest made. A database holds only the
+The demo now always keeps to a database of its own (:mod:`tracker.cli.demo`); earlier
+versions wrote into the tracker's own database on a fresh install, and ``tracker demo
+--clear`` reads this mark to remove what they left there, only while it holds nothing else.
+The mark names the sample's master ids, the base URLs of the local sites it crawled and the
+library version its ingest made. A database holds only the
 demo's data while it has the mark, every master is one of those ids, every page is under one of
 those URLs and the library version is that one (an ingest that changes a master, a deletion or
 a crawl of the user's advances one of them: masters ingested again as they are stored leave the
@@ -81,6 +83,11 @@ class DemoStore:
             {"$set": {"masters": sorted(masters), "version": version, "at": datetime.now(UTC)}},
             upsert=True,
         )
+
+    def marked_masters(self) -> list[str]:
+        """The master ids the demo's mark names."""
+        mark = self.marks.find_one({"_id": MARK}, {"masters": 1}) or {}
+        return [str(doc_id) for doc_id in mark.get("masters", [])]
 
     def add_site(self, base_url: str) -> None:
         """Record a local site the demo is about to crawl (its pages are the demo's)."""

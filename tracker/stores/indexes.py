@@ -47,6 +47,11 @@ INDEXES: Mapping[str, tuple[IndexModel, ...]] = {
         # Not changed_in (rematch reads library_changes) nor added_at (no query): each index
         # costs SecantusDB ~0.07 ms a master stored (see tracker.stores.masters).
     ),
+    "master_trash": (
+        _index(("doc_id", ASCENDING)),  # index restore-deleted DOC_ID…
+        _index(("work", ASCENDING)),  # index restore-deleted --work W
+        _index(("expires_at", ASCENDING)),  # the expired ones, removed
+    ),
     "library_journal": (
         _index(("version", ASCENDING)),  # open changes (an empty filter scans on SecantusDB)
     ),

@@ -57,6 +57,7 @@ class IndexedPrints:
     changed_in: int = 0
     source: str = ""
     digest: str = ""
+    title: str = ""
 
     def all(self) -> list[DocumentFingerprint]:
         return [*self.replaced, *([self.fingerprint] if self.fingerprint is not None else [])]
@@ -232,8 +233,8 @@ class MasterStore:
         return {int(d["n"]): d for d in cursor}
 
     def texts(self, doc_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
-        """``doc_id → {"_id", "text", "title", "work"}`` of the masters among ``doc_ids`` still
-        in the library (ids read in lists of ``ID_BATCH``)."""
+        """``doc_id → {"_id", "text", "title", "work", "source"}`` of the masters among
+        ``doc_ids`` still in the library (ids read in lists of ``ID_BATCH``)."""
         found: dict[str, dict[str, Any]] = {}
         for chunk in batches(sorted(set(doc_ids)), ID_BATCH):
             for doc in self.masters.find({"_id": {"$in": chunk}}, _TEXT_AND_TITLE):
@@ -343,7 +344,7 @@ CHANGES_FROM = "library_changes_from"  # the first library version in library_ch
 _CHANGED_FIELDS = {"text": 1, "n": 1, "work": 1, "title": 1, "changed_in": 1}
 _WITHOUT_PRINTS = dict.fromkeys(("dna", "anchors", "tokens"), 0)
 _WITHOUT_TEXT = {"text": 0, "tokens": 0}
-_TEXT_AND_TITLE = {"text": 1, "title": 1, "work": 1}
+_TEXT_AND_TITLE = {"text": 1, "title": 1, "work": 1, "source": 1}
 _ENTRY = {"work": 1, "title": 1, "length": 1, "added_at": 1, "updated_at": 1}
 _LISTED = {"deleted": {"$ne": True}}
 # Every journaled change (versions start at 1), read through the index on its version: an
@@ -370,4 +371,5 @@ def _indexed_prints(doc: dict) -> IndexedPrints:
         changed_in=int(doc.get("changed_in") or 0),
         source=str(doc.get("source") or ""),
         digest=str(doc.get("digest") or ""),
+        title=str(doc.get("title") or ""),
     )

@@ -37,8 +37,8 @@ _VOLUME_WORDS = "卷部"
 _NAMED = "楔子|序章|序言|自序|代序|序|引子|引言|前言|尾声|后记|後記|终章|跋|番外"
 HEADING = re.compile(
     rf"^{_SPACE}*(?:"
-    rf"(?P<numbered>第{_SPACE}*{_NUMERAL}{_SPACE}*(?P<unit>[回章节節卷集部篇折幕]))"
-    rf"|(?P<volume>卷(?:之)?{_NUMERAL})"
+    rf"(?P<numbered>第{_SPACE}*(?P<number>{_NUMERAL}){_SPACE}*(?P<unit>[回章节節卷集部篇折幕]))"
+    rf"|(?P<volume>卷(?:之)?(?P<volume_number>{_NUMERAL}))"
     rf"|(?P<named>(?:{_NAMED}))"
     rf"|(?P<listed>(?P<list_number>{_NUMERAL})、)"
     rf")(?:{_SEPARATOR}.*|(?<=、).*)?{_SPACE}*$",
@@ -63,7 +63,12 @@ MIN_DATELINES = 3  # a file with fewer is not a newspaper file
 OUTLIER_FACTOR = 5
 OUTLIER_CHARS = 30_000
 _DIGITS = str.maketrans("０１２３４５６７８９", "0123456789")
-_CHINESE_DIGITS = {c: i for i, c in enumerate("零一二三四五六七八九")} | {"〇": 0, "两": 2}
+_CHINESE_DIGITS = (
+    {c: i for i, c in enumerate("零一二三四五六七八九")}
+    | {c: i for i, c in enumerate("〇壹贰叁肆伍陆柒捌玖")}
+    | {"两": 2}
+)
+_CHINESE_UNITS = {"十": 10, "拾": 10, "百": 100, "佰": 100, "千": 1000, "仟": 1000}
 
 
 @dataclass(frozen=True)
@@ -71,6 +76,7 @@ class Chapter:
     number: int  # 1-based position in the book
     title: str
     text: str
+    key: str = ""  # its stable key in the work (:func:`chapter_key`), the id's last part
 
 
 @dataclass(frozen=True)
@@ -99,22 +105,24 @@ def split_book(text: str) -> Book:
     if not headings:
         body = text.strip()
         if body:
-            chapters.append(Chapter(1, body.split("\n", 1)[0].strip()[:MAX_HEADING_CHARS], body))
+            first = body.split("\n", 1)[0].strip()[:MAX_HEADING_CHARS]
+            chapters.append(Chapter(1, first, body, chapter_key(first)))
         return Book(chapters, title, _warnings(chapters, headed=False))
     preface = text[: headings[0].start].strip()
     if len(preface) >= MIN_PREFACE_CHARS:
-        chapters.append(Chapter(1, "前言", preface))
+        chapters.append(Chapter(1, PREFACE, preface, _preface_key(headings[0].title)))
     parents: dict[int, str] = {}
     for i, heading in enumerate(headings):
         parents = {level: t for level, t in parents.items() if level < heading.level}
         end = headings[i + 1].start if i + 1 < len(headings) else len(text)
         body = text[heading.end : end].strip()
         if body:
-            full = " · ".join([*parents.values(), heading.title])
-            chapters.append(Chapter(len(chapters) + 1, full, body))
+            full = TITLE_JOIN.join([*parents.values(), heading.title])
+            chapters.append(Chapter(len(chapters) + 1, full, body, chapter_key(full)))
         if heading.level < 2:
             parents[heading.level] = heading.title
-    return Book(chapters, title, _warnings(chapters, headed=True))
+    chapters, clashes = _distinct_keys(chapters)
+    return Book(chapters, title, clashes + _warnings(chapters, headed=True))
 
 
 def split_chapters(text: str) -> list[Chapter]:
@@ -144,7 +152,7 @@ def _headings(text: str) -> list[_Heading]:
         volume = match["volume"] or (match["unit"] or "") in _VOLUME_WORDS
         heading = _Heading(match.start(), match.end(), title, 0 if volume else 2)
         if match["listed"]:
-            listed.append((_number(match["list_number"]), heading))
+            listed.append((numeral_value(match["list_number"]), heading))
         else:
             numbered.append(heading)
     titled = list(_titled(text))
@@ -252,16 +260,120 @@ def _counting_run(listed: list[tuple[int, _Heading]], length: int) -> list[_Head
     return run
 
 
-def _number(numeral: str) -> int:
-    """The value of a numeral up to 99 (一, 十二, 二十三, 12, １２); -1 otherwise."""
+def numeral_value(numeral: str) -> int:
+    """The value of a chapter number: Arabic digits (12, １２), Chinese numerals read digit by
+    digit (一〇二 → 102) or with units (十二, 一百二十, 两千零一, 壹佰贰拾, 三万), the ``十``
+    of the teens without its one (十二 → 12); -1 when it is not a numeral."""
     numeral = numeral.translate(_DIGITS)
     if numeral.isdigit():
         return int(numeral)
-    tens, _, units = numeral.partition("十")
-    if "十" not in numeral:
-        return _CHINESE_DIGITS.get(numeral, -1) if len(numeral) == 1 else -1
-    value = (_CHINESE_DIGITS.get(tens, -1) if tens else 1) * 10
-    return value + (_CHINESE_DIGITS.get(units, -100) if units else 0) if value >= 0 else -1
+    if not numeral:
+        return -1
+    if not any(c in _CHINESE_UNITS or c == "万" for c in numeral):
+        digits = [_CHINESE_DIGITS.get(c) for c in numeral]
+        return -1 if None in digits else int("".join(str(d) for d in digits))
+    total, section, digit = 0, 0, None
+    for c in numeral:
+        if c in _CHINESE_DIGITS:
+            digit = _CHINESE_DIGITS[c]
+        elif c in _CHINESE_UNITS:
+            section += (1 if digit is None else digit) * _CHINESE_UNITS[c]
+            digit = None
+        elif c == "万":
+            total += (section + (digit or 0)) * 10_000
+            section, digit = 0, None
+        else:
+            return -1
+    return total + section + (digit or 0)
+
+
+#: A chapter's title names the volumes and titled pieces above it, joined by this.
+TITLE_JOIN = " · "
+#: The title (and key) of the text before a book's first heading.
+PREFACE = "前言"
+#: Joins the keys of a chapter's parts: ``卷2.1`` is chapter 1 of volume 2.
+KEY_JOIN = "."
+#: A second chapter of one file with a key already given gets ``KEY~2`` (then ``~3``…).
+AGAIN_MARK = "~"
+MAX_KEY_CHARS = 48
+_KEY_DROPPED = re.compile(r"[\s\u3000]+")
+_KEY_SEPARATORS = "：:、.．·- \t\u3000"
+
+
+def chapter_key(title: str) -> str:
+    """A chapter's stable key in its work, from its title (:func:`split_book`'s, the volumes
+    and titled pieces above it first), not from where it stands in a file: each part of the
+    title gives one, joined by ``KEY_JOIN``:
+
+    * a numbered chapter, its number: ``第六回 …`` → ``6``, ``第12章`` → ``12``; of another
+      unit, the unit then the number (``第三节`` → ``节3``, ``第二卷`` → ``卷2``);
+    * a volume, ``卷`` and its number (``卷二`` → ``卷2``): so ``卷二 · 第一章`` → ``卷2.1``,
+      and volumes whose numbering starts again do not collide;
+    * a named part, its name with what follows it (``楔子``, ``番外一``, ``番外初遇``);
+    * a numbered section ``三、…``, its number;
+    * anything else (a titled piece, a news article, an unheaded text), its title without
+      spaces (``/`` and ``.`` kept apart from the id's own separators), at most
+      ``MAX_KEY_CHARS`` characters.
+
+    The same title always gives the same key, whichever file it comes in, so a book's chapters
+    ingested a few at a time add up, and ``tracker index migrate-ids`` re-keys stored masters
+    from their titles."""
+    return KEY_JOIN.join(_part_key(part) for part in title.split(TITLE_JOIN) if part.strip())
+
+
+def _preface_key(first_heading: str) -> str:
+    """The key of the text above a file's first heading: the book's preface (``前言``) when the
+    file starts the book, else a note on the chapters it brings (``6.前言`` above 第六回), so
+    that a file of later chapters with a note on top does not replace the book's preface."""
+    first = chapter_key(first_heading)
+    starts = all(int(number) <= 1 for number in re.findall(r"[0-9]+", first))
+    return PREFACE if starts else f"{first}{KEY_JOIN}{PREFACE}"
+
+
+def _part_key(part: str) -> str:
+    part = part.strip()
+    match = HEADING.match(part)
+    if match and len(part) <= MAX_HEADING_CHARS:
+        if match["numbered"] and (value := numeral_value(match["number"])) >= 0:
+            unit = match["unit"].replace("節", "节")
+            return str(value) if unit in "回章" else f"{unit}{value}"
+        if match["volume"] and (value := numeral_value(match["volume_number"])) >= 0:
+            return f"卷{value}"
+        if match["named"]:
+            rest = part[match.end("named") :].lstrip(_KEY_SEPARATORS)
+            return _title_key(match["named"] + rest)
+        if match["listed"] and (value := numeral_value(match["list_number"])) >= 0:
+            return str(value)
+    return _title_key(part)
+
+
+def _title_key(title: str) -> str:
+    key = _KEY_DROPPED.sub("", title).replace("/", "／").replace(KEY_JOIN, "．")
+    return key[:MAX_KEY_CHARS] or "_"
+
+
+def _distinct_keys(chapters: list[Chapter]) -> tuple[list[Chapter], list[str]]:
+    """The chapters with distinct keys: a key met again gets ``~2``, ``~3``… (so nothing of
+    the file is lost), and a warning naming both chapters."""
+    first: dict[str, Chapter] = {}
+    kept, warnings = [], []
+    for chapter in chapters:
+        key = chapter.key
+        if key in first:
+            again = 2
+            while f"{key}{AGAIN_MARK}{again}" in first:
+                again += 1
+            other = first[key]
+            key = f"{key}{AGAIN_MARK}{again}"
+            warnings.append(
+                f"chapters {other.number} ({other.title}) and {chapter.number} ({chapter.title}) "
+                f"both have the key {chapter.key!r}: the second is stored as {key!r} (a "
+                "heading may be mistyped, or a volume heading missing)"
+            )
+            chapter = Chapter(chapter.number, chapter.title, chapter.text, key)
+        first[key] = chapter
+        kept.append(chapter)
+    return kept, warnings
 
 
 def _book_title(head: str) -> str | None:
