@@ -62,7 +62,7 @@ def test_export_and_verify(cli_env, captured, tsa, monkeypatch, tmp_path, capsys
     assert main(["evidence", "export", URL, "--out", str(out)]) == 0
     names = {path.name for path in out.iterdir()}
     warc = f"capture-{captured['_id']}.warc.gz"
-    assert names == {"manifest.json", warc, "timestamp.tsr", "README.txt"}
+    assert names == {"manifest.json", warc, "timestamp.tsr", "VERIFY.txt"}
     manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["url"] == URL and manifest["status"] == 200
     assert manifest["payload_sha256"] == hashlib.sha256(BODY).hexdigest()
@@ -101,7 +101,7 @@ def test_verify_catches_a_flipped_byte(
     capsys.readouterr()
     assert main(["evidence", "verify", str(out), "--ca-file", str(tsa.ca_file)]) == 1
     printed = capsys.readouterr().out
-    assert "DIFFERS" in printed and "NOT intact" in printed
+    assert "DIFFERS" in printed and "ALTERED" in printed
 
 
 def test_verify_without_a_ca_checks_the_hash_and_says_so(cli_env, captured, tsa, monkeypatch,
@@ -145,8 +145,8 @@ def test_no_tsa_configured(cli_env, captured, tmp_path, capsys):
     assert main(["evidence", "export", URL, "--out", str(out)]) == 1
     assert "no time-stamping authority is configured" in capsys.readouterr().err
     assert (out / "manifest.json").exists() and not (out / "timestamp.tsr").exists()
-    assert main(["evidence", "verify", str(out)]) == 1  # intact, but not time-stamped
-    assert "not time-stamped" in capsys.readouterr().out
+    assert main(["evidence", "verify", str(out)]) == 3  # intact, but not time-stamped
+    assert "NOT STAMPED YET" in capsys.readouterr().out
 
 
 def test_no_capture_is_an_error(cli_env, runtime, tmp_path, capsys):

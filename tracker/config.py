@@ -172,6 +172,9 @@ class Settings:
     tsa_url: str = ""  # an RFC 3161 time-stamping authority; "" = bundles without a token
     tsa_timeout_s: float = _within(30.0, 0.1)
     tsa_ca_file: str = ""  # the TSA's CA (PEM): tokens verified up to it when stamped
+    tsa_cert_file: str = ""  # the TSA's certificate (PEM), for tokens that carry none
+    tsa_client_cert: str = ""  # a TLS client certificate and its key (PEM) the TSA asks for
+    tsa_pending_alert_hours: float = _within(24.0, 0.0)  # a stamp failing longer is alerted
     smtp_url: str = ""  # smtp://user:pass@host:port (STARTTLS when offered) or smtps://…
     smtp_from: str = ""  # the notices' From address
     notice_sender: str = ""  # who the notice is from (name, address); "" = smtp_from

@@ -5,7 +5,9 @@ URL``, ``list URL``: the evidence the crawl captured of a page (see
 Exit status: ``export`` 0 when the bundle is complete, 1 when it was written without its
 time-stamp token (no ``tsa_url``, or the TSA failed: the stamp is pending), 2 when there is
 nothing to export (no capture of the URL, its records missing or damaged) or on any error;
-``verify`` 0 when everything is intact, 1 with what differs, 2 when the folder is no bundle;
+``verify`` 0 when everything is intact and time-stamped, 1 when something was altered (or the
+token does not verify), 3 when everything is intact but not time-stamped yet, 2 when the folder
+is no bundle;
 ``stamp`` 0 when every stamp asked for was obtained, 1 when some are still pending.
 """
 
@@ -115,10 +117,28 @@ def run_verify(args: argparse.Namespace, settings: Settings) -> int:
         result = verify_bundle(folder, ca_file)
     except BundleError as exc:
         return _fail(str(exc))
-    for ok, what in result.checks:
+    for (ok, what), step in zip(result.checks, result.steps, strict=True):
+        if step:
+            print(f"$ {step}")
         print(f"{'ok     ' if ok else 'DIFFERS'}  {what}")
-    print("intact" if result.ok else "NOT intact: see DIFFERS above")
-    return 0 if result.ok else 1
+    state = result.state
+    if state == "altered":
+        print("ALTERED: the bundle is not as it was exported (see DIFFERS above)")
+        return 1
+    if state == "unstamped":
+        print(
+            "NOT STAMPED YET: the files are intact, but the bundle has no time-stamp "
+            "(timestamp.tsr): `tracker evidence stamp --pending`, then export again"
+        )
+        return 3
+    if ca_file is None:
+        print(
+            "intact: every file as exported, the time-stamp over manifest.json; its "
+            "signature NOT checked (give --ca-file, the TSA's CA)"
+        )
+    else:
+        print("intact: every file as exported, the time-stamp verified up to the CA")
+    return 0
 
 
 def run_stamp(args: argparse.Namespace, settings: Settings) -> int:
