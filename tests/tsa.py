@@ -124,8 +124,10 @@ def _write_key(path: Path, key) -> Path:
     return path
 
 
-def _certificate(subject, key, issuer, issuer_key, *, ca: bool, serial: int | None = None,
-                 eku: list | None = None, san: list | None = None, days: tuple = (-1, 30)):  # fmt: skip
+def _certificate(
+    subject, key, issuer, issuer_key, *, ca: bool, serial: int | None = None,
+    eku: list | None = None, san: list | None = None, days: tuple = (-1, 30),
+):  # fmt: skip
     now = dt.datetime.now(dt.UTC)
     builder = (
         x509.CertificateBuilder()
@@ -214,7 +216,9 @@ def make_client_pki(folder: Path) -> tuple[Path, Path, Path, Path]:
         ca = _certificate(_name(f"Test {role} CA"), ca_key, _name(f"Test {role} CA"), ca_key,
                           ca=True)  # fmt: skip
         key = _key("ec")
-        usage = ExtendedKeyUsageOID.SERVER_AUTH if role == "server" else ExtendedKeyUsageOID.CLIENT_AUTH
+        usage = (
+            ExtendedKeyUsageOID.SERVER_AUTH if role == "server" else ExtendedKeyUsageOID.CLIENT_AUTH
+        )
         cert = _certificate(_name(f"127.0.0.1 {role}"), key, ca.subject, ca_key, ca=False,
                             eku=[usage], san=san)  # fmt: skip
         both = folder / f"{role}.pem"
@@ -348,7 +352,8 @@ def _query_as_signed(query: bytes, mode: str, profile: Profile) -> bytes:
 
 def _reply_as_sent(reply: bytes, mode: str, profile: Profile, folder: Path) -> bytes:
     if profile.granted_with_mods or mode == "no-eku":
-        from asn1crypto import tsp, x509 as asn1_x509
+        from asn1crypto import tsp
+        from asn1crypto import x509 as asn1_x509
 
         response = tsp.TimeStampResp.load(reply)
         if profile.granted_with_mods:

@@ -38,6 +38,7 @@ checked), compares them with the manifest, and verifies the token over the manif
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from collections.abc import Callable, Iterable
@@ -268,13 +269,14 @@ def _describe_token(bundle: Bundle, tsa: Tsa | None) -> None:
     cert_file = Path(tsa.cert_file).expanduser() if tsa and tsa.cert_file else None
     check = verify_token(bundle.files[TOKEN], bundle.files[MANIFEST], None, cert_file)
     bundle.gen_time, bundle.signer = check.gen_time, check.signer
-    for name, source in ((CA_COPY, tsa.ca_file if tsa else ""),
-                         (CERTS_COPY, "" if check.carries_certificates else str(cert_file or ""))):  # fmt: skip
+    copies = {
+        CA_COPY: tsa.ca_file if tsa else "",
+        CERTS_COPY: "" if check.carries_certificates else str(cert_file or ""),
+    }
+    for name, source in copies.items():
         if source:
-            try:
+            with contextlib.suppress(OSError):  # VERIFY.txt names the file to get from the TSA
                 bundle.files[name] = Path(source).expanduser().read_bytes()
-            except OSError:
-                pass  # verify_text says which file to fetch from the TSA instead
 
 
 def bundle_of(
@@ -294,77 +296,51 @@ def openssl_command(files: Iterable[str], data: str = MANIFEST, token: str = TOK
     return command + (f" -untrusted {CERTS_COPY}" if CERTS_COPY in files else "")
 
 
+def render_text(template: str, **context: Any) -> str:
+    """The plain-text template ``templates/TEMPLATE`` rendered (text, not HTML: nothing is
+    marked up, so nothing is escaped; every name must be given)."""
+    from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
+    environment = Environment(
+        loader=FileSystemLoader(Path(__file__).parent / "templates"),
+        autoescape=False,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        undefined=StrictUndefined,
+        keep_trailing_newline=True,
+    )
+    return environment.get_template(template).render(**context)
+
+
 def verify_text(bundle: Bundle) -> str:
     """``VERIFY.txt``: what each file is and how to check it with ``sha256sum`` and ``openssl``
-    alone, in Chinese and in English (the same steps ``tracker evidence verify`` prints)."""
-    capture = bundle.capture
+    alone, in Chinese and in English (the same steps ``tracker evidence verify`` prints), from
+    the plain-text template ``templates/VERIFY.txt``."""
     manifest = json.loads(bundle.files[MANIFEST])
     hashes = [(manifest["warc"]["file"], manifest["warc"]["sha256"])]
     if manifest.get("screenshot"):
         hashes.append((manifest["screenshot"]["file"], manifest["screenshot"]["sha256"]))
-    when = _iso(bundle.gen_time) or "?"
-    tsa = f"{bundle.signer or '?'} ({bundle.tsa or '?'})"
-    zh = [
-        "证据包核验说明（无需安装 tracker）",
-        "",
-        f"网页：{manifest['url']}",
-        f"抓取时间（UTC）：{manifest['fetched_at']}，HTTP 状态 {manifest['status']}",
-        "",
-        "文件：",
-        f"  {MANIFEST}：抓取记录（网址、时间、IP、请求与响应头、各文件的 SHA-256、比对到的正版章节）。",
-        f"  {warc_name(capture)}：HTTP 请求与响应的 WARC 记录（ISO 28500），即服务器返回的原始字节。",
-    ]
-    en = [
-        "How to verify this evidence bundle (no tracker needed)",
-        "",
-        f"Page: {manifest['url']}",
-        f"Fetched (UTC): {manifest['fetched_at']}, HTTP {manifest['status']}",
-        "",
-        "Files:",
-        f"  {MANIFEST}: what was captured (URL, time, IP, request and response headers, the "
-        "SHA-256 of every other file, the master chapters it copies).",
-        f"  {warc_name(capture)}: the HTTP request and response as WARC records (ISO 28500), "
-        "the bytes exactly as served.",
-    ]
-    if SCREENSHOT in bundle.files:
-        zh.append(f"  {SCREENSHOT}：按抓取内容离线渲染的网页截图。")
-        en.append(f"  {SCREENSHOT}: the page as captured, rendered offline.")
-    if TOKEN in bundle.files:
-        zh.append(f"  {TOKEN}：时间戳机构（TSA）{tsa} 对 {MANIFEST} 签发的 RFC 3161 时间戳，时间 {when}。")
-        en.append(f"  {TOKEN}: an RFC 3161 time-stamp over {MANIFEST} by the TSA {tsa}, at {when}.")
-    if CA_COPY in bundle.files:
-        zh.append(f"  {CA_COPY}：该 TSA 的根证书副本；请与 TSA 公布的根证书核对后再使用。")
-        en.append(f"  {CA_COPY}: a copy of the TSA's CA certificate; compare it with the one the "
-                  "TSA publishes before relying on it.")  # fmt: skip
-    if CERTS_COPY in bundle.files:
-        zh.append(f"  {CERTS_COPY}：TSA 的签名证书（时间戳本身未附带）。")
-        en.append(f"  {CERTS_COPY}: the TSA's signing certificate (the token carries none).")
-    zh += ["", "核验步骤："]
-    en += ["", "Steps:"]
-    for k, (name, digest) in enumerate(hashes, 1):
-        zh += [f"  {k}. sha256sum {name}", f"     结果应为 {digest}"]
-        en += [f"  {k}. sha256sum {name}", f"     must print {digest}"]
-    step = len(hashes) + 1
-    if TOKEN in bundle.files:
-        command = openssl_command(bundle.files)
-        ca = "" if CA_COPY in bundle.files else f"（{CA_COPY} 为 TSA 公布的根证书）"
-        ca_en = "" if CA_COPY in bundle.files else f" ({CA_COPY}: the CA the TSA publishes)"
-        zh += [f"  {step}. {command}", f"     结果应为 Verification: OK{ca}"]
-        en += [f"  {step}. {command}", f"     must print Verification: OK{ca_en}"]
-        zh.append(f"     这证明 {MANIFEST}（含以上各文件的哈希值）在 {when} 已经存在且此后未被改动。")
-        en.append(f"     This proves {MANIFEST}, with the hashes above, existed at {when} and "
-                  "has not changed since.")  # fmt: skip
-    elif bundle.stamp_state == "pending":
-        zh.append(f"  尚无 {TOKEN}：时间戳机构请求失败（{bundle.stamp_error}），稍后会重试。")
-        en.append(f"  No {TOKEN} yet: the time-stamping authority failed ({bundle.stamp_error}); "
-                  "it is retried (`tracker evidence stamp --pending`), then export again.")  # fmt: skip
-    else:
-        zh.append(f"  无 {TOKEN}：未配置时间戳机构（tsa_url）。")
-        en.append(f"  No {TOKEN}: no time-stamping authority is configured (tsa_url).")
-    check = f"tracker evidence verify THIS-FOLDER --ca-file {CA_COPY}"
-    zh += ["", f"装有 tracker 时可一次核验全部：{check}", ""]
-    en += ["", f"With tracker installed, all at once: {check}", ""]
-    return "\n".join(zh + ["-" * 60, ""] + en)
+    stamped = TOKEN in bundle.files
+    return render_text(
+        VERIFY,
+        url=manifest["url"],
+        fetched_at=manifest["fetched_at"],
+        status=manifest["status"],
+        manifest=MANIFEST,
+        warc=manifest["warc"]["file"],
+        screenshot=SCREENSHOT if SCREENSHOT in bundle.files else "",
+        token=TOKEN if stamped else "",
+        token_name=TOKEN,
+        tsa=f"{bundle.signer or '?'} ({bundle.tsa or '?'})",
+        when=_iso(bundle.gen_time) or "?",
+        attime=int(bundle.gen_time.timestamp()) if bundle.gen_time else "?",
+        ca_copy=CA_COPY if CA_COPY in bundle.files else "",
+        ca_name=CA_COPY,
+        certs_copy=CERTS_COPY if CERTS_COPY in bundle.files else "",
+        hashes=hashes,
+        openssl=openssl_command(bundle.files),
+        pending=bundle.stamp_error if bundle.stamp_state == "pending" else "",
+    )
 
 
 def find_capture(store: CaptureStore, url: str, capture_id: str | None = None) -> dict[str, Any]:
@@ -534,25 +510,30 @@ def _check_records(warc: bytes, manifest: dict[str, Any], result: Verification) 
 
 
 def check_token(
-    folder: Path, data_name: str, data: bytes, ca_file: Path | None, result: Verification
+    folder: Path,
+    data_name: str,
+    data: bytes,
+    ca_file: Path | None,
+    result: Verification,
+    token_name: str = TOKEN,
 ) -> None:
-    """The token ``timestamp.tsr`` of ``folder`` over ``data`` (the file ``data_name``), as
+    """The token ``token_name`` of ``folder`` over ``data`` (the file ``data_name``), as
     ``openssl ts -verify`` checks it; a token without certificates is checked with the
     bundle's ``tsa-certs.pem``."""
     try:
-        token = (folder / TOKEN).read_bytes()
+        token = (folder / token_name).read_bytes()
     except OSError:
         result.unstamped = True
         return
     certs = folder / CERTS_COPY
     cert_file = certs if certs.is_file() else None
-    step = openssl_command([CERTS_COPY] if cert_file else [], data_name).replace(
+    step = openssl_command([CERTS_COPY] if cert_file else [], data_name, token_name).replace(
         f"-CAfile {CA_COPY}", f"-CAfile {ca_file or 'CA'}"
     )
     check = verify_token(token, data, ca_file, cert_file)
     if check.ok:
         when = _iso(check.gen_time) or "?"
-        what = f"{TOKEN}: {check.hash_name} of {data_name}, stamped {when} by "
+        what = f"{token_name}: {check.hash_name} of {data_name}, stamped {when} by "
         result.add(True, what + f"{check.signer or '?'}; {check.message}", step)
     else:
-        result.add(False, f"{TOKEN}: {check.message}", step)
+        result.add(False, f"{token_name}: {check.message}", step)
