@@ -8,7 +8,8 @@ nothing to export (no capture of the URL, its records missing or damaged) or on 
 ``export --format wacz`` writes a WACZ and a token over its digest instead (0 when stamped, 1
 without the token). ``verify`` (a bundle or a WACZ export) 0 when everything is intact and
 time-stamped, 1 when something was altered (or the token does not verify), 3 when everything
-is intact but not time-stamped yet, 2 when the folder is no bundle; ``stamp`` 0 when every stamp asked for was obtained, 1 when some are still pending.
+is intact but not time-stamped yet, 2 when the folder is no bundle; ``stamp`` 0 when every
+stamp asked for was obtained, 1 when some are still pending.
 """
 
 from __future__ import annotations
