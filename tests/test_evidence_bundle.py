@@ -160,3 +160,41 @@ def test_a_lost_warc_file_is_an_error(cli_env, captured, settings, tmp_path, cap
     path.unlink()
     assert main(["evidence", "export", URL, "--out", str(tmp_path / "b")]) == 2
     assert "is missing" in capsys.readouterr().err
+
+
+def test_a_stamp_pending_too_long_is_alerted_once(
+    cli_env, captured, tsa, runtime, monkeypatch, tmp_path, capsys
+):
+    """A TSA failing for over tsa_pending_alert_hours: `evidence stamp --pending` POSTs the
+    stamp, with the TSA's last answer, to the alert webhook, once while it stays pending."""
+    from datetime import timedelta
+
+    from tests.webhook import LocalWebhook
+
+    hook = LocalWebhook()
+    monkeypatch.setenv("TRACKER_TSA_URL", tsa.url)
+    monkeypatch.setenv("TRACKER_ALERT_WEBHOOK", hook.url)
+    monkeypatch.setenv("TRACKER_TSA_PENDING_ALERT_HOURS", "24")
+    store = CaptureStore(runtime.db)
+    tsa.mode = "down"
+    try:
+        assert main(["evidence", "export", URL, "--out", str(tmp_path / "b")]) == 1
+        assert main(["evidence", "stamp", "--pending"]) == 1
+        assert hook.bodies == []  # failing, but not for 24 hours yet
+        stamp = store.get(captured["_id"])["stamp"]
+        earlier = stamp["failing_since"] - timedelta(hours=25)
+        store.set_pending(captured["_id"], stamp["manifest"], stamp["error"], earlier, tsa.url)
+        assert main(["evidence", "stamp", "--pending"]) == 1
+        assert "1 pending for over 24 h alerted" in capsys.readouterr().out
+        (body,) = hook.bodies
+        (alerted,) = body["stamps"]
+        assert body["event"] == "stamps_pending" and alerted["url"] == URL
+        assert "HTTP 503" in alerted["error"] and tsa.url in alerted["error"]
+        assert alerted["tries"] == 4
+        assert main(["evidence", "stamp", "--pending"]) == 1
+        assert len(hook.bodies) == 1  # not alerted again while pending
+    finally:
+        tsa.mode = "ok"
+        hook.close()
+    assert main(["evidence", "stamp", "--pending"]) == 0
+    assert store.get(captured["_id"])["stamp"]["state"] == "stamped"

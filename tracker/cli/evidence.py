@@ -186,12 +186,30 @@ def run_stamp(args: argparse.Namespace, settings: Settings) -> int:
         except EvidenceError as exc:
             return _fail(str(exc))
         summary = stamp_captures(store, settings, captures)
+        alerted = _alert_overdue(store, settings)
     finally:
         runtime.close()
     for line in summary.lines:
         print(line)
-    print(f"{summary.stamped} stamped, {summary.pending} still pending")
+    print(f"{summary.stamped} stamped, {summary.pending} still pending{alerted}")
     return 1 if summary.pending else 0
+
+
+def _alert_overdue(store, settings: Settings) -> str:
+    """Alert the stamps pending too long (``tsa_pending_alert_hours``) to ``alert_webhook``."""
+    from datetime import UTC, datetime
+
+    from tracker.enforcement.alerts import WebhookError, alert_overdue_stamps
+
+    if not settings.alert_webhook:
+        return ""
+    hours = settings.tsa_pending_alert_hours
+    try:
+        count = alert_overdue_stamps(store, settings.alert_webhook, hours, datetime.now(UTC))
+    except WebhookError as exc:
+        print(f"tracker: the pending stamps could not be alerted: {exc}", file=sys.stderr)
+        return ""
+    return f" ({count} pending for over {hours:g} h alerted)" if count else ""
 
 
 def run_list(args: argparse.Namespace, settings: Settings) -> int:

@@ -266,7 +266,8 @@ def evidence(
         }
         for match in shown.items
     ]
-    fields = {"at": 1, "status": 1, "payload_sha256": 1, "stamp.state": 1, "screenshot": 1}
+    fields = {"at": 1, "status": 1, "payload_sha256": 1, "stamp.state": 1, "screenshot": 1,
+              "stamp.error": 1, "stamp.tsa": 1, "stamp.failing_since": 1}  # fmt: skip
     return render(
         request,
         "page.html",
