@@ -117,7 +117,9 @@ def test_verify_without_a_ca_checks_the_hash_and_says_so(cli_env, captured, tsa,
     assert main(["evidence", "verify", str(out), "--ca-file", str(other.ca_file)]) == 1
 
 
-@pytest.mark.parametrize("mode", ["down", "garbage", "slow"])
+@pytest.mark.parametrize(
+    "mode", ["down", "garbage", "slow", "truncated", "other-hash", "other-nonce", "no-eku"]
+)
 def test_a_failing_tsa_leaves_the_stamp_pending(cli_env, captured, tsa, runtime, monkeypatch,
                                                 tmp_path, capsys, mode):  # fmt: skip
     monkeypatch.setenv("TRACKER_TSA_URL", tsa.url)
@@ -198,3 +200,34 @@ def test_a_stamp_pending_too_long_is_alerted_once(
         hook.close()
     assert main(["evidence", "stamp", "--pending"]) == 0
     assert store.get(captured["_id"])["stamp"]["state"] == "stamped"
+
+
+@pytest.mark.parametrize("kind", ["no-certs", "client-cert", "ber", "granted-with-mods"])
+def test_tsas_of_other_kinds_through_the_cli(
+    cli_env, captured, monkeypatch, tmp_path, capsys, kind
+):
+    """A TSA whose tokens carry no certificate (tsa_cert_file: the bundle carries it as
+    tsa-certs.pem, for openssl's -untrusted), one asking for a TLS client certificate
+    (tsa_client_cert), one answering BER, one answering grantedWithMods."""
+    with LocalTsa(tmp_path / kind, kind) as server:
+        monkeypatch.setenv("TRACKER_TSA_URL", server.url)
+        monkeypatch.setenv("TRACKER_TSA_CA_FILE", str(server.ca_file))
+        if kind == "no-certs":
+            monkeypatch.setenv("TRACKER_TSA_CERT_FILE", str(server.pki.tsa_cert))
+        if kind == "client-cert":
+            monkeypatch.setenv("TRACKER_TSA_CLIENT_CERT", str(server.client_cert))
+            monkeypatch.setenv("SSL_CERT_FILE", str(server.server_ca))
+        out = tmp_path / "bundle"
+        assert main(["evidence", "export", URL, "--out", str(out)]) == 0
+    untrusted = out / "tsa-certs.pem" if kind == "no-certs" else None
+    assert (untrusted is not None) == (out / "tsa-certs.pem").exists()
+    assert (out / "tsa-ca.pem").read_bytes() == server.ca_file.read_bytes()
+    checked = openssl_verify(
+        out / "manifest.json", out / "timestamp.tsr", server.ca_file, untrusted
+    )
+    assert checked.returncode == 0 and "Verification: OK" in checked.stdout, checked.stderr
+    guide = (out / "VERIFY.txt").read_text(encoding="utf-8")
+    assert ("-untrusted tsa-certs.pem" in guide) == (kind == "no-certs")
+    capsys.readouterr()
+    assert main(["evidence", "verify", str(out), "--ca-file", str(server.ca_file)]) == 0
+    assert "verified up to the CA" in capsys.readouterr().out

@@ -45,7 +45,7 @@ from tracker.enforcement.bundle import (
     render_text,
     warc_name,
 )
-from tracker.enforcement.timestamp import Tsa, TsaError, stamp, verify_token
+from tracker.enforcement.timestamp import Token, Tsa, TsaError, stamp, verify_token
 
 DIGEST = "datapackage-digest.json"
 DIGEST_TOKEN = "datapackage-digest.tsr"
@@ -110,11 +110,11 @@ def write_wacz(bundle: Bundle, folder: Path, tsa: Tsa | None) -> WaczExport:
     with zipfile.ZipFile(out) as archive:
         digest = archive.read(DIGEST)
     files = {DIGEST: digest}
-    stamped, error = False, ""
+    token, error = None, ""
     if tsa is not None:
         try:
-            files[DIGEST_TOKEN] = stamp(digest, tsa).response
-            stamped = True
+            token = stamp(digest, tsa)
+            files[DIGEST_TOKEN] = token.response
         except TsaError as exc:
             error = str(exc)
     else:
@@ -122,26 +122,33 @@ def write_wacz(bundle: Bundle, folder: Path, tsa: Tsa | None) -> WaczExport:
     for name in (CA_COPY, CERTS_COPY):
         if name in bundle.files:
             files[name] = bundle.files[name]
-    files[VERIFY] = _verify_text(bundle, out.name, files, error).encode("utf-8")
+    files[VERIFY] = _verify_text(bundle, out.name, files, token, tsa, error).encode("utf-8")
     paths = [out]
     for name, data in files.items():
         (folder / name).write_bytes(data)
         paths.append(folder / name)
-    return WaczExport(paths, stamped, error)
+    return WaczExport(paths, token is not None, error)
 
 
-def _verify_text(bundle: Bundle, wacz: str, files: dict[str, bytes], error: str) -> str:
-    check = verify_token(files[DIGEST_TOKEN], files[DIGEST]) if DIGEST_TOKEN in files else None
-    when = check.gen_time.isoformat(timespec="seconds") if check and check.gen_time else "?"
+def _verify_text(
+    bundle: Bundle,
+    wacz: str,
+    files: dict[str, bytes],
+    token: Token | None,
+    tsa: Tsa | None,
+    error: str,
+) -> str:
+    when = token.gen_time.isoformat(timespec="seconds") if token else "?"
     return render_text(
         "VERIFY-wacz.txt",
         url=json.loads(bundle.files[MANIFEST])["url"],
         wacz=wacz,
         digest=DIGEST,
-        token=DIGEST_TOKEN if check else "",
+        token=DIGEST_TOKEN if token else "",
         token_name=DIGEST_TOKEN,
-        tsa=f"{check.signer if check else '?'} ({bundle.tsa or '?'})",
+        tsa=f"{token.signer if token else '?'} ({tsa.where if tsa else '?'})",
         when=when,
+        inner_openssl=openssl_command(files, f"{LOGS}/{MANIFEST}", f"{LOGS}/{TOKEN}"),
         error=error,
         openssl=openssl_command(files, DIGEST, DIGEST_TOKEN),
         ca_name=CA_COPY,
@@ -191,10 +198,17 @@ def verify_wacz(folder: Path, wacz: Path, ca_file: Path | None) -> Verification:
     if copy is not None:
         check_token(folder, DIGEST, copy, ca_file, result, DIGEST_TOKEN)
     if token is not None:
-        check = verify_token(token, inside[f"{LOGS}/{MANIFEST}"], ca_file)
+        certs = folder / CERTS_COPY
+        check = verify_token(
+            token, inside[f"{LOGS}/{MANIFEST}"], ca_file, certs if certs.is_file() else None
+        )
         digest = hashlib.sha256(inside[f"{LOGS}/{MANIFEST}"]).hexdigest()
         result.add(
             check.ok,
-            f"{LOGS}/{TOKEN} of the capture: {check.message} ({MANIFEST} SHA-256 {digest})",
-        )
+            f"{LOGS}/{TOKEN}, the capture's own: {check.message} ({MANIFEST} SHA-256 {digest})",
+            f"unzip {wacz.name} {LOGS}/{MANIFEST} {LOGS}/{TOKEN}; "
+            + openssl_command([CERTS_COPY] if certs.is_file() else [],
+                              f"{LOGS}/{MANIFEST}", f"{LOGS}/{TOKEN}").replace(
+                f"-CAfile {CA_COPY}", f"-CAfile {ca_file or 'CA'}"),
+        )  # fmt: skip
     return result

@@ -117,7 +117,8 @@ class CaptureStore:
         )
 
     def overdue(self, before: datetime, fields: dict[str, int] | None = None) -> list[dict]:
-        """Pending stamps failing since before ``before`` (index ``stamp.state``)."""
+        """Pending stamps failing since before ``before`` (index ``stamp.state,
+        stamp.failing_since``)."""
         query = {"stamp.state": PENDING, "stamp.failing_since": {"$lt": before}}
         return list(self.captures.find(query, fields))
 
