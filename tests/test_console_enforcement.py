@@ -88,6 +88,9 @@ def test_a_pending_stamp_shows_the_tsas_last_answer(client, seeded):
         page = client.get(f"/page?url={quote(HOSTILE_URL, safe='')}", auth=VIEWER).text
         assert "failing since " + since.strftime("%Y-%m-%d %H:%M UTC") in page
         assert "another hash &lt;b&gt;than&lt;/b&gt; the one sent" in page
+        dashboard = client.get("/", auth=VIEWER).text  # failing for over 24 h: listed
+        assert "Time-stamps failing for over 24 h: 1" in dashboard
+        assert "another hash &lt;b&gt;than&lt;/b&gt; the one sent" in dashboard
     finally:
         data.runtime.db["captures"].update_one(
             {"_id": capture["_id"]}, {"$set": {"stamp": {"state": "none"}}}

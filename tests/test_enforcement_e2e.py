@@ -39,6 +39,25 @@ def takedown_status(capsys) -> dict:
     return site
 
 
+def enforcing(pirate: PirateSite, smtp: LocalSmtp, tmp_path, monkeypatch, **env: str) -> None:
+    """The pirate site's file (its abuse contact), the working folder, and the settings of
+    mail (the local SMTP server) and takedown checks, with ``env`` besides."""
+    (tmp_path / "sites").mkdir()
+    (tmp_path / "sites" / "pirate.yaml").write_text(
+        f"name: pirate\nstart_urls: ['{pirate.url}book/']\nabuse_contact: abuse@pirate.test\n",
+        encoding="utf-8",
+    )
+    monkeypatch.chdir(tmp_path)
+    for name, value in {
+        "TRACKER_SMTP_URL": smtp.url,
+        "TRACKER_SMTP_FROM": "legal@rights.test",
+        "TRACKER_TAKEDOWN_DELAY_S": "0",
+        "SSL_CERT_FILE": str(smtp.ca_file),
+        **env,
+    }.items():
+        monkeypatch.setenv(name, value)
+
+
 def test_from_copy_found_to_copy_taken_down(
     runtime, settings, cli_env, monkeypatch, tmp_path, capsys
 ):
@@ -47,22 +66,10 @@ def test_from_copy_found_to_copy_taken_down(
     smtp = LocalSmtp(tmp_path / "smtp")
     hook = LocalWebhook()
     try:
-        (tmp_path / "sites").mkdir()
-        (tmp_path / "sites" / "pirate.yaml").write_text(
-            f"name: pirate\nstart_urls: ['{pirate.url}book/']\nabuse_contact: abuse@pirate.test\n",
-            encoding="utf-8",
-        )
-        monkeypatch.chdir(tmp_path)
-        for name, value in {
-            "TRACKER_ALERT_WEBHOOK": hook.url,
-            "TRACKER_ALERT_INTERVAL_S": "0.5",
-            "TRACKER_TSA_URL": tsa.url,
-            "TRACKER_SMTP_URL": smtp.url,
-            "TRACKER_SMTP_FROM": "legal@rights.test",
-            "TRACKER_TAKEDOWN_DELAY_S": "0",
-            "SSL_CERT_FILE": str(smtp.ca_file),
-        }.items():
-            monkeypatch.setenv(name, value)
+        enforcing(
+            pirate, smtp, tmp_path, monkeypatch, TRACKER_ALERT_WEBHOOK=hook.url,
+            TRACKER_ALERT_INTERVAL_S="0.5", TRACKER_TSA_URL=tsa.url,
+        )  # fmt: skip
         MasterLibrary.from_runtime(runtime).ingest(pirate.masters)
         urls = [pirate.page_url(k) for k in range(1, 9)]
 
@@ -153,19 +160,7 @@ def test_five_tsas_through_the_takedown_loop(
     smtp = LocalSmtp(tmp_path / "smtp")
     tsas = {name: LocalTsa(tmp_path / name, name) for name in FIVE}
     try:
-        (tmp_path / "sites").mkdir()
-        (tmp_path / "sites" / "pirate.yaml").write_text(
-            f"name: pirate\nstart_urls: ['{pirate.url}book/']\nabuse_contact: abuse@pirate.test\n",
-            encoding="utf-8",
-        )
-        monkeypatch.chdir(tmp_path)
-        for name, value in {
-            "TRACKER_SMTP_URL": smtp.url,
-            "TRACKER_SMTP_FROM": "legal@rights.test",
-            "TRACKER_TAKEDOWN_DELAY_S": "0",
-            "SSL_CERT_FILE": str(smtp.ca_file),
-        }.items():
-            monkeypatch.setenv(name, value)
+        enforcing(pirate, smtp, tmp_path, monkeypatch)
         MasterLibrary.from_runtime(runtime).ingest(pirate.masters)
         crawl("novel", settings, tmp_path, {"start_url": pirate.url + "book/"})
         assert main(["notices", "send", "--site", "127.0.0.1"]) == 0

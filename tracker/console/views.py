@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import secrets
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query, Request
@@ -177,9 +177,18 @@ def dashboard(request: Request, _: Viewer, date: DateParam = None) -> HTMLRespon
     view = deps.console(request).reports.get(day)
     report = view.report
     new_pages = [p for p in report["pages"] if p["new"]]
+    console = deps.console(request)
+    hours = console.settings.tsa_pending_alert_hours
+    overdue = CaptureStore(console.runtime.db).overdue(
+        datetime.now(UTC) - timedelta(hours=hours),
+        {"url": 1, "stamp.error": 1, "stamp.failing_since": 1, "stamp.tries": 1},
+    )
     return render(
         request,
         "dashboard.html",
+        overdue_stamps=overdue[:20],
+        overdue_total=len(overdue),
+        overdue_hours=hours,
         nav="dashboard",
         day=day.isoformat(),
         report=report,
