@@ -231,3 +231,30 @@ def test_tsas_of_other_kinds_through_the_cli(
     capsys.readouterr()
     assert main(["evidence", "verify", str(out), "--ca-file", str(server.ca_file)]) == 0
     assert "verified up to the CA" in capsys.readouterr().out
+
+
+def test_the_daily_takedown_job_alerts_stamps_pending_too_long(
+    cli_env, captured, tsa, runtime, monkeypatch, capsys
+):
+    from datetime import timedelta
+
+    from tests.webhook import LocalWebhook
+
+    hook = LocalWebhook()
+    monkeypatch.setenv("TRACKER_TSA_URL", tsa.url)
+    monkeypatch.setenv("TRACKER_ALERT_WEBHOOK", hook.url)
+    store = CaptureStore(runtime.db)
+    tsa.mode = "down"
+    try:
+        assert main(["evidence", "stamp", URL]) == 1  # pending, since now
+        stamp = store.get(captured["_id"])["stamp"]
+        since = stamp["failing_since"] - timedelta(hours=30)
+        store.set_pending(captured["_id"], stamp["manifest"], stamp["error"], since)
+        assert main(["run-job", "takedown"]) == 1  # the stamp is still pending: a failed run
+    finally:
+        tsa.mode = "ok"
+        hook.close()
+    (body,) = hook.bodies
+    assert body["event"] == "stamps_pending"
+    assert [s["capture"] for s in body["stamps"]] == [captured["_id"]]
+    assert "HTTP 503" in body["stamps"][0]["error"] and tsa.url in body["stamps"][0]["error"]
