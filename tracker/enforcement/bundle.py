@@ -41,7 +41,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -264,19 +264,21 @@ def build_bundle(
 
 
 def _describe_token(bundle: Bundle, tsa: Tsa | None) -> None:
-    """The signing time and signer of the bundle's token; the TSA's CA (``tsa-ca.pem``) and,
-    for a token without certificates, the TSA's certificate (``tsa-certs.pem``) beside it."""
+    """The signing time and signer of the bundle's token; beside it the TSA's CA
+    (``tsa-ca.pem``) and, for a token without certificates, the TSA's certificate
+    (``tsa-certs.pem``), when the token verifies up to them (a token kept from a TSA used
+    before gets no copy of today's CA)."""
+    ca_file = Path(tsa.ca_file).expanduser() if tsa and tsa.ca_file else None
     cert_file = Path(tsa.cert_file).expanduser() if tsa and tsa.cert_file else None
-    check = verify_token(bundle.files[TOKEN], bundle.files[MANIFEST], None, cert_file)
+    check = verify_token(bundle.files[TOKEN], bundle.files[MANIFEST], ca_file, cert_file)
     bundle.gen_time, bundle.signer = check.gen_time, check.signer
-    copies = {
-        CA_COPY: tsa.ca_file if tsa else "",
-        CERTS_COPY: "" if check.carries_certificates else str(cert_file or ""),
-    }
+    if not check.chain:
+        return
+    copies = {CA_COPY: ca_file, CERTS_COPY: None if check.carries_certificates else cert_file}
     for name, source in copies.items():
-        if source:
+        if source is not None:
             with contextlib.suppress(OSError):  # VERIFY.txt names the file to get from the TSA
-                bundle.files[name] = Path(source).expanduser().read_bytes()
+                bundle.files[name] = source.read_bytes()
 
 
 def bundle_of(
@@ -290,10 +292,13 @@ def bundle_of(
     )
 
 
-def openssl_command(files: Iterable[str], data: str = MANIFEST, token: str = TOKEN) -> str:
-    """The ``openssl ts -verify`` command line that checks ``token`` over ``data``."""
-    command = f"openssl ts -verify -data {data} -in {token} -CAfile {CA_COPY}"
-    return command + (f" -untrusted {CERTS_COPY}" if CERTS_COPY in files else "")
+def openssl_command(
+    data: str = MANIFEST, token: str = TOKEN, *, ca: str = CA_COPY, untrusted: bool = False
+) -> str:
+    """The ``openssl ts -verify`` command line that checks ``token`` over ``data`` (with
+    ``-untrusted tsa-certs.pem`` for a token without certificates)."""
+    command = f"openssl ts -verify -data {data} -in {token} -CAfile {ca}"
+    return command + (f" -untrusted {CERTS_COPY}" if untrusted else "")
 
 
 def render_text(template: str, **context: Any) -> str:
@@ -338,7 +343,7 @@ def verify_text(bundle: Bundle) -> str:
         ca_name=CA_COPY,
         certs_copy=CERTS_COPY if CERTS_COPY in bundle.files else "",
         hashes=hashes,
-        openssl=openssl_command(bundle.files),
+        openssl=openssl_command(untrusted=CERTS_COPY in bundle.files),
         pending=bundle.stamp_error if bundle.stamp_state == "pending" else "",
     )
 
@@ -527,8 +532,8 @@ def check_token(
         return
     certs = folder / CERTS_COPY
     cert_file = certs if certs.is_file() else None
-    step = openssl_command([CERTS_COPY] if cert_file else [], data_name, token_name).replace(
-        f"-CAfile {CA_COPY}", f"-CAfile {ca_file or 'CA'}"
+    step = openssl_command(
+        data_name, token_name, ca=str(ca_file or "CA"), untrusted=cert_file is not None
     )
     check = verify_token(token, data, ca_file, cert_file)
     if check.ok:

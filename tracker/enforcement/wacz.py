@@ -148,9 +148,11 @@ def _verify_text(
         token_name=DIGEST_TOKEN,
         tsa=f"{token.signer if token else '?'} ({tsa.where if tsa else '?'})",
         when=when,
-        inner_openssl=openssl_command(files, f"{LOGS}/{MANIFEST}", f"{LOGS}/{TOKEN}"),
+        inner_openssl=openssl_command(
+            f"{LOGS}/{MANIFEST}", f"{LOGS}/{TOKEN}", untrusted=CERTS_COPY in files
+        ),
         error=error,
-        openssl=openssl_command(files, DIGEST, DIGEST_TOKEN),
+        openssl=openssl_command(DIGEST, DIGEST_TOKEN, untrusted=CERTS_COPY in files),
         ca_name=CA_COPY,
         ca_copy=CA_COPY if CA_COPY in files else "",
         inner_token=TOKEN in bundle.files,
@@ -207,8 +209,7 @@ def verify_wacz(folder: Path, wacz: Path, ca_file: Path | None) -> Verification:
             check.ok,
             f"{LOGS}/{TOKEN}, the capture's own: {check.message} ({MANIFEST} SHA-256 {digest})",
             f"unzip {wacz.name} {LOGS}/{MANIFEST} {LOGS}/{TOKEN}; "
-            + openssl_command([CERTS_COPY] if certs.is_file() else [],
-                              f"{LOGS}/{MANIFEST}", f"{LOGS}/{TOKEN}").replace(
-                f"-CAfile {CA_COPY}", f"-CAfile {ca_file or 'CA'}"),
+            + openssl_command(f"{LOGS}/{MANIFEST}", f"{LOGS}/{TOKEN}", ca=str(ca_file or "CA"),
+                              untrusted=certs.is_file()),
         )  # fmt: skip
     return result
