@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import ipaddress
 import os
 import ssl
 import subprocess
@@ -210,8 +211,8 @@ def make_client_pki(folder: Path) -> tuple[Path, Path, Path, Path]:
     cert+key PEM), the server's for 127.0.0.1."""
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
-    for role, san in (("server", [x509.IPAddress(__import__("ipaddress").ip_address("127.0.0.1"))]),
-                      ("client", None)):  # fmt: skip
+    loopback = [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+    for role, san in (("server", loopback), ("client", None)):
         ca_key = _key("ec")
         ca = _certificate(_name(f"Test {role} CA"), ca_key, _name(f"Test {role} CA"), ca_key,
                           ca=True)  # fmt: skip
