@@ -274,7 +274,10 @@ def _leaf(response: Any, tsa_certs: list) -> Any | None:
     if len(infos) != 1:
         return None
     info = infos[0]
-    carried = [cryptography.x509.load_der_x509_certificate(c) for c in signed.certificates]
+    try:
+        carried = [cryptography.x509.load_der_x509_certificate(c) for c in signed.certificates]
+    except ValueError as exc:
+        raise TsaError(f"its token carries a certificate that does not read: {exc}") from None
     for certificate in carried or tsa_certs[:1]:
         if certificate.issuer == info.issuer and certificate.serial_number == info.serial_number:
             return certificate
@@ -329,8 +332,9 @@ def verify_token(
         response = parse(reply)
         _check_status(response)
         tsa_certs = _certificates(cert_file, "TSA certificate") if cert_file else []
+        signer = _signer(response, tsa_certs)
     except TsaError as exc:
-        return TokenCheck(False, f"timestamp.tsr: {exc}")
+        return TokenCheck(False, str(exc))  # "its answer is not …": the file's, as named
     info = response.tst_info
     carries = bool(list(response.signed_data.certificates))
     algorithm = info.message_imprint.hash_algorithm.dotted_string
@@ -338,7 +342,6 @@ def verify_token(
         return TokenCheck(False, f"the token's hash algorithm {algorithm} is not supported")
     name = HASHES[algorithm]
     digest = hashlib.new(name, data).digest()
-    signer = _signer(response, tsa_certs)
     found = dict(gen_time=info.gen_time, signer=signer, hash_name=name,
                  carries_certificates=carries)  # fmt: skip
     if info.message_imprint.message != digest:
