@@ -78,6 +78,25 @@ def test_a_pages_evidence_bundle(client, seeded):
     assert missing.status_code == 404 and "no evidence captured" in missing.json()["error"]
 
 
+def test_a_pending_stamp_shows_the_tsas_last_answer(client, seeded):
+    data, capture = seeded
+    store = CaptureStore(data.runtime.db)
+    since = datetime.now(UTC) - timedelta(hours=30)
+    answer = "TSA at http://tsa.test/: its token is for another hash <b>than</b> the one sent"
+    store.set_pending(capture["_id"], b"{}", answer, since, "http://tsa.test/")
+    try:
+        page = client.get(f"/page?url={quote(HOSTILE_URL, safe='')}", auth=VIEWER).text
+        assert "failing since " + since.strftime("%Y-%m-%d %H:%M UTC") in page
+        assert "another hash &lt;b&gt;than&lt;/b&gt; the one sent" in page
+        dashboard = client.get("/", auth=VIEWER).text  # failing for over 24 h: listed
+        assert "Time-stamps failing for over 24 h: 1" in dashboard
+        assert "another hash &lt;b&gt;than&lt;/b&gt; the one sent" in dashboard
+    finally:
+        data.runtime.db["captures"].update_one(
+            {"_id": capture["_id"]}, {"$set": {"stamp": {"state": "none"}}}
+        )
+
+
 def test_stamping_is_for_operators(client):
     body = {"url": HOSTILE_URL}
     assert client.post("/api/evidence/stamp", json=body, auth=VIEWER).status_code == 403

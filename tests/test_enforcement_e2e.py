@@ -19,7 +19,10 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -48,6 +51,26 @@ def takedown_status(capsys) -> dict:
     return site
 
 
+def enforcing(pirate: PirateSite, smtp: LocalSmtp, tmp_path, monkeypatch, **env: str) -> None:
+    """The pirate site's file (its abuse contact), the working folder, and the settings of
+    mail (the local SMTP server) and takedown checks, with ``env`` besides."""
+    (tmp_path / "sites").mkdir()
+    (tmp_path / "sites" / "pirate.yaml").write_text(
+        f"name: pirate\nstart_urls: ['{pirate.url}book/']\nabuse_contact: abuse@pirate.test\n",
+        encoding="utf-8",
+    )
+    monkeypatch.chdir(tmp_path)
+    for name, value in {
+        "TRACKER_SMTP_URL": smtp.url,
+        "TRACKER_SMTP_FROM": "legal@rights.test",
+        "TRACKER_TAKEDOWN_DELAY_S": "0",
+        "SSL_CERT_FILE": str(smtp.ca_file),
+        **HOLDER,
+        **env,
+    }.items():
+        monkeypatch.setenv(name, value)
+
+
 def test_from_copy_found_to_copy_taken_down(
     runtime, settings, cli_env, monkeypatch, tmp_path, capsys
 ):
@@ -56,23 +79,10 @@ def test_from_copy_found_to_copy_taken_down(
     smtp = LocalSmtp(tmp_path / "smtp")
     hook = LocalWebhook()
     try:
-        (tmp_path / "sites").mkdir()
-        (tmp_path / "sites" / "pirate.yaml").write_text(
-            f"name: pirate\nstart_urls: ['{pirate.url}book/']\nabuse_contact: abuse@pirate.test\n",
-            encoding="utf-8",
-        )
-        monkeypatch.chdir(tmp_path)
-        for name, value in {
-            "TRACKER_ALERT_WEBHOOK": hook.url,
-            "TRACKER_ALERT_INTERVAL_S": "0.5",
-            "TRACKER_TSA_URL": tsa.url,
-            "TRACKER_SMTP_URL": smtp.url,
-            "TRACKER_SMTP_FROM": "legal@rights.test",
-            "TRACKER_TAKEDOWN_DELAY_S": "0",
-            "SSL_CERT_FILE": str(smtp.ca_file),
-            **HOLDER,
-        }.items():
-            monkeypatch.setenv(name, value)
+        enforcing(
+            pirate, smtp, tmp_path, monkeypatch, TRACKER_ALERT_WEBHOOK=hook.url,
+            TRACKER_ALERT_INTERVAL_S="0.5", TRACKER_TSA_URL=tsa.url,
+        )  # fmt: skip
         MasterLibrary.from_runtime(runtime).ingest(pirate.masters)
         urls = [pirate.page_url(k) for k in range(1, 9)]
 
@@ -183,4 +193,77 @@ def test_from_copy_found_to_copy_taken_down(
         hook.close()
         smtp.close()
         tsa.close()
+        pirate.close()
+
+
+FIVE = ["chain", "ecdsa", "sha512-named", "basic-auth", "signer-only"]
+
+
+def test_five_tsas_through_the_takedown_loop(
+    runtime, settings, cli_env, monkeypatch, tmp_path, capsys
+):
+    """After a crawl, the notice and the pages' removal, each removed page's evidence exported
+    against one of five local TSAs (each its own CA): ``openssl ts -verify`` accepts
+    ``timestamp.tsr``, ``evidence verify --ca-file`` exits 0; the WACZ export passes ``wacz
+    validate`` and verifies too; VERIFY.txt gives the steps in Chinese and English."""
+    pirate = PirateSite(len(FIVE))
+    smtp = LocalSmtp(tmp_path / "smtp")
+    tsas = {name: LocalTsa(tmp_path / name, name) for name in FIVE}
+    try:
+        enforcing(pirate, smtp, tmp_path, monkeypatch)
+        MasterLibrary.from_runtime(runtime).ingest(pirate.masters)
+        crawl("novel", settings, tmp_path, {"start_url": pirate.url + "book/"})
+        assert main(["notices", "send", "--site", "127.0.0.1"]) == 0
+        for k in range(1, len(FIVE) + 1):
+            pirate.remove(k)
+        assert main(["takedown", "check"]) == 0
+        assert takedown_status(capsys)["removed"] == len(FIVE)
+
+        for k, name in enumerate(FIVE, 1):
+            tsa = tsas[name]
+            monkeypatch.setenv("TRACKER_TSA_URL", tsa.url)
+            monkeypatch.setenv("TRACKER_TSA_CA_FILE", str(tsa.ca_file))
+            url, out = pirate.page_url(k), tmp_path / f"bundle-{name}"
+            assert main(["evidence", "export", url, "--out", str(out)]) == 0, name
+            checked = openssl_verify(out / "manifest.json", out / "timestamp.tsr", tsa.ca_file)
+            assert checked.returncode == 0 and "Verification: OK" in checked.stdout, name
+            capsys.readouterr()
+            assert main(["evidence", "verify", str(out), "--ca-file", str(tsa.ca_file)]) == 0
+            printed = capsys.readouterr().out
+            assert "$ openssl ts -verify -data manifest.json -in timestamp.tsr" in printed
+            assert "verified up to the CA" in printed
+            guide = (out / "VERIFY.txt").read_text(encoding="utf-8")
+            assert "核验步骤" in guide and "Steps:" in guide and f"Test TSA {name}" in guide
+            assert "sha256sum capture-" in guide
+            assert "openssl ts -verify -data manifest.json -in timestamp.tsr" in guide
+            # The same steps by hand: the hashes VERIFY.txt gives are the files'.
+            manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+            assert manifest["warc"]["sha256"] in guide
+
+            wacz_dir = tmp_path / f"wacz-{name}"
+            fmt = ["--format", "wacz"]
+            assert main(["evidence", "export", url, "--out", str(wacz_dir), *fmt]) == 0
+            (wacz,) = wacz_dir.glob("*.wacz")
+            validated = subprocess.run(
+                [str(Path(sys.executable).with_name("wacz")), "validate", "-f", str(wacz)],
+                capture_output=True, text=True, check=False,
+            )  # fmt: skip
+            assert validated.returncode == 0, validated.stdout + validated.stderr
+            checked = openssl_verify(
+                wacz_dir / "datapackage-digest.json",
+                wacz_dir / "datapackage-digest.tsr",
+                tsa.ca_file,
+            )
+            assert checked.returncode == 0, checked.stderr
+            capsys.readouterr()
+            assert main(["evidence", "verify", str(wacz_dir), "--ca-file", str(tsa.ca_file)]) == 0
+        # An altered WACZ is caught.
+        data = bytearray(wacz.read_bytes())
+        data[len(data) // 2] ^= 0x01
+        wacz.write_bytes(bytes(data))
+        assert main(["evidence", "verify", str(wacz_dir), "--ca-file", str(tsa.ca_file)]) == 1
+    finally:
+        for server in tsas.values():
+            server.close()
+        smtp.close()
         pirate.close()

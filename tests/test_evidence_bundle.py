@@ -62,7 +62,7 @@ def test_export_and_verify(cli_env, captured, tsa, monkeypatch, tmp_path, capsys
     assert main(["evidence", "export", URL, "--out", str(out)]) == 0
     names = {path.name for path in out.iterdir()}
     warc = f"capture-{captured['_id']}.warc.gz"
-    assert names == {"manifest.json", warc, "timestamp.tsr", "README.txt"}
+    assert names == {"manifest.json", warc, "timestamp.tsr", "VERIFY.txt"}
     manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["url"] == URL and manifest["status"] == 200
     assert manifest["payload_sha256"] == hashlib.sha256(BODY).hexdigest()
@@ -101,7 +101,7 @@ def test_verify_catches_a_flipped_byte(
     capsys.readouterr()
     assert main(["evidence", "verify", str(out), "--ca-file", str(tsa.ca_file)]) == 1
     printed = capsys.readouterr().out
-    assert "DIFFERS" in printed and "NOT intact" in printed
+    assert "DIFFERS" in printed and "ALTERED" in printed
 
 
 def test_verify_without_a_ca_checks_the_hash_and_says_so(cli_env, captured, tsa, monkeypatch,
@@ -117,7 +117,9 @@ def test_verify_without_a_ca_checks_the_hash_and_says_so(cli_env, captured, tsa,
     assert main(["evidence", "verify", str(out), "--ca-file", str(other.ca_file)]) == 1
 
 
-@pytest.mark.parametrize("mode", ["down", "garbage", "slow"])
+@pytest.mark.parametrize(
+    "mode", ["down", "garbage", "slow", "truncated", "other-hash", "other-nonce", "no-eku"]
+)
 def test_a_failing_tsa_leaves_the_stamp_pending(cli_env, captured, tsa, runtime, monkeypatch,
                                                 tmp_path, capsys, mode):  # fmt: skip
     monkeypatch.setenv("TRACKER_TSA_URL", tsa.url)
@@ -145,8 +147,8 @@ def test_no_tsa_configured(cli_env, captured, tmp_path, capsys):
     assert main(["evidence", "export", URL, "--out", str(out)]) == 1
     assert "no time-stamping authority is configured" in capsys.readouterr().err
     assert (out / "manifest.json").exists() and not (out / "timestamp.tsr").exists()
-    assert main(["evidence", "verify", str(out)]) == 1  # intact, but not time-stamped
-    assert "not time-stamped" in capsys.readouterr().out
+    assert main(["evidence", "verify", str(out)]) == 3  # intact, but not time-stamped
+    assert "NOT STAMPED YET" in capsys.readouterr().out
 
 
 def test_no_capture_is_an_error(cli_env, runtime, tmp_path, capsys):
@@ -160,3 +162,99 @@ def test_a_lost_warc_file_is_an_error(cli_env, captured, settings, tmp_path, cap
     path.unlink()
     assert main(["evidence", "export", URL, "--out", str(tmp_path / "b")]) == 2
     assert "is missing" in capsys.readouterr().err
+
+
+def test_a_stamp_pending_too_long_is_alerted_once(
+    cli_env, captured, tsa, runtime, monkeypatch, tmp_path, capsys
+):
+    """A TSA failing for over tsa_pending_alert_hours: `evidence stamp --pending` POSTs the
+    stamp, with the TSA's last answer, to the alert webhook, once while it stays pending."""
+    from datetime import timedelta
+
+    from tests.webhook import LocalWebhook
+
+    hook = LocalWebhook()
+    monkeypatch.setenv("TRACKER_TSA_URL", tsa.url)
+    monkeypatch.setenv("TRACKER_ALERT_WEBHOOK", hook.url)
+    monkeypatch.setenv("TRACKER_TSA_PENDING_ALERT_HOURS", "24")
+    store = CaptureStore(runtime.db)
+    tsa.mode = "down"
+    try:
+        assert main(["evidence", "export", URL, "--out", str(tmp_path / "b")]) == 1
+        assert main(["evidence", "stamp", "--pending"]) == 1
+        assert hook.bodies == []  # failing, but not for 24 hours yet
+        stamp = store.get(captured["_id"])["stamp"]
+        earlier = stamp["failing_since"] - timedelta(hours=25)
+        store.set_pending(captured["_id"], stamp["manifest"], stamp["error"], earlier, tsa.url)
+        assert main(["evidence", "stamp", "--pending"]) == 1
+        assert "1 pending for over 24 h alerted" in capsys.readouterr().out
+        (body,) = hook.bodies
+        (alerted,) = body["stamps"]
+        assert body["event"] == "stamps_pending" and alerted["url"] == URL
+        assert "HTTP 503" in alerted["error"] and tsa.url in alerted["error"]
+        assert alerted["tries"] == 4
+        assert main(["evidence", "stamp", "--pending"]) == 1
+        assert len(hook.bodies) == 1  # not alerted again while pending
+    finally:
+        tsa.mode = "ok"
+        hook.close()
+    assert main(["evidence", "stamp", "--pending"]) == 0
+    assert store.get(captured["_id"])["stamp"]["state"] == "stamped"
+
+
+@pytest.mark.parametrize("kind", ["no-certs", "client-cert", "ber", "granted-with-mods"])
+def test_tsas_of_other_kinds_through_the_cli(
+    cli_env, captured, monkeypatch, tmp_path, capsys, kind
+):
+    """A TSA whose tokens carry no certificate (tsa_cert_file: the bundle carries it as
+    tsa-certs.pem, for openssl's -untrusted), one asking for a TLS client certificate
+    (tsa_client_cert), one answering BER, one answering grantedWithMods."""
+    with LocalTsa(tmp_path / kind, kind) as server:
+        monkeypatch.setenv("TRACKER_TSA_URL", server.url)
+        monkeypatch.setenv("TRACKER_TSA_CA_FILE", str(server.ca_file))
+        if kind == "no-certs":
+            monkeypatch.setenv("TRACKER_TSA_CERT_FILE", str(server.pki.tsa_cert))
+        if kind == "client-cert":
+            monkeypatch.setenv("TRACKER_TSA_CLIENT_CERT", str(server.client_cert))
+            monkeypatch.setenv("SSL_CERT_FILE", str(server.server_ca))
+        out = tmp_path / "bundle"
+        assert main(["evidence", "export", URL, "--out", str(out)]) == 0
+    untrusted = out / "tsa-certs.pem" if kind == "no-certs" else None
+    assert (untrusted is not None) == (out / "tsa-certs.pem").exists()
+    assert (out / "tsa-ca.pem").read_bytes() == server.ca_file.read_bytes()
+    checked = openssl_verify(
+        out / "manifest.json", out / "timestamp.tsr", server.ca_file, untrusted
+    )
+    assert checked.returncode == 0 and "Verification: OK" in checked.stdout, checked.stderr
+    guide = (out / "VERIFY.txt").read_text(encoding="utf-8")
+    assert ("-untrusted tsa-certs.pem" in guide) == (kind == "no-certs")
+    capsys.readouterr()
+    assert main(["evidence", "verify", str(out), "--ca-file", str(server.ca_file)]) == 0
+    assert "verified up to the CA" in capsys.readouterr().out
+
+
+def test_the_daily_takedown_job_alerts_stamps_pending_too_long(
+    cli_env, captured, tsa, runtime, monkeypatch, capsys
+):
+    from datetime import timedelta
+
+    from tests.webhook import LocalWebhook
+
+    hook = LocalWebhook()
+    monkeypatch.setenv("TRACKER_TSA_URL", tsa.url)
+    monkeypatch.setenv("TRACKER_ALERT_WEBHOOK", hook.url)
+    store = CaptureStore(runtime.db)
+    tsa.mode = "down"
+    try:
+        assert main(["evidence", "stamp", URL]) == 1  # pending, since now
+        stamp = store.get(captured["_id"])["stamp"]
+        since = stamp["failing_since"] - timedelta(hours=30)
+        store.set_pending(captured["_id"], stamp["manifest"], stamp["error"], since)
+        assert main(["run-job", "takedown"]) == 1  # the stamp is still pending: a failed run
+    finally:
+        tsa.mode = "ok"
+        hook.close()
+    (body,) = hook.bodies
+    assert body["event"] == "stamps_pending"
+    assert [s["capture"] for s in body["stamps"]] == [captured["_id"]]
+    assert "HTTP 503" in body["stamps"][0]["error"] and tsa.url in body["stamps"][0]["error"]

@@ -108,6 +108,9 @@ def test_enforcement_queries_use_indexes(runtime):
         "export: newest capture": db["captures"].find({"url": "u1"}).sort("at", -1).limit(1),
         "crawl: captured texts": db["captures"].find({"url": {"$in": ["u1", "u2"]}}),
         "stamps pending": db["captures"].find({"stamp.state": "pending"}),
+        "stamps overdue": db["captures"].find(
+            {"stamp.state": "pending", "stamp.failing_since": {"$lt": now}}
+        ),
         "notices pending": db["notices"].find({"state": "pending"}),
         "a site's notices": db["notices"].find({"site": "s"}).sort("created_at", -1),
         "a site's takedowns": db["takedowns"].find({"site": "s"}),

@@ -395,6 +395,21 @@ class Settings:
     tsa_ca_file: str = setting(
         "", "the TSA's CA (PEM): every token is verified up to it when stamped", default_text="none"
     )
+    tsa_cert_file: str = setting(
+        "",
+        "the TSA's certificate (PEM), for tokens that carry none",
+        default_text="none",
+    )
+    tsa_client_cert: str = setting(
+        "",
+        "a TLS client certificate and its key (PEM), for a TSA that asks for one",
+        default_text="none",
+    )
+    tsa_pending_alert_hours: float = setting(
+        24.0,
+        "a stamp still failing after this long is alerted (webhook) and shown in the console",
+        range=(0.0, None),
+    )
     smtp_url: str = setting(
         "",
         "`smtp://user:pass@host:port` (STARTTLS when offered) or `smtps://…`: the server notices "

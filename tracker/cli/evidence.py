@@ -5,8 +5,11 @@ URL``, ``list URL``: the evidence the crawl captured of a page (see
 Exit status: ``export`` 0 when the bundle is complete, 1 when it was written without its
 time-stamp token (no ``tsa_url``, or the TSA failed: the stamp is pending), 2 when there is
 nothing to export (no capture of the URL, its records missing or damaged) or on any error;
-``verify`` 0 when everything is intact, 1 with what differs, 2 when the folder is no bundle;
-``stamp`` 0 when every stamp asked for was obtained, 1 when some are still pending.
+``export --format wacz`` writes a WACZ and a token over its digest instead (0 when stamped, 1
+without the token). ``verify`` (a bundle or a WACZ export) 0 when everything is intact and
+time-stamped, 1 when something was altered (or the token does not verify), 3 when everything
+is intact but not time-stamped yet, 2 when the folder is no bundle; ``stamp`` 0 when every
+stamp asked for was obtained, 1 when some are still pending.
 """
 
 from __future__ import annotations
@@ -37,6 +40,13 @@ def register(commands: argparse._SubParsersAction) -> None:
     export.add_argument("url", metavar="URL", help="the page, as the crawl stored it")
     export.add_argument("--out", required=True, metavar="DIR", help="the bundle's folder")
     export.add_argument("--capture", metavar="ID", help="this capture (default: the newest)")
+    export.add_argument(
+        "--format",
+        choices=("bundle", "wacz"),
+        default="bundle",
+        help="bundle: manifest, WARC and token as files (default); wacz: a WACZ file "
+        "(Webrecorder's format, for ReplayWeb.page) and a token over its digest",
+    )
     export.set_defaults(func=run_export)
 
     verify = actions.add_parser(
@@ -94,6 +104,8 @@ def run_export(args: argparse.Namespace, settings: Settings) -> int:
             return _fail(str(exc))
     finally:
         runtime.close()
+    if args.format == "wacz":
+        return _write_wacz(bundle, out, settings)
     for path in bundle.write(out):
         print(path)
     capture = bundle.capture
@@ -119,8 +131,25 @@ def run_export(args: argparse.Namespace, settings: Settings) -> int:
     return 1
 
 
+def _write_wacz(bundle, out: Path, settings: Settings) -> int:
+    from tracker.enforcement.timestamp import Tsa
+    from tracker.enforcement.wacz import WaczError, write_wacz
+
+    try:
+        written = write_wacz(bundle, out, Tsa.of(settings))
+    except WaczError as exc:
+        return _fail(str(exc))
+    for path in written.paths:
+        print(path)
+    if written.stamped:
+        return 0
+    print(f"tracker: the WACZ has no time-stamp: {written.error}", file=sys.stderr)
+    return 1
+
+
 def run_verify(args: argparse.Namespace, settings: Settings) -> int:
     from tracker.enforcement.bundle import BundleError, verify_bundle
+    from tracker.enforcement.wacz import find_wacz, verify_wacz
 
     folder = Path(args.folder).expanduser()
     if not folder.is_dir():
@@ -128,14 +157,33 @@ def run_verify(args: argparse.Namespace, settings: Settings) -> int:
     ca_file = Path(args.ca_file).expanduser() if args.ca_file else None
     if ca_file is not None and not ca_file.is_file():
         return _fail(f"--ca-file {ca_file}: no such file")
+    wacz = find_wacz(folder)
     try:
-        result = verify_bundle(folder, ca_file)
+        result = verify_wacz(folder, wacz, ca_file) if wacz else verify_bundle(folder, ca_file)
     except BundleError as exc:
         return _fail(str(exc))
-    for ok, what in result.checks:
+    for (ok, what), step in zip(result.checks, result.steps, strict=True):
+        if step:
+            print(f"$ {step}")
         print(f"{'ok     ' if ok else 'DIFFERS'}  {what}")
-    print("intact" if result.ok else "NOT intact: see DIFFERS above")
-    return 0 if result.ok else 1
+    state = result.state
+    if state == "altered":
+        print("ALTERED: the bundle is not as it was exported (see DIFFERS above)")
+        return 1
+    if state == "unstamped":
+        print(
+            "NOT STAMPED YET: the files are intact, but the bundle has no time-stamp "
+            "(timestamp.tsr): `tracker evidence stamp --pending`, then export again"
+        )
+        return 3
+    if ca_file is None:
+        print(
+            "intact: every file as exported, the time-stamp over them; its signature NOT "
+            "checked (give --ca-file, the TSA's CA)"
+        )
+    else:
+        print("intact: every file as exported, the time-stamp verified up to the CA")
+    return 0
 
 
 def run_stamp(args: argparse.Namespace, settings: Settings) -> int:
@@ -155,12 +203,30 @@ def run_stamp(args: argparse.Namespace, settings: Settings) -> int:
         except EvidenceError as exc:
             return _fail(str(exc))
         summary = stamp_captures(store, settings, captures)
+        alerted = _alert_overdue(store, settings)
     finally:
         runtime.close()
     for line in summary.lines:
         print(line)
-    print(f"{summary.stamped} stamped, {summary.pending} still pending")
+    print(f"{summary.stamped} stamped, {summary.pending} still pending{alerted}")
     return 1 if summary.pending else 0
+
+
+def _alert_overdue(store, settings: Settings) -> str:
+    """Alert the stamps pending too long (``tsa_pending_alert_hours``) to ``alert_webhook``."""
+    from datetime import UTC, datetime
+
+    from tracker.enforcement.alerts import WebhookError, alert_overdue_stamps
+
+    if not settings.alert_webhook:
+        return ""
+    hours = settings.tsa_pending_alert_hours
+    try:
+        count = alert_overdue_stamps(store, settings.alert_webhook, hours, datetime.now(UTC))
+    except WebhookError as exc:
+        print(f"tracker: the pending stamps could not be alerted: {exc}", file=sys.stderr)
+        return ""
+    return f" ({count} pending for over {hours:g} h alerted)" if count else ""
 
 
 def run_list(args: argparse.Namespace, settings: Settings) -> int:

@@ -186,7 +186,7 @@ def api_evidence(
     capture: Annotated[str | None, Query(max_length=64, pattern="^[0-9a-f]+$")] = None,
 ) -> Response:
     """The bundle ``tracker evidence export`` writes (``manifest.json``, the WARC records,
-    the screenshot, ``timestamp.tsr`` once stamped, ``README.txt``) in a folder
+    the screenshot, ``timestamp.tsr`` once stamped, ``VERIFY.txt``) in a folder
     ``evidence-ID/`` of a zip: of the capture ``capture``, else the page's newest. Reading
     only: a capture not stamped yet comes without its token (``POST /api/evidence/stamp``).
     404 when the page was never captured."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import secrets
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 from urllib.parse import urlencode
 
@@ -182,9 +182,18 @@ def dashboard(request: Request, _: Viewer, date: DateParam = None) -> HTMLRespon
     view = deps.console(request).reports.get(day)
     report = view.report
     new_pages = [p for p in report["pages"] if p["new"]]
+    console = deps.console(request)
+    hours = console.settings.tsa_pending_alert_hours
+    overdue = CaptureStore(console.runtime.db).overdue(
+        datetime.now(UTC) - timedelta(hours=hours),
+        {"url": 1, "stamp.error": 1, "stamp.failing_since": 1, "stamp.tries": 1},
+    )
     return render(
         request,
         "dashboard.html",
+        overdue_stamps=overdue[:20],
+        overdue_total=len(overdue),
+        overdue_hours=hours,
         nav="dashboard",
         day=day.isoformat(),
         report=report,
@@ -271,7 +280,8 @@ def evidence(
         }
         for match in shown.items
     ]
-    fields = {"at": 1, "status": 1, "payload_sha256": 1, "stamp.state": 1, "screenshot": 1}
+    fields = {"at": 1, "status": 1, "payload_sha256": 1, "stamp.state": 1, "screenshot": 1,
+              "stamp.error": 1, "stamp.tsa": 1, "stamp.failing_since": 1}  # fmt: skip
     history = histories(db, [url]).get(url)
     return render(
         request,

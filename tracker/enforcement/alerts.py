@@ -17,6 +17,10 @@ least once*: a sender that dies between the POST and recording it sends the batc
 the same ``id`` per copy for the receiver to drop repeats. A POST answered by anything but
 2xx, or not answered within ``TIMEOUT_S``, is retried after 5, 10, 20 … seconds (at most an
 hour apart); the alerts stay in the outbox meanwhile, through crashes and restarts.
+
+Time-stamps that stay pending are alerted too (:func:`alert_overdue_stamps`, by the daily
+``takedown`` job and ``tracker evidence stamp --pending``): once a stamp has failed for more
+than ``tsa_pending_alert_hours``, with the TSA's last answer.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from typing import Any
 from tracker.enforcement.capture import mask_url
 from tracker.model import site_of
 from tracker.stores.alerts import AlertOutbox
+from tracker.stores.evidence import CaptureStore
 
 log = logging.getLogger(__name__)
 
@@ -202,3 +207,43 @@ class AlertSender:
                 sent += len(ids)
                 self.sent += len(ids)
             return {"sent": sent, "failed": failed}
+
+
+def alert_overdue_stamps(
+    store: CaptureStore, url: str, hours: float, now: datetime, timeout: float = TIMEOUT_S
+) -> int:
+    """POST the time-stamps failing for more than ``hours`` and not alerted yet to ``url``
+    (``alert_webhook``), one body for them all::
+
+        {"event": "stamps_pending", "sent_at": ..., "stamps": [{"capture", "url", "site",
+         "tsa", "error", "failing_since", "tries"}]}
+
+    each with the TSA's last answer; they are marked alerted once the webhook took them (not
+    alerted again while they stay pending). Returns how many were alerted;
+    :class:`WebhookError` when the webhook did not take them (they are tried again next time).
+    """
+    fields = {"url": 1, "site": 1, "stamp.tsa": 1, "stamp.error": 1,
+              "stamp.failing_since": 1, "stamp.tries": 1, "stamp.alerted_at": 1}  # fmt: skip
+    due = [
+        capture
+        for capture in store.overdue(now - timedelta(hours=hours), fields)
+        if not (capture.get("stamp") or {}).get("alerted_at")
+    ]
+    if not due:
+        return 0
+    stamps = [
+        {
+            "capture": capture["_id"],
+            "url": mask_url(capture["url"]),
+            "site": capture.get("site"),
+            "tsa": capture["stamp"].get("tsa", ""),
+            "error": capture["stamp"].get("error", ""),
+            "failing_since": _iso(capture["stamp"]["failing_since"]),
+            "tries": int(capture["stamp"].get("tries") or 0),
+        }
+        for capture in due
+    ]
+    body = {"event": "stamps_pending", "sent_at": _iso(now), "stamps": stamps}
+    post(url, body, timeout)
+    store.mark_alerted([capture["_id"] for capture in due], now)
+    return len(due)

@@ -23,8 +23,14 @@ A bundle is a folder a legal team can hand on, self-contained:
     export. Without ``tsa_url`` the bundle has none; when the TSA fails the stamp is *pending*:
     ``tracker evidence stamp --pending`` (or the next export, or the scheduler's daily
     ``takedown`` job) asks again, and the next export writes it.
-``README.txt``
-    What the files are and how to check them (not part of the evidence).
+``tsa-ca.pem``, ``tsa-certs.pem``
+    A copy of the TSA's CA (``tsa_ca_file``), and the TSA's own certificate
+    (``tsa_cert_file``) when the token carries none: what ``openssl ts -verify`` is given
+    (``-CAfile``, ``-untrusted``). A court compares the CA with the one the TSA publishes.
+``VERIFY.txt``
+    In Chinese and English: what each file is, and how to check the hashes and the time-stamp
+    with ``sha256sum`` and ``openssl ts -verify`` alone, naming the TSA (not part of the
+    evidence; ``tracker evidence verify`` prints the same steps as it checks them).
 
 :func:`verify_bundle` recomputes every hash, reads the WARC records (their own digests
 checked), compares them with the manifest, and verifies the token over the manifest.
@@ -32,6 +38,7 @@ checked), compares them with the manifest, and verifies the token over the manif
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from collections.abc import Callable
@@ -41,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from tracker.enforcement.capture import mask_url
-from tracker.enforcement.timestamp import TsaError, stamp, verify_token
+from tracker.enforcement.timestamp import Tsa, TsaError, stamp, verify_token
 from tracker.enforcement.warc import RecordError, RecordRef, parse_records, read_member
 from tracker.stores.evidence import STAMPED, CaptureStore
 
@@ -49,7 +56,9 @@ FORMAT = "tracker-evidence-bundle/1"
 MANIFEST = "manifest.json"
 TOKEN = "timestamp.tsr"
 SCREENSHOT = "screenshot.png"
-README = "README.txt"
+VERIFY = "VERIFY.txt"
+CA_COPY = "tsa-ca.pem"
+CERTS_COPY = "tsa-certs.pem"
 #: Request headers that are the crawl's session at the site, not evidence: kept in the WARC as
 #: sent, left out of the manifest.
 SESSION_HEADERS = frozenset({"cookie"})
@@ -192,6 +201,8 @@ class Bundle:
     stamp_state: str  # "stamped", "pending" (the TSA failed), "none" (no TSA configured)
     stamp_error: str = ""
     gen_time: datetime | None = None
+    tsa: str = ""  # the TSA that stamped it (its URL, password masked)
+    signer: str = ""  # the name on the TSA's signing certificate
 
     def write(self, folder: Path) -> list[Path]:
         folder.mkdir(parents=True, exist_ok=True)
@@ -208,13 +219,11 @@ def build_bundle(
     directory: Path,
     capture: dict[str, Any],
     *,
-    tsa_url: str = "",
-    tsa_timeout: float = 30.0,
-    tsa_ca_file: str = "",
+    tsa: Tsa | None = None,
     stamping: bool = True,
     clock: Callable[[], datetime] | None = None,
 ) -> Bundle:
-    """The bundle of ``capture``; with ``stamping`` (and ``tsa_url``) a capture not stamped
+    """The bundle of ``capture``; with ``stamping`` (and a ``tsa``) a capture not stamped
     yet is stamped now and the token kept with it (without: the bundle as it stands, nothing
     stored, as the web console serves it)."""
     warc = load_records(directory, capture)
@@ -226,34 +235,50 @@ def build_bundle(
     files = {MANIFEST: manifest, warc_name(capture): warc}
     if screenshot is not None:
         files[SCREENSHOT] = screenshot
-    state, error, gen_time = "none", "", None
+    state, error, token, stamped_by = "none", "", None, str(kept.get("tsa") or "")
     if kept.get("state") == STAMPED:
         state, token = STAMPED, kept["token"]
-    elif stamping and tsa_url:
+    elif stamping and tsa is not None:
         now = (clock or (lambda: datetime.now(UTC)))()
         try:
-            stamped = stamp(
-                manifest, tsa_url, tsa_timeout, Path(tsa_ca_file) if tsa_ca_file else None
-            )
+            stamped = stamp(manifest, tsa)
         except TsaError as exc:
-            store.set_pending(capture["_id"], manifest, str(exc), now)
-            state, error, token = "pending", str(exc), None
+            store.set_pending(capture["_id"], manifest, str(exc), now, tsa.where)
+            state, error = "pending", str(exc)
         else:
-            if not store.set_stamped(capture["_id"], manifest, stamped.response, tsa_url, now):
-                fresh = store.get(capture["_id"]) or {}
-                token = (fresh.get("stamp") or {}).get("token") or stamped.response
-            else:
-                token = stamped.response
-            state, gen_time = STAMPED, stamped.gen_time
+            token, stamped_by = stamped.response, tsa.where
+            if not store.set_stamped(capture["_id"], manifest, token, tsa.where, now):
+                fresh = (store.get(capture["_id"]) or {}).get("stamp") or {}
+                token = fresh.get("token") or token
+                stamped_by = str(fresh.get("tsa") or stamped_by)
+            state = STAMPED
     else:
         state = "pending" if kept.get("state") == "pending" else "none"
         error = kept.get("error", "")
-        token = None
+    bundle = Bundle(capture, files, state, error, tsa=mask_url(stamped_by))
     if token is not None:
         files[TOKEN] = bytes(token)
-    bundle = Bundle(capture, files, state, error, gen_time)
-    files[README] = readme(bundle).encode("utf-8")
+        _describe_token(bundle, tsa)
+    files[VERIFY] = verify_text(bundle).encode("utf-8")
     return bundle
+
+
+def _describe_token(bundle: Bundle, tsa: Tsa | None) -> None:
+    """The signing time and signer of the bundle's token; beside it the TSA's CA
+    (``tsa-ca.pem``) and, for a token without certificates, the TSA's certificate
+    (``tsa-certs.pem``), when the token verifies up to them (a token kept from a TSA used
+    before gets no copy of today's CA)."""
+    ca_file = Path(tsa.ca_file).expanduser() if tsa and tsa.ca_file else None
+    cert_file = Path(tsa.cert_file).expanduser() if tsa and tsa.cert_file else None
+    check = verify_token(bundle.files[TOKEN], bundle.files[MANIFEST], ca_file, cert_file)
+    bundle.gen_time, bundle.signer = check.gen_time, check.signer
+    if not check.chain:
+        return
+    copies = {CA_COPY: ca_file, CERTS_COPY: None if check.carries_certificates else cert_file}
+    for name, source in copies.items():
+        if source is not None:
+            with contextlib.suppress(OSError):  # VERIFY.txt names the file to get from the TSA
+                bundle.files[name] = source.read_bytes()
 
 
 def bundle_of(
@@ -263,48 +288,64 @@ def bundle_of(
     from tracker.enforcement.warc import evidence_dir
 
     return build_bundle(
-        store,
-        evidence_dir(settings),
-        capture,
-        tsa_url=settings.tsa_url,
-        tsa_timeout=settings.tsa_timeout_s,
-        tsa_ca_file=settings.tsa_ca_file,
-        stamping=stamping,
+        store, evidence_dir(settings), capture, tsa=Tsa.of(settings), stamping=stamping
     )
 
 
-def readme(bundle: Bundle) -> str:
-    capture = bundle.capture
-    lines = [
-        "Evidence bundle written by tracker",
-        "",
-        f"Page: {mask_url(capture['url'])}",
-        f"Fetched: {_iso(capture['at'])} (HTTP {capture['status']})",
-        f"Payload SHA-256: {capture['payload_sha256']}",
-        "",
-        f"{MANIFEST}: what was captured, with the SHA-256 of every other file.",
-        f"{warc_name(capture)}: the HTTP request and response as WARC records (ISO 28500).",
-    ]
-    if SCREENSHOT in bundle.files:
-        lines.append(f"{SCREENSHOT}: the page as captured, rendered offline.")
-    if bundle.stamp_state == STAMPED:
-        lines += [
-            f"{TOKEN}: an RFC 3161 time-stamp over {MANIFEST}. Check it with:",
-            f"  openssl ts -verify -data {MANIFEST} -in {TOKEN} -CAfile TSA-CA.pem",
-        ]
-    elif bundle.stamp_state == "pending":
-        lines.append(
-            f"No {TOKEN} yet: the time-stamping authority failed ({bundle.stamp_error}); "
-            "`tracker evidence stamp --pending`, then export again."
-        )
-    else:
-        lines.append(f"No {TOKEN}: no time-stamping authority is configured (tsa_url).")
-    lines += [
-        "",
-        "Check the whole bundle: tracker evidence verify THIS-FOLDER --ca-file TSA-CA.pem",
-        "",
-    ]
-    return "\n".join(lines)
+def openssl_command(
+    data: str = MANIFEST, token: str = TOKEN, *, ca: str = CA_COPY, untrusted: bool = False
+) -> str:
+    """The ``openssl ts -verify`` command line that checks ``token`` over ``data`` (with
+    ``-untrusted tsa-certs.pem`` for a token without certificates)."""
+    command = f"openssl ts -verify -data {data} -in {token} -CAfile {ca}"
+    return command + (f" -untrusted {CERTS_COPY}" if untrusted else "")
+
+
+def render_text(template: str, **context: Any) -> str:
+    """The plain-text template ``templates/TEMPLATE`` rendered (text, not HTML: nothing is
+    marked up, so nothing is escaped; every name must be given)."""
+    from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
+    environment = Environment(
+        loader=FileSystemLoader(Path(__file__).parent / "templates"),
+        autoescape=False,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        undefined=StrictUndefined,
+        keep_trailing_newline=True,
+    )
+    return environment.get_template(template).render(**context)
+
+
+def verify_text(bundle: Bundle) -> str:
+    """``VERIFY.txt``: what each file is and how to check it with ``sha256sum`` and ``openssl``
+    alone, in Chinese and in English (the same steps ``tracker evidence verify`` prints), from
+    the plain-text template ``templates/VERIFY.txt``."""
+    manifest = json.loads(bundle.files[MANIFEST])
+    hashes = [(manifest["warc"]["file"], manifest["warc"]["sha256"])]
+    if manifest.get("screenshot"):
+        hashes.append((manifest["screenshot"]["file"], manifest["screenshot"]["sha256"]))
+    stamped = TOKEN in bundle.files
+    return render_text(
+        VERIFY,
+        url=manifest["url"],
+        fetched_at=manifest["fetched_at"],
+        status=manifest["status"],
+        manifest=MANIFEST,
+        warc=manifest["warc"]["file"],
+        screenshot=SCREENSHOT if SCREENSHOT in bundle.files else "",
+        token=TOKEN if stamped else "",
+        token_name=TOKEN,
+        tsa=f"{bundle.signer or '?'} ({bundle.tsa or '?'})",
+        when=_iso(bundle.gen_time) or "?",
+        attime=int(bundle.gen_time.timestamp()) if bundle.gen_time else "?",
+        ca_copy=CA_COPY if CA_COPY in bundle.files else "",
+        ca_name=CA_COPY,
+        certs_copy=CERTS_COPY if CERTS_COPY in bundle.files else "",
+        hashes=hashes,
+        openssl=openssl_command(untrusted=CERTS_COPY in bundle.files),
+        pending=bundle.stamp_error if bundle.stamp_state == "pending" else "",
+    )
 
 
 def find_capture(store: CaptureStore, url: str, capture_id: str | None = None) -> dict[str, Any]:
@@ -353,16 +394,28 @@ def stamp_captures(
 
 @dataclass
 class Verification:
-    """Each check of :func:`verify_bundle`: ``(ok, what)``, in order."""
+    """Each check of :func:`verify_bundle`: ``(ok, what)``, in order, with the command a
+    person runs to make the same check (``steps``, by check; "" for the tracker's own)."""
 
     checks: list[tuple[bool, str]] = field(default_factory=list)
+    steps: list[str] = field(default_factory=list)
+    unstamped: bool = False  # no timestamp.tsr: intact or not, not time-stamped yet
 
-    def add(self, ok: bool, what: str) -> None:
+    def add(self, ok: bool, what: str, step: str = "") -> None:
         self.checks.append((ok, what))
+        self.steps.append(step)
 
     @property
     def ok(self) -> bool:
         return all(ok for ok, _ in self.checks)
+
+    @property
+    def state(self) -> str:
+        """``intact`` (every check passed, stamped), ``altered`` (a check failed),
+        ``unstamped`` (everything else intact, but no time-stamp yet)."""
+        if not self.ok:
+            return "altered"
+        return "unstamped" if self.unstamped else "intact"
 
 
 class BundleError(RuntimeError):
@@ -386,12 +439,12 @@ def verify_bundle(folder: Path, ca_file: Path | None = None) -> Verification:
     except (ValueError, KeyError, TypeError) as exc:
         result.add(False, f"{MANIFEST} does not read as a bundle manifest: {exc}")
         return result
-    _check_token(folder, manifest_data, ca_file, result)
     warc = _check_file(folder, warc_entry, result)
     if manifest.get("screenshot"):
         _check_file(folder, manifest["screenshot"], result)
     if warc is not None:
         _check_records(warc, manifest, result)
+    check_token(folder, MANIFEST, manifest_data, ca_file, result)
     return result
 
 
@@ -406,12 +459,15 @@ def _check_file(folder: Path, entry: dict[str, Any], result: Verification) -> by
         result.add(False, f"{name} is missing")
         return None
     digest = hashlib.sha256(data).hexdigest()
+    step = f"sha256sum {name}"
     if digest != entry.get("sha256"):
         result.add(
-            False, f"{name} differs: SHA-256 {digest}, the manifest says {entry.get('sha256')}"
+            False,
+            f"{name} differs: SHA-256 {digest}, the manifest says {entry.get('sha256')}",
+            step,
         )
         return None
-    result.add(True, f"{name}: SHA-256 {digest} as in the manifest ({len(data)} bytes)")
+    result.add(True, f"{name}: SHA-256 {digest} as in the manifest ({len(data)} bytes)", step)
     return data
 
 
@@ -458,15 +514,31 @@ def _check_records(warc: bytes, manifest: dict[str, Any], result: Verification) 
         result.add(False, "the payload SHA-256 of the manifest is not the WARC's")
 
 
-def _check_token(folder: Path, manifest: bytes, ca_file: Path | None, result: Verification) -> None:
+def check_token(
+    folder: Path,
+    data_name: str,
+    data: bytes,
+    ca_file: Path | None,
+    result: Verification,
+    token_name: str = TOKEN,
+) -> None:
+    """The token ``token_name`` of ``folder`` over ``data`` (the file ``data_name``), as
+    ``openssl ts -verify`` checks it; a token without certificates is checked with the
+    bundle's ``tsa-certs.pem``."""
     try:
-        token = (folder / TOKEN).read_bytes()
+        token = (folder / token_name).read_bytes()
     except OSError:
-        result.add(False, f"no {TOKEN}: the bundle is not time-stamped")
+        result.unstamped = True
         return
-    check = verify_token(token, manifest, ca_file)
+    certs = folder / CERTS_COPY
+    cert_file = certs if certs.is_file() else None
+    step = openssl_command(
+        data_name, token_name, ca=str(ca_file or "CA"), untrusted=cert_file is not None
+    )
+    check = verify_token(token, data, ca_file, cert_file)
     if check.ok:
-        when = check.gen_time.isoformat() if check.gen_time else "?"
-        result.add(True, f"{TOKEN}: stamped {when} by {check.signer or '?'}; {check.message}")
+        when = _iso(check.gen_time) or "?"
+        what = f"{token_name}: {check.hash_name} of {data_name}, stamped {when} by "
+        result.add(True, what + f"{check.signer or '?'}; {check.message}", step)
     else:
-        result.add(False, f"{TOKEN}: {check.message}")
+        result.add(False, f"{token_name}: {check.message}", step)

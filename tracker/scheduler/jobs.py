@@ -493,6 +493,16 @@ def takedown_job(context: JobContext, spec: JobSpec, now: datetime) -> dict[str,
         if stamps.pending:
             failures.append(f"{stamps.pending} time-stamp(s) still pending")
     if settings.alert_webhook:
+        from tracker.enforcement.alerts import WebhookError, alert_overdue_stamps
+
+        try:
+            result["stamp_alerts"] = alert_overdue_stamps(
+                CaptureStore(runtime.db), settings.alert_webhook,
+                settings.tsa_pending_alert_hours, now,
+            )  # fmt: skip
+        except WebhookError as exc:
+            failures.append(f"the alert webhook did not take the pending stamps: {exc}")
+    if settings.alert_webhook:
         sender = AlertSender(lambda: AlertOutbox(runtime.db), settings.alert_webhook)
         result["alerts"] = sender.flush()
         if result["alerts"]["failed"]:

@@ -96,8 +96,11 @@ class CaptureStore:
         )
         return result.modified_count == 1
 
-    def set_pending(self, capture_id: str, manifest: bytes, error: str, at: datetime) -> None:
-        """A stamp that failed: kept pending with the manifest it is for, retried later."""
+    def set_pending(
+        self, capture_id: str, manifest: bytes, error: str, at: datetime, tsa: str = ""
+    ) -> None:
+        """A stamp that failed: kept pending with the manifest it is for, retried later; the
+        TSA's last answer (``error``, ``tsa``), and since when it fails (``failing_since``)."""
         self.captures.update_one(
             {"_id": capture_id, "stamp.state": {"$ne": STAMPED}},
             {
@@ -105,11 +108,25 @@ class CaptureStore:
                     "stamp.state": PENDING,
                     "stamp.manifest": manifest,
                     "stamp.error": error,
+                    "stamp.tsa": tsa,
                     "stamp.at": at,
                 },
+                "$min": {"stamp.failing_since": at},
                 "$inc": {"stamp.tries": 1},
             },
         )
+
+    def overdue(self, before: datetime, fields: dict[str, int] | None = None) -> list[dict]:
+        """Pending stamps failing since before ``before`` (index ``stamp.state,
+        stamp.failing_since``)."""
+        query = {"stamp.state": PENDING, "stamp.failing_since": {"$lt": before}}
+        return list(self.captures.find(query, fields))
+
+    def mark_alerted(self, capture_ids: Iterable[str], at: datetime) -> None:
+        """Pending stamps whose alert was queued: not alerted again while pending."""
+        for chunk in batches(sorted(set(capture_ids)), ID_BATCH):
+            query = {"_id": {"$in": chunk}, "stamp.state": PENDING}
+            self.captures.update_many(query, {"$set": {"stamp.alerted_at": at}})
 
     def pending(self) -> list[dict[str, Any]]:
         """Captures whose stamp is pending (index ``stamp.state``)."""

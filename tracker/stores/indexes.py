@@ -85,6 +85,8 @@ INDEXES: Mapping[str, tuple[IndexModel, ...]] = {
     "captures": (
         _index(("url", ASCENDING), ("at", DESCENDING)),  # export: a page's newest capture
         _index(("stamp.state", ASCENDING)),  # evidence stamp --pending: stamps to retry
+        # stamps failing for over tsa_pending_alert_hours, to alert
+        _index(("stamp.state", ASCENDING), ("stamp.failing_since", ASCENDING)),
     ),
     "notices": (
         _index(("site", ASCENDING), ("created_at", DESCENDING)),  # a site's notices
