@@ -11,6 +11,7 @@ import uuid
 import zipfile
 from datetime import UTC, datetime, timedelta
 from urllib.parse import quote
+from zoneinfo import ZoneInfo
 
 import pytest
 from fastapi.testclient import TestClient
@@ -86,7 +87,8 @@ def test_a_pending_stamp_shows_the_tsas_last_answer(client, seeded):
     store.set_pending(capture["_id"], b"{}", answer, since, "http://tsa.test/")
     try:
         page = client.get(f"/page?url={quote(HOSTILE_URL, safe='')}", auth=VIEWER).text
-        assert "failing since " + since.strftime("%Y-%m-%d %H:%M UTC") in page
+        shanghai = since.astimezone(ZoneInfo("Asia/Shanghai"))  # the default display_timezone
+        assert "failing since " + shanghai.strftime("%Y-%m-%d %H:%M") in page
         assert "another hash &lt;b&gt;than&lt;/b&gt; the one sent" in page
         dashboard = client.get("/", auth=VIEWER).text  # failing for over 24 h: listed
         assert "Time-stamps failing for over 24 h: 1" in dashboard
