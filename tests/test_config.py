@@ -85,6 +85,7 @@ def test_every_tracker_variable_is_its_setting(monkeypatch, tmp_path):
         "TRACKER_RENDER": ("Never", "never"),
         "TRACKER_BAN_MAX_WAIT": ("120", 120.0),
         "TRACKER_MIN_COVERAGE": ("0.3", 0.3),
+        "TRACKER_NOTICE_ATTACHMENTS": ("WACZ", "wacz"),
     }
     for key, (raw, _) in values.items():
         monkeypatch.setenv(key, raw)
@@ -104,6 +105,10 @@ def test_every_tracker_variable_is_its_setting(monkeypatch, tmp_path):
         ({"batch_size": 2.5}, "is not a valid int"),
         ({"distributed": "perhaps"}, "distributed (TRACKER_DISTRIBUTED)='perhaps'"),
         ({"render": "sometimes"}, "render (TRACKER_RENDER): 'sometimes' is not one of auto"),
+        (
+            {"notice_attachments": "zip"},
+            "notice_attachments (TRACKER_NOTICE_ATTACHMENTS): 'zip' is not one of files, wacz",
+        ),
         ({"proxies": 5}, "proxies (TRACKER_PROXIES)=5 is not a valid list of strings"),
         ({"batch_sise": 3}, "unknown setting(s): batch_sise (did you mean batch_size?)"),
     ],

@@ -453,11 +453,9 @@ def test_an_operator_sets_a_sites_notice_language_in_the_console(mail_env, infri
     assert "TAKEDOWN NOTICE" in text_of(message) and "侵权通知书" not in text_of(message)
 
 
-def test_a_notice_kept_pending_is_sent_later_with_the_same_evidence_files(
-    mail_env, infringing, runtime
-):
-    """The captures' manifests are attached (no TSA here: no token, said so); a notice the
-    server refused goes out later with the very files it named."""
+def captured(runtime) -> list[dict]:
+    """A capture of each of URLS (its WARC records written as a crawl writes them), named by
+    the page's open match."""
     import time
     import uuid
 
@@ -479,6 +477,15 @@ def test_a_notice_kept_pending_is_sent_later_with_the_same_evidence_files(
     MatchStore(runtime.db).set_capture(
         {c["url"]: (c["_id"], c["payload_sha256"]) for c in captures}
     )
+    return captures
+
+
+def test_a_notice_kept_pending_is_sent_later_with_the_same_evidence_files(
+    mail_env, infringing, runtime
+):
+    """The captures' manifests are attached (no TSA here: no token, said so); a notice the
+    server refused goes out later with the very files it named."""
+    captures = captured(runtime)
     mail_env.mode = "reject"
     assert main(["notices", "send", "--site", SITE]) == 1
     (pending,) = NoticeStore(runtime.db).pending(SITE)
@@ -494,3 +501,82 @@ def test_a_notice_kept_pending_is_sent_later_with_the_same_evidence_files(
         assert json.loads(manifest)["payload_sha256"] == capture["payload_sha256"]
         assert capture["payload_sha256"] in text_of(message)
     assert text_of(message).count("可信时间戳（RFC 3161）：无（未配置时间戳服务机构 tsa_url）") == 3
+
+
+def test_notice_attachments_wacz_attaches_each_urls_wacz_and_its_stamped_digest(
+    mail_env, infringing, runtime, monkeypatch, tmp_path, capsys
+):
+    """With ``notice_attachments: wacz`` each URL's WACZ (valid by py-wacz's own ``wacz
+    validate``), its ``datapackage-digest.json`` and a token over it that openssl accepts go in
+    place of the pair; the dry run names them and sends nothing; a notice the server refused
+    goes out later with the very bytes it named (a WACZ made again would differ)."""
+    import subprocess
+    import sys
+    import zipfile
+    from dataclasses import replace
+    from pathlib import Path
+
+    from tests.tsa import LocalTsa, openssl_verify
+    from tracker.enforcement.notices import draft_notice, kept_folder
+
+    captures = captured(runtime)
+    names = {c["_id"]: f"evidence-{c['_id']}" for c in captures}
+    with LocalTsa(tmp_path / "tsa") as tsa:
+        monkeypatch.setenv("TRACKER_TSA_URL", tsa.url)
+        monkeypatch.setenv("TRACKER_TSA_CA_FILE", str(tsa.ca_file))
+        monkeypatch.setenv("TRACKER_NOTICE_ATTACHMENTS", "wacz")
+        capsys.readouterr()
+        assert main(["notices", "send", "--site", SITE, "--dry-run"]) == 0
+        printed = capsys.readouterr().out
+        for name in names.values():
+            assert f"{name}.wacz (application/wacz, " in printed
+            assert f"{name}-datapackage-digest.json (application/json, " in printed
+        assert "manifest.json (" not in printed and "datapackage-digest.tsr" in printed  # text
+        assert mail_env.messages == [] and NoticeStore(runtime.db).of_site(SITE) == []
+        # The draft names the same files, without making them.
+        wacz_settings = replace(runtime.settings, notice_attachments="wacz")
+        draft = draft_notice(runtime.db, wacz_settings, SITE)
+        assert all(f"{name}.wacz" in draft for name in names.values())
+
+        mail_env.mode = "reject"
+        assert main(["notices", "send", "--site", SITE]) == 1
+        (pending,) = NoticeStore(runtime.db).pending(SITE)
+        folder = kept_folder(runtime.settings, pending["_id"])
+        kept = {path.name: path.read_bytes() for path in folder.iterdir()}
+        mail_env.mode = "ok"
+        assert main(["notices", "send", "--site", SITE]) == 0
+    (message,) = mail_env.messages
+    assert message["Message-ID"] == pending["message_id"]
+    files = {part.get_filename(): part.get_content() for part in message.iter_attachments()}
+    assert files == kept
+    assert sorted(files) == sorted(
+        f"{name}{end}" for name in names.values()
+        for end in (".wacz", "-datapackage-digest.json", "-datapackage-digest.tsr")
+    )  # fmt: skip
+    body = text_of(message)
+    assert "openssl ts -verify -data datapackage-digest.json -in datapackage-digest.tsr" in body
+    out = tmp_path / "saved"
+    out.mkdir()
+    for capture in captures:
+        name = names[capture["_id"]]
+        assert f"{name}.wacz" in body and f"{name}-datapackage-digest.tsr" in body
+        wacz = out / f"{name}.wacz"
+        wacz.write_bytes(files[f"{name}.wacz"])
+        with zipfile.ZipFile(wacz) as archive:
+            assert archive.testzip() is None
+            package = json.loads(archive.read("datapackage.json"))
+            assert archive.read("datapackage-digest.json") == files[
+                f"{name}-datapackage-digest.json"]  # fmt: skip
+            manifest = json.loads(archive.read("logs/manifest.json"))
+        assert manifest["payload_sha256"] == capture["payload_sha256"]
+        assert any(r["path"].startswith("archive/") for r in package["resources"])
+        digest, token = out / f"{name}-digest.json", out / f"{name}-digest.tsr"
+        digest.write_bytes(files[f"{name}-datapackage-digest.json"])
+        token.write_bytes(files[f"{name}-datapackage-digest.tsr"])
+        checked = openssl_verify(digest, token, tsa.ca_file)
+        assert checked.returncode == 0, checked.stderr
+    validated = subprocess.run(  # one is enough: py-wacz's own check of every file's hash
+        [str(Path(sys.executable).with_name("wacz")), "validate", "-f", str(wacz)],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert validated.returncode == 0, validated.stdout + validated.stderr

@@ -438,6 +438,13 @@ class Settings:
     notice_language: str = setting(
         "zh", "`zh`: a 侵权通知书 in Chinese; `en`: a DMCA-style notice (a site file may say)"
     )
+    notice_attachments: str = setting(
+        "files",
+        "the evidence each notice mail attaches per URL: `files`, its `manifest.json` and "
+        "`timestamp.tsr` (a few KB); `wacz`, its WACZ package with `datapackage-digest.json` and "
+        "a token over it (the page's WARC inside: tens of KB to MBs a URL, mind the mail size "
+        "limit of the recipient's server)",
+    )
     display_timezone: str = setting(
         "Asia/Shanghai", "the time zone of the times in notices, the HTML report and the console"
     )
@@ -772,9 +779,11 @@ _CHECKS = {
     "mongo_read_preference": parse_read_preference,
     "licensed_sites": lambda values: tuple(parse_site(value) for value in values),
     "notice_language": lambda value: _one_of(value, NOTICE_LANGUAGES),
+    "notice_attachments": lambda value: _one_of(value, NOTICE_ATTACHMENTS),
     "display_timezone": lambda value: parse_timezone(value),
 }
 NOTICE_LANGUAGES = ("zh", "en")
+NOTICE_ATTACHMENTS = ("files", "wacz")
 
 
 def parse_timezone(value: str) -> str:

@@ -10,7 +10,9 @@ each URL is its capture (:mod:`tracker.enforcement.bundle`): when it was fetched
 of the response as served, the RFC 3161 time-stamp over its manifest (its time and TSA: a
 capture not stamped yet is stamped when the notice is sent, with ``tsa_url``), the longest
 copied passage, and the bundle's name; the mail attaches each URL's ``manifest.json`` and
-``timestamp.tsr`` (:func:`evidence_files`), which a recipient checks with openssl alone. Times
+``timestamp.tsr``, or with ``notice_attachments: wacz`` its WACZ package
+(:mod:`tracker.enforcement.wacz`), ``datapackage-digest.json`` and a token over it
+(:func:`evidence_files`), which a recipient checks with openssl alone. Times
 are written in ``display_timezone``. It goes from ``smtp_from`` to ``--to`` or the site file's
 ``abuse_contact`` (:mod:`tracker.enforcement.sites`) by SMTP (:mod:`tracker.enforcement.mail`).
 
@@ -26,7 +28,8 @@ What makes it trustworthy:
   (:class:`tracker.stores.takedowns.TakedownStore`), the start of their takedown tracking.
 * **Never lost**: an SMTP server down, slow or answering garbage leaves the notice pending; the
   next ``notices send`` of the site (or the scheduler's ``takedown`` job) sends that same
-  notice, same ``Message-ID`` and attachments, before composing another.
+  notice, same ``Message-ID`` and attachments, before composing another (a WACZ records when
+  it was made, so the WACZ files a notice names are kept, :func:`kept_folder`).
 * **Never repeated**: a URL noticed within ``notice_repeat_days``, or in a notice still
   pending, is left out of a new notice, unless ``resend``. The drafts (``tracker report
   --format notices``) are composed by the same code from the same choice of URLs.
@@ -35,6 +38,7 @@ What makes it trustworthy:
 from __future__ import annotations
 
 import re
+import tempfile
 import uuid
 from collections import defaultdict
 from collections.abc import Iterable
@@ -42,13 +46,16 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from email.message import EmailMessage
 from email.utils import format_datetime, make_msgid
+from pathlib import Path
 from typing import Any
 
 from tracker.enforcement.bundle import MANIFEST, TOKEN, EvidenceError, bundle_of
 from tracker.enforcement.capture import mask_url
 from tracker.enforcement.mail import MailError, send
 from tracker.enforcement.notice_text import LANGUAGES, TemplateFailed, render_notice
-from tracker.enforcement.timestamp import verify_token
+from tracker.enforcement.timestamp import Tsa, verify_token
+from tracker.enforcement.wacz import DIGEST, DIGEST_TOKEN, WaczError, write_wacz
+from tracker.enforcement.warc import evidence_dir
 from tracker.formats import when, zone_label
 from tracker.model import ARTICLE, CHAPTER
 from tracker.reports.build import INSERTED, UNKNOWN_WORK, chapter_ranges, evidence_passage
@@ -78,7 +85,14 @@ PLACEHOLDER_FROM = "sender@placeholder.invalid"  # a dry run without smtp_from
 PLACEHOLDER_TO = "recipient@placeholder.invalid"  # a dry run without a recipient
 TITLES_SHOWN = 3  # chapter titles named per work and page; the count and ranges say the rest
 #: Media types of the evidence files attached.
-MEDIA = {MANIFEST: ("application", "json"), TOKEN: ("application", "timestamp-reply")}
+MEDIA = {
+    MANIFEST: ("application", "json"),
+    TOKEN: ("application", "timestamp-reply"),
+    ".wacz": ("application", "wacz"),
+    DIGEST: ("application", "json"),
+    DIGEST_TOKEN: ("application", "timestamp-reply"),
+}
+WACZ = "wacz"  # notice_attachments: the WACZ package instead of the manifest and its token
 
 
 class NoticeError(ValueError):
@@ -214,11 +228,45 @@ def _stamp_of(
     return {"time": check.gen_time, "tsa": ", ".join(p for p in (check.signer, where) if p)}
 
 
-def evidence_files(bundle: Any) -> dict[str, bytes]:
-    """The files of a capture's bundle a notice attaches: ``manifest.json`` and, once stamped,
-    ``timestamp.tsr`` (small: the WARC records stay with the rights holder; the manifest holds
-    their SHA-256). The place to attach a WACZ package instead, once one is exported."""
-    return {name: bundle.files[name] for name in (MANIFEST, TOKEN) if name in bundle.files}
+def evidence_files(
+    bundle: Any, settings: Any, *, stamping: bool, warnings: list[str]
+) -> dict[str, bytes]:
+    """The files a notice attaches for a capture's bundle, by the names they are attached
+    under (``evidence-ID-…``). By default (``notice_attachments: files``) ``manifest.json``
+    and, once stamped, ``timestamp.tsr``: small, the WARC records stay with the rights holder
+    and the manifest holds their SHA-256. With ``wacz``: the capture's WACZ package
+    (``evidence-ID.wacz``, made as ``evidence export --format wacz`` makes it: the WARC records,
+    the manifest and its token inside), its ``datapackage-digest.json`` and, with ``stamping``
+    and a TSA, a token over that (a TSA failing is a warning: the WACZ goes without it). A
+    :class:`~tracker.enforcement.wacz.WaczError` when py-wacz fails."""
+    name = bundle_name(bundle.capture)
+    if settings.notice_attachments != WACZ:
+        return {f"{name}-{file}": bundle.files[file] for file in (MANIFEST, TOKEN)
+                if file in bundle.files}  # fmt: skip
+    tsa = Tsa.of(settings) if stamping else None
+    with tempfile.TemporaryDirectory(prefix="tracker-notice-") as tmp:
+        written = write_wacz(bundle, Path(tmp), tsa)
+        files = {f"{name}.wacz": written.paths[0].read_bytes()}
+        for file in (DIGEST, DIGEST_TOKEN):
+            if (Path(tmp) / file).is_file():
+                files[f"{name}-{file}"] = (Path(tmp) / file).read_bytes()
+    if tsa is not None and not written.stamped:
+        warnings.append(f"{mask_url(bundle.capture['url'])}: its WACZ goes without a time-stamp "
+                        f"over {DIGEST}: {written.error}")  # fmt: skip
+    return files
+
+
+def wacz_names(capture: dict[str, Any]) -> list[str]:
+    """The names a WACZ attachment goes under before a token is asked for (what the drafts
+    name, without building the package)."""
+    name = bundle_name(capture)
+    return [f"{name}.wacz", f"{name}-{DIGEST}"]
+
+
+def kept_folder(settings: Any, notice_id: str) -> Path:
+    """Where the WACZ files a notice attaches are kept until it is sent (and after, as what was
+    sent): ``<evidence_dir>/notices/ID/``, beside the evidence every machine shares."""
+    return evidence_dir(settings) / "notices" / notice_id
 
 
 def bundle_name(capture: dict[str, Any]) -> str:
@@ -227,10 +275,16 @@ def bundle_name(capture: dict[str, Any]) -> str:
 
 
 def _evidence(
-    db: Any, settings: Any, page: dict[str, Any], *, stamping: bool, warnings: list[str]
+    db: Any,
+    settings: Any,
+    page: dict[str, Any],
+    *,
+    stamping: bool,
+    warnings: list[str],
+    building: bool = True,
 ) -> tuple[dict[str, Any], dict[str, bytes]]:
     """A page's preliminary evidence as the notice shows it, and the files it attaches (named
-    as attached)."""
+    as attached; not ``building``: a WACZ only named, not made)."""
     capture = page.get("capture")
     shown: dict[str, Any] = {"captured_at": None, "sha256": "", "stamp_time": "", "tsa": "",
                              "stamp_note": "", "bundle": "", "attachments": []}  # fmt: skip
@@ -251,9 +305,15 @@ def _evidence(
         shown["stamp_note"] = "at sending"
     else:
         shown["stamp_note"] = "none"
-    name = bundle_name(capture)
-    files = {f"{name}-{file}": data for file, data in evidence_files(bundle).items()}
-    shown.update(bundle=name, attachments=sorted(files))
+    if not building and settings.notice_attachments == WACZ:
+        shown.update(bundle=bundle_name(capture), attachments=wacz_names(capture))
+        return shown, {}
+    try:
+        files = evidence_files(bundle, settings, stamping=stamping, warnings=warnings)
+    except WaczError as exc:
+        warnings.append(f"{mask_url(capture['url'])}: its evidence cannot be attached: {exc}")
+        files = {}
+    shown.update(bundle=bundle_name(capture), attachments=sorted(files))
     return shown, files
 
 
@@ -283,9 +343,11 @@ def compose(
     draft: bool,
     stamping: bool,
     warnings: list[str],
+    building: bool = True,
 ) -> tuple[str, str, dict[str, Any], dict[str, bytes]]:
     """``(subject, text, evidence, files)`` of the notice of ``pages``: ``evidence`` maps each
-    capture's id to the names of its files attached; ``files`` the attachments by name."""
+    capture's id to the names of its files attached; ``files`` the attachments by name (not
+    ``building``: WACZ files named, not made, as a draft needs)."""
     language = notice_language(settings, site, db)
     zone = settings.display_timezone
     holder = {}
@@ -296,7 +358,8 @@ def compose(
     units = {work: unit for work, (_, unit) in MasterStore(db).works(works).items()}
     shown_pages, files, evidence = [], {}, {}
     for number, (url, page) in enumerate(sorted(pages.items()), start=1):
-        shown, attached = _evidence(db, settings, page, stamping=stamping, warnings=warnings)
+        shown, attached = _evidence(db, settings, page, stamping=stamping, warnings=warnings,
+                                    building=building)  # fmt: skip
         files.update(attached)
         if attached:
             evidence[page["capture"]["_id"]] = sorted(attached)
@@ -328,6 +391,7 @@ def compose(
         "works": [_work_name(work, language) for work in works],
         "inserted": INSERTED if any(INSERTED in p["passage"] for p in pages.values()) else "",
         "language": language,
+        "attach": settings.notice_attachments,
     }
     try:
         subject, text = render_notice(settings.data_dir, language, context)
@@ -380,7 +444,7 @@ def draft_notice(
     recipient = _recipient(settings, site, None)
     _, text, _, _ = compose(db, settings, site, pages, now, sender=settings.notice_sender,
                             recipient=recipient, draft=True, stamping=False,
-                            warnings=[])  # fmt: skip
+                            warnings=[], building=False)  # fmt: skip
     return text
 
 
@@ -401,7 +465,7 @@ def message_of(
     message["X-Tracker-Notice"] = record["_id"]
     message.set_content(record["text"], charset="utf-8")
     for name, data in sorted((files or {}).items()):
-        kind = next((file for file in MEDIA if name.endswith(file)), "")
+        kind = next((ending for ending in MEDIA if name.endswith(ending)), "")
         maintype, subtype = MEDIA.get(kind, ("application", "octet-stream"))
         message.add_attachment(data, maintype=maintype, subtype=subtype, filename=name)
     return message
@@ -410,13 +474,17 @@ def message_of(
 def attached_files(db: Any, settings: Any, record: dict[str, Any]) -> dict[str, bytes]:
     """The evidence files a recorded notice attaches, read again from its captures (the
     manifest and token are kept with each capture, so they are the bytes named when it was
-    composed). A :class:`~tracker.enforcement.bundle.EvidenceError` when one is gone."""
+    composed), or a WACZ notice's from :func:`kept_folder`. A
+    :class:`~tracker.enforcement.bundle.EvidenceError` when one is gone."""
     evidence = record.get("evidence") or {}
+    if record.get("attach") == WACZ:
+        return _kept_files(settings, record)
     store = CaptureStore(db)
     files = {}
     for capture in store.by_ids(evidence):
         bundle = bundle_of(store, settings, capture, stamping=False)
-        own = {f"{bundle_name(capture)}-{n}": d for n, d in evidence_files(bundle).items()}
+        own = {name: data for name, data in bundle.files.items() if name in (MANIFEST, TOKEN)}
+        own = {f"{bundle_name(capture)}-{name}": data for name, data in own.items()}
         for name in evidence[capture["_id"]]:
             if name not in own:
                 raise EvidenceError(f"{name} of notice {record['_id']} can no longer be read")
@@ -425,6 +493,30 @@ def attached_files(db: Any, settings: Any, record: dict[str, Any]) -> dict[str, 
     if missing:
         raise EvidenceError(f"{missing} evidence file(s) of notice {record['_id']} are gone")
     return files
+
+
+def _kept_files(settings: Any, record: dict[str, Any]) -> dict[str, bytes]:
+    folder = kept_folder(settings, record["_id"])
+    files = {}
+    for name in sorted(n for names in (record.get("evidence") or {}).values() for n in names):
+        try:
+            files[name] = (folder / name).read_bytes()
+        except OSError as exc:
+            raise EvidenceError(f"{name} of notice {record['_id']} can no longer be read "
+                                f"({exc.strerror or exc})") from None  # fmt: skip
+    return files
+
+
+def _keep(settings: Any, record: dict[str, Any], files: dict[str, bytes]) -> None:
+    """Keep a WACZ notice's files (:func:`kept_folder`) before it is recorded: a retry sends
+    these very bytes."""
+    folder = kept_folder(settings, record["_id"])
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, data in files.items():
+            (folder / name).write_bytes(data)
+    except OSError as exc:
+        raise NoticeError(f"the notice's WACZ files cannot be kept in {folder}: {exc}") from None
 
 
 def _recipient(settings: Any, site: str, to: str | None) -> str | None:
@@ -501,6 +593,7 @@ def send_notices(
         "text": text,
         "language": notice_language(settings, site, db),
         "evidence": evidence,
+        "attach": settings.notice_attachments,
         "created_at": now,
     }
     try:  # the whole mail is made before anything is recorded: a bad one is never half sent
@@ -510,6 +603,8 @@ def send_notices(
     outcome.composed, outcome.attachments = record, sorted(files.items())
     if dry_run:
         return outcome
+    if record["attach"] == WACZ:
+        _keep(settings, record, files)
     notices.add(record)
     _deliver(db, settings, {**record, "state": "pending"}, notices, takedowns, outcome, files)
     return outcome
