@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import io
 import re
 import subprocess
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tracker.cli import build_parser
+from tracker.cli import build_parser, settings_help
 from tracker.cli.run_job import JOBS
 from tracker.config import Settings
 from tracker.reference import command_parsers, help_text
@@ -183,28 +184,98 @@ def test_a_command_that_does_not_exist_is_caught():
 # --------------------------------------------------------- what the pages name, the help names
 
 
+@functools.cache
+def _helps() -> dict[str, str]:
+    """Every command's ``--help`` by its name (``tracker index``), on one line."""
+    return {
+        name: " ".join(help_text(parser).split())
+        for name, parser in command_parsers(build_parser())
+    }
+
+
 def _help(*path: str) -> str:
-    parsers = dict(command_parsers(build_parser()))
-    return " ".join(help_text(parsers[" ".join(("tracker", *path))]).split())
+    return _helps()[" ".join(("tracker", *path))]
 
 
 def _settings_named(text: str) -> set[str]:
     return {word for word in re.findall(r"`([a-z_]+)`", text) if word in SETTINGS}
 
 
-def test_schedule_and_run_job_help_name_every_job_and_setting_of_the_scheduling_page():
+#: The task pages and the commands each documents.
+PAGE_COMMANDS = {
+    "library.md": ("ingest", "index"),
+    "crawling.md": ("crawl",),
+    "discovery.md": ("discover",),
+    "checking.md": ("check",),
+    "report.md": ("report",),
+    "console.md": ("serve", "user"),
+    "evidence.md": ("evidence", "notices", "takedown"),
+    "scheduling.md": ("schedule", "run-job"),
+    "deployment.md": ("services",),
+}
+
+
+def _paragraphs(text: str) -> list[str]:
+    """A page's paragraphs (blocks between blank lines), a table's rows each one of its own."""
+    paragraphs = []
+    for block in re.split(r"\n[ \t]*\n", text):
+        lines = block.strip().splitlines()
+        rows = lines and all(line.startswith("|") for line in lines)
+        paragraphs += lines if rows else [block]
+    return paragraphs
+
+
+def unnamed_settings(page: str, text: str) -> list[str]:
+    """The settings ``text``, a task page, names (in code: `name`) that the help of the commands
+    it is about does not. A setting belongs to the commands of the page, so their help (that
+    of their sub-commands included) names it, or ``tracker --help`` does for the settings
+    every command reads; a paragraph that names a setting of another command links to that
+    command's page (``[crawl](crawling.md)``), and that page's commands' help counts too."""
+    missing = []
+    for paragraph in _paragraphs(text):
+        linked = re.findall(r"\]\(([a-z-]+\.md)(?:#[^)]*)?\)", paragraph)
+        commands = {c for p in (page, *linked) for c in PAGE_COMMANDS.get(p, ())}
+        helps = " ".join(
+            text
+            for name, text in _helps().items()
+            if name == "tracker" or name.split()[1] in commands
+        )
+        missing += [
+            name
+            for name in sorted(_settings_named(paragraph))
+            if not re.search(rf"(?<!\w){name}(?!\w)", helps)
+        ]
+    return sorted(set(missing))
+
+
+@pytest.mark.parametrize("page", sorted(PAGE_COMMANDS))
+def test_the_help_of_a_pages_commands_names_every_setting_the_page_names(page):
+    """Issue 38: every --help names every setting that the page for it names (the rule:
+    :func:`unnamed_settings`). The help's lists come from tuples of setting names that
+    ``settings_help`` checks against the settings model."""
+    missing = unnamed_settings(page, (DOCS / page).read_text(encoding="utf-8"))
+    commands = " ".join(PAGE_COMMANDS[page])
+    assert not missing, f"settings {page} names and no --help of {commands} does: {missing}"
+
+
+def test_a_setting_named_on_the_wrong_page_or_misspelt_is_caught():
+    assert unnamed_settings("report.md", "kept `check_warm_s` seconds") == ["check_warm_s"]
+    assert unnamed_settings("report.md", "the [check](checking.md#x) keeps `check_warm_s`") == []
+    assert unnamed_settings("report.md", "| `check_warm_s` | [check](checking.md) |") == []
+    assert unnamed_settings("report.md", "[check](checking.md)\n\n`check_warm_s`") == [
+        "check_warm_s"
+    ]
+    assert unnamed_settings("deployment.md", "every write waits for `mongo_write_concern`") == []
+    assert unnamed_settings("crawling.md", "`render` and `render_wait`") == []
+    with pytest.raises(ValueError, match="max_input_kb"):
+        settings_help("max_input_mb", "max_input_kb")
+
+
+def test_schedule_and_run_job_help_name_every_job_of_the_scheduling_page():
     page = (DOCS / "scheduling.md").read_text(encoding="utf-8")
-    helps = _help("schedule") + " " + _help("run-job")
     jobs = set(re.findall(r"^\| `([a-z:A-Z]+)` \|", page, flags=re.M))
     assert jobs == set(JOBS) and all(job in _help("schedule") for job in jobs)
-    missing = sorted(name for name in _settings_named(page) if name not in helps)
-    assert not missing, f"settings the scheduling page names and no --help does: {missing}"
-
-
-def test_discover_help_names_every_setting_of_the_discovery_page():
-    page = (DOCS / "discovery.md").read_text(encoding="utf-8")
-    missing = sorted(name for name in _settings_named(page) if name not in _help("discover"))
-    assert not missing, f"settings the discovery page names and discover --help does not: {missing}"
+    assert all(job in _help("run-job") for job in jobs)
 
 
 def test_every_command_of_the_exit_codes_page_gives_its_exit_statuses_in_its_help():

@@ -14,6 +14,7 @@ import os
 import pkgutil
 import re
 import sys
+from dataclasses import fields
 from types import ModuleType
 from typing import NoReturn
 
@@ -62,6 +63,29 @@ def actions_help(actions: dict[str, str]) -> str:
     return "actions:\n" + "\n".join(f"  {name:<{width}}{line}" for name, line in actions.items())
 
 
+def settings_help(*names: str) -> str:
+    """The settings that govern a command, for its --help (its epilog): ``settings: a, b, c``.
+    Each name is checked against the settings model, so a misspelt or removed one fails every
+    command at once rather than leave a help naming a setting that does not exist."""
+    unknown = sorted(set(names) - {spec.name for spec in fields(Settings)})
+    if unknown:
+        raise ValueError(f"not settings of tracker.config.Settings: {', '.join(unknown)}")
+    return "settings: " + ", ".join(dict.fromkeys(names))
+
+
+#: The settings every command reads (the servers, the data directory), for `tracker --help`.
+COMMON_SETTINGS = (
+    "data_dir",
+    "mongo_url",
+    "mongo_db",
+    "mongo_write_concern",
+    "mongo_read_preference",
+    "redis_url",
+    "redis_prefix",
+    "redis_cluster",
+)
+
+
 class Parser(argparse.ArgumentParser):
     """argparse, with its errors in the one-line form of every tracker error, and help texts
     that keep a command's list of actions one a line."""
@@ -79,7 +103,10 @@ def build_parser() -> argparse.ArgumentParser:
         prog="tracker",
         description="Find pirated copies of a master library of Chinese texts.",
         epilog="Exit status: 0 success (check: no copy found), 1 check found copies (other "
-        "commands: done, but not everything: see their --help), 2 error.",
+        "commands: done, but not everything: see their --help), 2 error.\n\n"
+        + settings_help(*COMMON_SETTINGS).replace("settings:", "settings every command reads:")
+        + " (each command's --help names its own). A setting NAME is NAME = … in the --config "
+        "file or TRACKER_NAME in the environment (the servers: MONGO_URL, REDIS_URL).",
     )
     parser.add_argument(
         "--config", help="TOML settings file (default: $TRACKER_CONFIG or ./tracker.toml)"

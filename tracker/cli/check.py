@@ -31,7 +31,7 @@ from dataclasses import replace
 from itertools import chain, islice
 from typing import IO, TYPE_CHECKING
 
-from tracker.cli import _warm, add_size_limit, fail, size_limit
+from tracker.cli import _warm, add_size_limit, fail, settings_help, size_limit
 from tracker.cli._output import plain, print_table
 from tracker.config import Settings
 from tracker.reading.readers import InputError, json_loads
@@ -52,6 +52,9 @@ def register(commands: argparse._SubParsersAction) -> None:
         "status: 1 when it copies some, 0 when it copies none, 2 on an error, an empty master "
         "library included (nothing to check against); with --jsonl, 0 unless the command "
         "failed.",
+        epilog=settings_help(
+            "min_coverage", "min_passage_chars", "min_span_chars", "max_input_mb", "check_warm_s"
+        ),
     )
     parser.add_argument(
         "source",

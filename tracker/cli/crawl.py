@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from tracker.config import Settings
+from tracker.config import CRAWL_SETTINGS, Settings
 
 SPIDERS = {
     "novel": "a novel site from a catalogue or chapter URL (-a start_url=URL)",
@@ -23,8 +23,24 @@ SPIDERS = {
 }
 
 
+#: The settings a crawl reads beside the Scrapy ones (CRAWL_SETTINGS), for its --help.
+SETTINGS = (
+    "crawl_redis_url",
+    "min_coverage",
+    "min_passage_chars",
+    "min_span_chars",
+    "max_input_mb",
+    "page_index_days",
+    "evidence_dir",
+    "evidence_screenshots",
+    "evidence_screenshot_max",
+    "alert_webhook",
+    "alert_interval_s",
+)
+
+
 def register(commands: argparse._SubParsersAction) -> None:
-    from tracker.cli import actions_help
+    from tracker.cli import actions_help, settings_help
 
     parser = commands.add_parser(
         "crawl",
@@ -37,6 +53,9 @@ def register(commands: argparse._SubParsersAction) -> None:
         "resumable). Exit status: 0 ok, 1 did not start or ended degraded (pages not matched "
         "or not stored: `tracker rematch` finishes them), 2 bad spider or arguments.",
         epilog=actions_help(SPIDERS).replace("actions:", "spiders:", 1)
+        + "\n\n"
+        + settings_help(*CRAWL_SETTINGS, *SETTINGS)
+        + " (-s TRACKER_NAME=VALUE: one for this run)"
         + "\n\nexample:\n  tracker crawl novel -a start_url=https://suspect.example/book/1/",
     )
     parser.add_argument("spider", metavar="SPIDER", choices=sorted(SPIDERS), help="the spider")

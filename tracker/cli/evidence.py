@@ -18,7 +18,14 @@ import argparse
 import sys
 from pathlib import Path
 
+from tracker.cli import settings_help
 from tracker.config import Settings
+
+#: The settings a time-stamp is asked with (export and stamp), for their --help.
+TSA_SETTINGS = ("tsa_url", "tsa_timeout_s", "tsa_ca_file", "tsa_cert_file", "tsa_client_cert")
+#: ``export`` reads the captures' files; ``stamp`` also alerts the stamps pending too long.
+EXPORT_SETTINGS = ("evidence_dir", *TSA_SETTINGS)
+STAMP_SETTINGS = (*TSA_SETTINGS, "tsa_pending_alert_hours", "alert_webhook")
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -27,6 +34,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         help="export a page's evidence as a time-stamped bundle, verify a bundle, stamp",
         description="The evidence the crawl captured of each page it matched: WARC records, "
         "a manifest, an RFC 3161 time-stamp token.",
+        epilog=settings_help(*EXPORT_SETTINGS, *STAMP_SETTINGS),
     )
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     export = actions.add_parser(
@@ -36,6 +44,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         "screenshot if taken, an RFC 3161 token from tsa_url) to a folder. Exit status: 0 the "
         "bundle is complete, 1 written without its time-stamp (no tsa_url, or the TSA failed: "
         "the stamp is pending), 2 no capture of the URL, its records missing or damaged, error.",
+        epilog=settings_help(*EXPORT_SETTINGS),
     )
     export.add_argument("url", metavar="URL", help="the page, as the crawl stored it")
     export.add_argument("--out", required=True, metavar="DIR", help="the bundle's folder")
@@ -69,6 +78,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         description="Ask tsa_url (within tsa_timeout_s; verified up to tsa_ca_file when set) for "
         "the time-stamps still pending, or for a page's newest capture. Exit status: 0 every "
         "stamp obtained, 1 some still pending, 2 no tsa_url, error.",
+        epilog=settings_help(*STAMP_SETTINGS),
     )
     stamp.add_argument("url", nargs="?", metavar="URL")
     stamp.add_argument(

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    from tracker.cli import actions_help
+    from tracker.cli import actions_help, settings_help
 
     parser = commands.add_parser(
         "index",
@@ -46,6 +46,10 @@ def register(commands: argparse._SubParsersAction) -> None:
                 "own headings (WORK/1, WORK/卷2.1…), and the matches that name them; "
                 "resumable, and a no-op once done (--dry-run: only list them)",
             }
+        )
+        + "\n\n"
+        + settings_help(
+            "master_trash_days", "index_bucket_bits", "index_wide_ids", "page_index_days"
         ),
     )
     parser.add_argument(

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tracker.cli import add_size_limit, fail, size_limit
+from tracker.cli import add_size_limit, fail, settings_help, size_limit
 from tracker.config import Settings
 from tracker.reading.readers import SUPPORTED, Reading, iter_masters, master_files
 from tracker.servers.connect import connect
@@ -30,6 +30,10 @@ PARTIAL = 1  # exit status: stored, but some inputs were refused
 MAX_LISTED = 10  # unsupported files and warnings named in the summary
 BULK_BYTES = 8 << 20  # inputs this large are fingerprinted in worker processes
 PROGRESS_EVERY_S = 10.0  # a progress line this often when standard error is not a terminal
+
+
+#: The settings an ingest reads, for its --help (the index's layout: when it builds the index).
+SETTINGS = ("max_input_mb", "master_trash_days", "index_bucket_bits", "index_wide_ids")
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -45,6 +49,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         "text is kept for master_trash_days: `tracker index restore-deleted`), and an "
         "unchanged one is left as it is. A .jsonl record's id is its own. Exit status: "
         "0 all stored, 1 stored but some inputs refused (listed), 2 nothing stored.",
+        epilog=settings_help(*SETTINGS),
     )
     parser.add_argument("paths", nargs="+", metavar="PATH", help="files or directories")
     parser.add_argument(

@@ -13,7 +13,29 @@ from __future__ import annotations
 import argparse
 import sys
 
+from tracker.cli import settings_help
 from tracker.config import Settings
+
+#: The settings a notice is sent with, for its --help: the mail, what the notice says and
+#: attaches, and the time-stamp of evidence not stamped yet.
+SETTINGS = (
+    "smtp_url",
+    "smtp_from",
+    "notice_sender",
+    "notice_repeat_days",
+    "notice_language",
+    "notice_attachments",
+    "rights_holder_name",
+    "rights_holder_contact",
+    "rights_holder_address",
+    "display_timezone",
+    "evidence_dir",
+    "tsa_url",
+    "tsa_timeout_s",
+    "tsa_ca_file",
+    "tsa_cert_file",
+    "tsa_client_cert",
+)
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -25,10 +47,13 @@ def register(commands: argparse._SubParsersAction) -> None:
         "notice_repeat_days is left out unless --resend; a notice the server did not take is "
         "kept pending and sent again. Exit status: 0 sent or nothing new, 1 kept pending, 2 "
         "error.",
+        epilog=settings_help(*SETTINGS),
     )
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     send = actions.add_parser(
-        "send", help="send the site's notice: its pages still carrying a copy, not noticed lately"
+        "send",
+        help="send the site's notice: its pages still carrying a copy, not noticed lately",
+        epilog=settings_help(*SETTINGS),
     )
     send.add_argument("--site", required=True, metavar="HOST", help="the site's host name")
     send.add_argument(

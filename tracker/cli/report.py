@@ -27,9 +27,27 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
+from tracker.cli import settings_help
 from tracker.config import Settings
 
 FORMATS = ("json", "csv", "html", "notices")
+
+
+#: The settings a report reads, for its --help: the HTML form's times, the takedown figures'
+#: non-compliance, and what the notice drafts say.
+SETTINGS = (
+    "display_timezone",
+    "noncompliant_below",
+    "noncompliant_after_days",
+    "notice_repeat_days",
+    "notice_language",
+    "notice_attachments",
+    "notice_sender",
+    "rights_holder_name",
+    "rights_holder_contact",
+    "rights_holder_address",
+    "tsa_url",
+)
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -42,6 +60,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         "for standard output; without --out, json and csv go to standard output, html to "
         "<data_dir>/reports/report-DATE.html and notices to <data_dir>/reports/notices-DATE/ "
         "(the paths printed). A summary line goes to standard error.",
+        epilog=settings_help(*SETTINGS),
     )
     parser.add_argument(
         "--date",

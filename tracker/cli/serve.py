@@ -10,9 +10,33 @@ from __future__ import annotations
 import argparse
 import logging
 
+from tracker.cli import settings_help
 from tracker.config import Settings
 
 DEFAULT_PORT = 8080
+
+#: The settings the console reads, for its --help: its own, the times it shows, the checks and
+#: the time-stamps it runs for operators.
+SETTINGS = (
+    "console_session_hours",
+    "console_login_failures",
+    "console_login_address_failures",
+    "console_login_lock_s",
+    "console_max_body_kb",
+    "console_cache_s",
+    "console_allow_private_urls",
+    "display_timezone",
+    "max_input_mb",
+    "min_coverage",
+    "min_passage_chars",
+    "min_span_chars",
+    "tsa_url",
+    "tsa_timeout_s",
+    "tsa_ca_file",
+    "tsa_cert_file",
+    "tsa_client_cert",
+    "tsa_pending_alert_hours",
+)
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -23,6 +47,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         "checks, reports, and the JSON API at /docs) on uvicorn until Ctrl-C or SIGTERM. Users: "
         "`tracker user add`. It listens on 127.0.0.1 unless told otherwise: serve others "
         "through a TLS-terminating proxy.",
+        epilog=settings_help(*SETTINGS),
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="port (8080)")

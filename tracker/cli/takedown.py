@@ -16,6 +16,7 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
+from tracker.cli import settings_help
 from tracker.config import Settings
 
 
@@ -28,6 +29,7 @@ def register(commands: argparse._SubParsersAction) -> None:
         "site's removal rate and median hours to removal; delisting writes the URLs of "
         "non-compliant sites for search engines. Exit status: 0 done, 1 some URLs could not be "
         "fetched (they keep their state), 2 error.",
+        epilog=settings_help("takedown_delay_s", "noncompliant_below", "noncompliant_after_days"),
     )
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     check = actions.add_parser("check", help="fetch every noticed URL again and classify it")
