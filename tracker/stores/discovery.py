@@ -22,8 +22,9 @@ copy on it; an unread page is not recorded, so it is fetched again next time).
 ``state`` (``candidate`` until someone decides, then ``watched``, ``ignored`` or ``licensed``),
 ``first_seen`` and ``first_day``, ``found_by`` (the query) and ``found_at`` (the page with the
 copy found first), ``entries`` (pages with copies found: where its crawls start), ``pages`` and
-``copies`` (its pages stored, and those carrying a copy, as last counted) and ``changes``: every
-change of state ``{at, state, by}``.
+``copies`` (its pages stored, and those carrying a copy, as last counted), ``sources``: the
+book sources that name it (``tracker sources import``), and ``changes``: every change of state
+``{at, state, by}``.
 """
 
 from __future__ import annotations
@@ -189,6 +190,27 @@ class SiteRegistry:
                     "updated_at": now,
                     "last_found": now,
                 },
+            },
+            upsert=True,
+        )
+        return result.upserted_id is not None
+
+    def named(self, site: str, source: str, now: datetime) -> bool:
+        """A book source names ``site`` (:mod:`tracker.booksources`): it is registered as a
+        candidate if new, ``found_by`` the source; the source is added to its ``sources``.
+        Returns True when the site is new."""
+        result = self.sites.update_one(
+            {"_id": site},
+            {
+                "$setOnInsert": {
+                    "state": CANDIDATE,
+                    "first_seen": now,
+                    "first_day": now.astimezone(UTC).date().isoformat(),
+                    "found_by": source,
+                    "changes": [{"at": now, "state": CANDIDATE, "by": "book source"}],
+                },
+                "$addToSet": {"sources": source},
+                "$set": {"updated_at": now},
             },
             upsert=True,
         )

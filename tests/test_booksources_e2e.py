@@ -1,0 +1,155 @@
+"""Issue 35's done-when for book sources: ``tracker ingest`` of two works, ``tracker sources
+import`` of a Legado file (a JSOUP source for a search-only GBK HTML site, a JSONPath source for
+a JSON API, one that needs a script), ``tracker discover`` with no search engine set: every
+copy on both sites is found through its source (16 + 8), no innocent page, no wrong id; and
+the bad inputs (a malformed source file, a rule matching nothing, a search page answering
+garbage) each get a clear reason."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.booksource_sites import (
+    CHAPTERS,
+    WORKS,
+    AppSite,
+    book_text,
+    chapters,
+    html_site,
+    json_site,
+    json_source,
+    jsoup_source,
+    legado_sources,
+    script_source,
+)
+from tracker.cli import main
+
+
+def ingest(tmp_path: Path) -> None:
+    paths = []
+    for work in WORKS:
+        path = tmp_path / f"{work}.txt"
+        path.write_text(book_text(work), encoding="utf-8")
+        paths.append(str(path))
+    assert main(["ingest", *paths]) == 0
+
+
+@pytest.fixture()
+def sites():
+    reading, api = html_site(), json_site()
+    yield reading, api
+    reading.close()
+    api.close()
+
+
+def site_of(site: AppSite) -> str:
+    return site.url.removeprefix("http://").rstrip("/")
+
+
+def test_sources_find_every_copy_with_no_search_engine(
+    cli_env, monkeypatch, tmp_path, capsys, sites, runtime
+):
+    reading, api = sites
+    monkeypatch.delenv("TRACKER_SEARCH_URL", raising=False)
+    ingest(tmp_path)
+    source_file = tmp_path / "legado.json"
+    source_file.write_text(legado_sources(reading, api), encoding="utf-8")
+    capsys.readouterr()
+
+    assert main(["sources", "import", str(source_file), "--json"]) == 0
+    imported = json.loads(capsys.readouterr().out)
+    hosts = {site_of(reading), site_of(api), "www.js-only.test"}
+    assert {s["host"] for s in imported["sources"]} == set(imported["new_sites"]) == hosts
+    assert main(["sources", "list", "--json"]) == 0
+    listed = {doc["_id"]: doc for doc in json.loads(capsys.readouterr().out)}
+    assert [listed[name]["runnable"] for name in ("测试书城", "某某阅读API")] == [True, True]
+    script = listed["需要脚本的书源"]
+    assert not script["runnable"] and script["why_not"].startswith("needs script")
+    assert main(["discover", "sites", "--json"]) == 0
+    registered = {doc["_id"]: doc for doc in json.loads(capsys.readouterr().out)}
+    assert registered["www.js-only.test"]["found_by"] == "需要脚本的书源"
+    assert all(doc["state"] == "candidate" for doc in registered.values())
+
+    assert main(["discover", "--json"]) == 0
+    run = json.loads(capsys.readouterr().out)
+    done = run["book_sources"]
+    assert done["runs"] == 4 and done["failed"] == 0  # 2 sources x 2 works
+    assert done["by_source"]["测试书城"]["read"] == 2 * CHAPTERS
+    assert done["by_source"]["某某阅读API"]["read"] == CHAPTERS
+    assert done["copies"] == 3 * CHAPTERS
+
+    assert main(["report", "--format", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    flagged = {page["url"]: page["doc_ids"] for page in report["pages"]}
+    expected = {}
+    for book_id, work in (("1001", "星海归途"), ("1002", "青云剑录")):
+        for k in range(1, CHAPTERS + 1):
+            expected[f"{reading.url}book/{book_id}/{k}.html"] = [f"{work}/{k:04d}"]
+    for k in range(1, CHAPTERS + 1):
+        expected[f"{api.url}api/content?id=x7&cid={k}"] = [f"星海归途/{k:04d}"]
+    assert flagged == expected  # all 16 + 8, no innocent page, no wrong master id
+    # the innocent books beside them were never read: their names are not the works'
+    assert not any("/book/1501/" in path or "/book/1502/" in path for path in reading.fetched())
+    assert not any("id=q9" in path for path in api.fetched())
+    # A chapter read over its two pages, the site's ad lines replaced away, both pages kept
+    # as evidence; found by its source.
+    first = runtime.db["pages"].find_one({"_id": f"{reading.url}book/1001/1.html"})
+    _, text = chapters("星海归途")[0]
+    assert text.splitlines()[-1].strip() in first["text"] and "最快更新" not in first["text"]
+    assert first.get("found_by") == "book source 测试书城"
+    discovered = {entry["site"]: entry for entry in report["discovered"]}
+    assert discovered[site_of(reading)]["found_by"] == "测试书城"
+    assert discovered[site_of(api)]["found_by"] == "某某阅读API"
+
+    # Again at once: each source's search of each work was done, nothing is run.
+    fetched = len(reading.fetched()) + len(api.fetched())
+    assert main(["discover", "--json"]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["book_sources"]["runs"] == 0
+    assert len(reading.fetched()) + len(api.fetched()) == fetched
+
+
+def test_bad_sources_get_clear_reasons(cli_env, monkeypatch, tmp_path, capsys, sites):
+    """A malformed source in a file: exit 2 naming it and its line, the others stored. A rule
+    matching nothing and a search page answering garbage: logged reasons, the run going on."""
+    reading, api = sites
+    monkeypatch.delenv("TRACKER_SEARCH_URL", raising=False)
+    ingest(tmp_path)
+    garbage = AppSite(lambda method, path, query, body: (200, "text/html", b"<html>busy</html>"))
+    nothing = jsoup_source(reading, "章节规则失效")
+    nothing["ruleToc"] = {"chapterList": "id.catalog@tag.li", "chapterUrl": "tag.a@href"}
+    texts = [
+        json.dumps(source, ensure_ascii=False, indent=2)
+        for source in (json_source(api), nothing, json_source(garbage, "乱码接口"))
+    ]
+    broken = json.dumps(script_source(), ensure_ascii=False, indent=2).replace('",\n', '"\n', 1)
+    file = tmp_path / "mixed.json"
+    file.write_text("[\n" + ",\n".join([texts[0], broken, texts[1], texts[2]]) + "\n]\n", "utf-8")
+    capsys.readouterr()
+    try:
+        assert main(["sources", "import", str(file)]) == 2
+        out, err = capsys.readouterr()
+        line = 2 + texts[0].count("\n") + 1  # the broken source starts after the first
+        assert f"source '需要脚本的书源' at line {line}" in err and "not JSON" in err
+        assert "3 source(s) imported" in out
+
+        assert main(["sources", "import", str(tmp_path / "missing.json")]) == 2
+        (tmp_path / "bad.json").write_text("{not json", "utf-8")
+        assert main(["sources", "import", str(tmp_path / "bad.json")]) == 2
+        assert "not JSON" in capsys.readouterr().err
+
+        assert main(["discover", "--json"]) == 0
+        run = json.loads(capsys.readouterr().out)
+    finally:
+        garbage.close()
+    by_source = run["book_sources"]["by_source"]
+    assert by_source["某某阅读API"]["copies"] == CHAPTERS  # the good source ran on
+    missed = by_source["章节规则失效"]["reasons"]
+    assert len(missed) == 2 and all(
+        "ruleToc.chapterList" in r and "matched nothing" in r for r in missed
+    )
+    reasons = by_source["乱码接口"]["reasons"]
+    assert reasons and all("not JSON" in reason for reason in reasons)
