@@ -92,13 +92,19 @@ class AppSite(LoopbackServer):
 # ----------------------------------------------------------------------- the HTML site
 
 
-def html_site(books: dict[str, str] | None = None) -> AppSite:
-    """The GBK site: book id -> work for the pirated books (default: both works), and an
-    innocent book beside each (its name the work's plus 外传)."""
-    books = books or {"1001": "星海归途", "1002": "青云剑录"}
-    catalogue: dict[str, tuple[str, list[tuple[str, str]]]] = {}
-    for book_id, work in books.items():
-        catalogue[book_id] = (work, chapters(work))
+Book = tuple[str, list[tuple[str, str]]]  # a work's name, its (title, text) chapters
+
+
+def html_site(books: dict[str, Book] | None = None) -> AppSite:
+    """The GBK site: book id -> work and chapters for the pirated books (default: both
+    works), and an innocent book beside each (its name the work's plus 外传)."""
+    books = books or {
+        "1001": ("星海归途", chapters("星海归途")),
+        "1002": ("青云剑录", chapters("青云剑录")),
+    }
+    catalogue: dict[str, Book] = {}
+    for book_id, (work, listed) in books.items():
+        catalogue[book_id] = (work, listed)
         innocent = [(f"第{k}章 外传{k}", prose(7000 + int(book_id) + k, 1200)) for k in (1, 2)]
         catalogue[str(int(book_id) + 500)] = (f"{work}外传", innocent)
 
@@ -151,11 +157,10 @@ def html_site(books: dict[str, str] | None = None) -> AppSite:
 # ----------------------------------------------------------------------- the JSON API
 
 
-def json_site(books: dict[str, str] | None = None, per_page: int = 3) -> AppSite:
-    """An app's API: book id -> work (default: 星海归途), an innocent book beside it; the
-    table of contents ``per_page`` chapters a page."""
-    books = books or {"x7": "星海归途"}
-    catalogue = {bid: (work, chapters(work)) for bid, work in books.items()}
+def json_site(books: dict[str, Book] | None = None, per_page: int = 3) -> AppSite:
+    """An app's API: book id -> work and chapters (default: 星海归途), an innocent book
+    beside them; the table of contents ``per_page`` chapters a page."""
+    catalogue = dict(books or {"x7": ("星海归途", chapters("星海归途"))})
     catalogue["q9"] = ("星海", [("第1章 星海", prose(7900, 1200))])
 
     def answer(data: object) -> Answer:

@@ -168,9 +168,9 @@ def parse_content(text: str) -> Any:
         except ValueError:
             pass
     try:
-        return lxml.html.document_fromstring(text or "<html></html>")
-    except (lxml.etree.ParserError, ValueError):
-        return lxml.html.document_fromstring("<html></html>")
+        return lxml.html.document_fromstring(text)
+    except (lxml.etree.ParserError, ValueError):  # an empty or unparsable body: no element
+        return lxml.html.Element("html")
 
 
 def is_element(value: Any) -> bool:
@@ -189,6 +189,8 @@ def html_to_text(html: str) -> str:
         element.drop_tree() if element.getparent() is not None else None
     for element in root.iter("br", "p", "div", "li", "h1", "h2", "h3", "tr"):
         element.tail = "\n" + (element.tail or "")
+        if element.tag != "br":
+            element.text = "\n" + (element.text or "")
     return "\n".join(line.strip() for line in root.text_content().splitlines() if line.strip())
 
 

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from urllib.parse import quote, quote_plus, urljoin
 
-OPTIONS = re.compile(r"\s*,\s*(?=\{)")
+OPTIONS = re.compile(r"\s*,\s*(?=\{(?!\{))")  # not a ,{{page}} template
 PAGES = re.compile(r"<([^<>]*,[^<>]*)>")
 TEMPLATE = re.compile(r"\{\{(.*?)\}\}", re.S)
 _OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
