@@ -153,3 +153,36 @@ def test_bad_sources_get_clear_reasons(cli_env, monkeypatch, tmp_path, capsys, s
     )
     reasons = by_source["乱码接口"]["reasons"]
     assert reasons and all("not JSON" in reason for reason in reasons)
+
+
+def test_a_challenge_on_a_chapter_is_unread_as_in_a_crawl(
+    cli_env, monkeypatch, tmp_path, capsys, sites
+):
+    """A chapter page answered with a browser check is recorded unread (never clean), the
+    other chapters are read and matched."""
+    reading, _ = sites
+    monkeypatch.delenv("TRACKER_SEARCH_URL", raising=False)
+    ingest(tmp_path)
+    wall = b"<html><head><title>Just a moment...</title></head><body></body></html>"
+    served = reading.handler
+    blocked = "/book/1002/4.html"
+    reading.handler = lambda method, path, query, body: (
+        (200, "text/html", wall) if path == blocked else served(method, path, query, body)
+    )
+    # imported from a URL this time, as collections are shared
+    data = json.dumps([jsoup_source(reading)], ensure_ascii=False).encode()
+    with AppSite(lambda method, path, query, body: (200, "application/json", data)) as host:
+        assert main(["sources", "import", host.url + "sources.json"]) == 0
+    assert main(["sources", "import", host.url + "sources.json"]) == 2  # gone: a clear error
+    assert "sources.json" in capsys.readouterr().err
+    assert main(["discover", "--json"]) == 0
+    run = json.loads(capsys.readouterr().out)
+    tally = run["book_sources"]["by_source"]["测试书城"]
+    assert tally["unread"] == 1 and tally["copies"] == 2 * CHAPTERS - 1
+    assert any("challenge" in reason for reason in tally["reasons"])
+    assert main(["report", "--format", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert {page["url"] for page in report["pages"]} >= {f"{reading.url}book/1002/3.html"}
+    assert reading.url + blocked[1:] not in {page["url"] for page in report["pages"]}
+    unread = {entry["url"]: entry["reason"] for entry in report["unread"]}
+    assert unread == {reading.url + blocked[1:]: "challenge"}
