@@ -186,3 +186,30 @@ def test_a_challenge_on_a_chapter_is_unread_as_in_a_crawl(
     assert reading.url + blocked[1:] not in {page["url"] for page in report["pages"]}
     unread = {entry["url"]: entry["reason"] for entry in report["unread"]}
     assert unread == {reading.url + blocked[1:]: "challenge"}
+
+
+def test_the_discover_job_runs_the_sources_with_no_engine(
+    cli_env, monkeypatch, tmp_path, capsys, sites, settings
+):
+    from dataclasses import replace
+
+    from tracker.scheduler.jobs import JobContext, job_plan
+
+    _, api = sites
+    monkeypatch.delenv("TRACKER_SEARCH_URL", raising=False)
+    job_settings = replace(settings, search_url="", data_dir=tmp_path / "data")
+    assert "discover" in {spec.name for spec in job_plan(job_settings)}
+    context = JobContext(job_settings)
+    try:
+        record = context.run("discover")  # nothing to discover with yet: skipped, not failed
+        assert record["status"] == "ok" and "skipped" in record["result"]["discovery"]
+        ingest(tmp_path)
+        file = tmp_path / "api.json"
+        file.write_text(json.dumps(json_source(api), ensure_ascii=False), "utf-8")
+        assert main(["sources", "import", str(file)]) == 0
+        record = context.run("discover")
+    finally:
+        context.runtime.close()
+    assert record["status"] == "ok", record
+    ran = record["result"]["discovery"]["book_sources"]
+    assert ran["runs"] == len(WORKS) and ran["copies"] == CHAPTERS
