@@ -40,12 +40,11 @@ from typing import Any
 
 import lxml.html
 from lxml.html import builder
-from scrapy import signals
-from scrapy.crawler import Crawler
 from scrapy.http import Request, Response, TextResponse
 from twisted.python.failure import Failure
 
 from spiders.base import TrackerSpider, argument
+from spiders.copies import WatchesCopies
 from tracker.booksources.rules import Analyzer, RuleError, apply_replace, html_to_text
 from tracker.booksources.source import BookSource, source_from
 from tracker.booksources.urls import UrlError, search_request
@@ -106,7 +105,7 @@ class Run:
     toc_seen: set[str] = field(default_factory=set)
 
 
-class BookSourceSpider(TrackerSpider):
+class BookSourceSpider(WatchesCopies, TrackerSpider):
     name = "booksource"
 
     def __init__(
@@ -131,13 +130,6 @@ class BookSourceSpider(TrackerSpider):
         self.tallies = {name: SourceTally() for name in self.sources}
         self.site_tallies: dict[str, SiteTally] = {}
         self.chapter_run: dict[str, int] = {}  # chapter URL -> its run
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> BookSourceSpider:
-        spider = super().from_crawler(crawler, *args, **kwargs)
-        crawler.signals.connect(spider.item_scraped, signal=signals.item_scraped)
-        crawler.signals.connect(spider.item_dropped, signal=signals.item_dropped)
-        return spider
 
     def spider_settings(self) -> dict[str, Any]:
         return {**super().spider_settings(), "CLOSESPIDER_PAGECOUNT": self.max_pages or 0}
@@ -383,16 +375,6 @@ class BookSourceSpider(TrackerSpider):
         if site not in self.site_tallies:
             self.site_tallies[site] = SiteTally(query=self.runs[run].source)
         return self.site_tallies[site]
-
-    def item_scraped(self, item: PageItem, response: Response, spider: Any = None) -> None:
-        if item.get("matches"):
-            self.found_copy(item["url"])
-
-    def item_dropped(
-        self, item: PageItem, response: Response, exception: Exception, spider: Any = None
-    ) -> None:
-        if item.get("text") is not None and (item.get("stored") or {}).get("matched_doc_ids"):
-            self.found_copy(item["url"])  # unchanged since stored, and carrying a copy
 
     def found_copy(self, url: str) -> None:
         run = self.chapter_run.get(url)

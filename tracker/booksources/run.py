@@ -15,9 +15,7 @@ what found it, its chapters with copies as its entries.
 
 from __future__ import annotations
 
-import json
 import logging
-import tempfile
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
@@ -26,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from tracker.config import Settings
+from tracker.discovery.crawls import crawl_for_summary
 from tracker.discovery.queries import library_works
 from tracker.model import is_licensed
 from tracker.stores.book_sources import BookSourceStore
@@ -34,7 +33,6 @@ from tracker.stores.masters import MasterStore
 
 log = logging.getLogger(__name__)
 
-CRAWL_TIMEOUT_S = 3600.0
 ARROW = " ⟶ "
 
 
@@ -119,33 +117,18 @@ def run_sources(
     if not pairs or (stop and stop.is_set()):
         return summary, []
     raws = {doc["_id"]: doc["raw"] for doc in sources}
-    stamp = now.astimezone(UTC).strftime("%Y%m%dT%H%M%S")
-    if log_file is None:
-        log_file = Path(settings.data_dir) / "logs" / f"booksource-{stamp}.log"
-    log_file.parent.mkdir(parents=True, exist_ok=True)
-    summary.log_file = str(log_file)
-    with tempfile.TemporaryDirectory(prefix="tracker-booksource-") as folder:
-        runs_file, summary_file = Path(folder) / "runs.json", Path(folder) / "summary.json"
-        used = {source for source, _ in pairs}
-        runs = {
-            "sources": {name: raw for name, raw in raws.items() if name in used},
-            "runs": [{"source": source, "work": work} for source, work in pairs],
-        }
-        runs_file.write_text(json.dumps(runs, ensure_ascii=False), "utf-8")
-        summary.crawl_exit_code = crawl(
-            "booksource",
-            settings,
-            arguments={"runs": str(runs_file), "summary": str(summary_file)},
-            scrapy_settings={},
-            log_file=log_file,
-            timeout=CRAWL_TIMEOUT_S,
-            stop=stop,
-        )
-        try:
-            crawled = json.loads(summary_file.read_text("utf-8"))
-        except (OSError, ValueError) as exc:
-            log.error("the book-source crawl wrote no summary (%s); see %s", exc, log_file)
-            return summary, []
+    used = {source for source, _ in pairs}
+    runs = {
+        "sources": {name: raw for name, raw in raws.items() if name in used},
+        "runs": [{"source": source, "work": work} for source, work in pairs],
+    }
+    outcome = crawl_for_summary(
+        crawl, "booksource", settings, {"runs": runs}, now=now, log_file=log_file, stop=stop
+    )
+    summary.crawl_exit_code, summary.log_file = outcome.exit_code, str(outcome.log_file)
+    crawled = outcome.summary
+    if crawled is None:
+        return summary, []
     summary.runs = len(pairs)
     for run in crawled.get("runs", []):
         done = run["outcome"] == "searched"

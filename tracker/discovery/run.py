@@ -35,9 +35,7 @@ scheduler job runs it after :func:`discover`.
 
 from __future__ import annotations
 
-import json
 import logging
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -50,6 +48,7 @@ from urllib.parse import urlsplit
 from tracker.booksources.run import run_sources
 from tracker.config import ConfigError, Settings, parse_site
 from tracker.crawling.crawl import run_crawl
+from tracker.discovery.crawls import CRAWL_TIMEOUT_S, crawl_for_summary
 from tracker.discovery.engines import (
     CONNECTION,
     RATE_LIMITED,
@@ -81,8 +80,6 @@ class NothingToDiscover(ConfigError):
 
 #: Queries failing in a row that end the searching for the run (the engine is failing).
 MAX_FAILURES_IN_A_ROW = 5
-#: A discovery crawl, or a watched site's, is stopped after this long.
-CRAWL_TIMEOUT_S = 3600.0
 
 
 @dataclass
@@ -339,36 +336,22 @@ def _check(
     stop: threading.Event | None,
 ) -> None:
     """``scrapy crawl discover`` over ``to_check`` (``url → query``); record what it found."""
-    stamp = now.astimezone(UTC).strftime("%Y%m%dT%H%M%S")
-    if log_file is None:
-        log_file = Path(settings.data_dir) / "logs" / f"discover-{stamp}.log"
-    log_file.parent.mkdir(parents=True, exist_ok=True)
-    summary.log_file = str(log_file)
-    with tempfile.TemporaryDirectory(prefix="tracker-discover-") as folder:
-        results_file = Path(folder) / "results.json"
-        summary_file = Path(folder) / "summary.json"
-        entries = [{"url": url, "query": query} for url, query in to_check.items()]
-        results_file.write_text(json.dumps(entries, ensure_ascii=False), "utf-8")
-        summary.crawl_exit_code = crawl(
-            "discover",
-            settings,
-            arguments={
-                "results": str(results_file),
-                "summary": str(summary_file),
-                "licensed": ",".join(sorted(licensed)),
-            },
-            scrapy_settings={"TRACKER_DISCOVER_MAX_PAGES": settings.discover_max_pages},
-            log_file=log_file,
-            timeout=CRAWL_TIMEOUT_S,
-            stop=stop,
-        )
-        try:
-            crawled = json.loads(summary_file.read_text("utf-8"))
-        except (OSError, ValueError) as exc:
-            error = f"the discovery crawl wrote no summary ({exc}); see {log_file}"
-            summary.errors.append(error)
-            log.error("%s", error)
-            return
+    outcome = crawl_for_summary(
+        crawl,
+        "discover",
+        settings,
+        {"results": [{"url": url, "query": query} for url, query in to_check.items()]},
+        now=now,
+        arguments={"licensed": ",".join(sorted(licensed))},
+        scrapy_settings={"TRACKER_DISCOVER_MAX_PAGES": settings.discover_max_pages},
+        log_file=log_file,
+        stop=stop,
+    )
+    summary.crawl_exit_code, summary.log_file = outcome.exit_code, str(outcome.log_file)
+    crawled = outcome.summary
+    if crawled is None:
+        summary.errors.append(outcome.error)
+        return
     outcomes: dict[str, str] = crawled.get("results", {})
     checked = [
         (url, site_key(url), to_check[url], outcome)

@@ -175,14 +175,7 @@ class SiteRegistry:
         result = self.sites.update_one(
             {"_id": site},
             {
-                "$setOnInsert": {
-                    "state": CANDIDATE,
-                    "first_seen": now,
-                    "first_day": now.astimezone(UTC).date().isoformat(),
-                    "found_by": query,
-                    "found_at": url,
-                    "changes": [{"at": now, "state": CANDIDATE, "by": "discovery"}],
-                },
+                "$setOnInsert": {**_new_site(now, query, "discovery"), "found_at": url},
                 "$set": {
                     "entries": kept[:MAX_ENTRIES],
                     "pages": pages,
@@ -202,13 +195,7 @@ class SiteRegistry:
         result = self.sites.update_one(
             {"_id": site},
             {
-                "$setOnInsert": {
-                    "state": CANDIDATE,
-                    "first_seen": now,
-                    "first_day": now.astimezone(UTC).date().isoformat(),
-                    "found_by": source,
-                    "changes": [{"at": now, "state": CANDIDATE, "by": "book source"}],
-                },
+                "$setOnInsert": _new_site(now, source, "book source"),
                 "$addToSet": {"sources": source},
                 "$set": {"updated_at": now},
             },
@@ -245,3 +232,14 @@ class SiteRegistry:
 
 
 _LISTED = {"changes": 0}
+
+
+def _new_site(now: datetime, found_by: str, by: str) -> dict[str, Any]:
+    """The fields a site gets when it is registered: a candidate, found by ``found_by``."""
+    return {
+        "state": CANDIDATE,
+        "first_seen": now,
+        "first_day": now.astimezone(UTC).date().isoformat(),
+        "found_by": found_by,
+        "changes": [{"at": now, "state": CANDIDATE, "by": by}],
+    }
