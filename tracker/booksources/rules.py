@@ -213,48 +213,18 @@ class Analyzer:
 
     def elements(self, rule: str) -> list[Any]:
         """The items a list rule (``bookList``, ``chapterList``) selects."""
-        rule = (rule or "").strip()
-        if not rule:
-            return []
-        if needs_script(rule):
-            raise ScriptRule(f"the rule needs a script: {rule[:60]!r}")
+        rule = _checked(rule)
         if rule.startswith("-"):  # Legado: a leading "-" lists in reverse order
             return list(reversed(self.elements(rule[1:])))
-        if rule.startswith("+"):
-            rule = rule[1:]
-        rule = rule.split("##")[0]
-        mode, body = self._mode(rule)
-        parts, op = split_top(body, ("&&", "||", "%%"))
-        found = []
-        for part in parts:
-            got = self._elements_one(mode, part.strip())
-            if got:
-                found.append(got)
-                if op == "||":
-                    break
-        return _combine(found, op)
+        return self._each(rule.removeprefix("+").split("##")[0], self._elements_one)
 
     def strings(self, rule: str) -> list[str]:
         """Every string ``rule`` finds (its ``##`` replacement applied to each)."""
-        rule = (rule or "").strip()
-        if not rule:
-            return []
-        if needs_script(rule):
-            raise ScriptRule(f"the rule needs a script: {rule[:60]!r}")
-        head, _, tail = rule.partition("##")
+        head, _, tail = _checked(rule).partition("##")
         if "{{" in head:
             values = [self._template(head)]
         else:
-            mode, body = self._mode(head)
-            parts, op = split_top(body, ("&&", "||", "%%"))
-            found = []
-            for part in parts:
-                got = self._strings_one(mode, part.strip())
-                if got:
-                    found.append(got)
-                    if op == "||":
-                        break
-            values = _combine(found, op)
+            values = self._each(head, self._strings_one) if head else []
         if tail:
             values = [apply_replace(value, "##" + tail) for value in values]
         return values
@@ -290,6 +260,22 @@ class Analyzer:
         if rule.startswith("/"):
             return "xpath", rule
         return "jsoup", rule
+
+    def _each(self, rule: str, one: Callable[[str, str], list[Any]]) -> list[Any]:
+        """``one(mode, part)`` of each part of ``rule`` split at ``&&``, ``||`` or ``%%``,
+        combined as that operator says."""
+        if not rule:
+            return []
+        mode, body = self._mode(rule)
+        parts, op = split_top(body, ("&&", "||", "%%"))
+        found = []
+        for part in parts:
+            got = one(mode, part.strip())
+            if got:
+                found.append(got)
+                if op == "||":
+                    break
+        return _combine(found, op)
 
     def _template(self, rule: str) -> str:
         def inner(found: re.Match) -> str:
@@ -368,6 +354,14 @@ class Analyzer:
 @lru_cache(maxsize=512)
 def _jsonpath(path: str) -> Any:
     return parse_jsonpath(path)
+
+
+def _checked(rule: str | None) -> str:
+    """``rule`` stripped; ScriptRule when it needs a script."""
+    rule = (rule or "").strip()
+    if needs_script(rule):
+        raise ScriptRule(f"the rule needs a script: {rule[:60]!r}")
+    return rule
 
 
 def _combine(found: list[list[Any]], op: str) -> list[Any]:
