@@ -69,6 +69,16 @@ def test_indexes(page, rule, names):
     assert [Analyzer(e).string("tag.a@text") for e in page.elements(rule)] == names
 
 
+def test_shapes_of_real_sources(page):
+    """Rules as shared source files write them: getters alone on a list item, CSS
+    segments, a title taken out of 《》 with the first match only."""
+    links = page.elements("class.result-list@li@a")
+    assert [Analyzer(a).string("text") for a in links][:2] == ["星海归途", "青云剑录"]
+    assert Analyzer(links[0], page.base_url).url("href") == "https://www.site.test/book/1/"
+    assert page.strings(".s2@text") == ["甲", "乙"]
+    assert Analyzer("<h2>《长夜》最新</h2>").string("tag.h2@text##《(.*)》##$1###") == "长夜"
+
+
 def test_css_xpath_and_operators(page):
     assert page.strings("@CSS:li.item > h3 > a@text")[:1] == ["星海归途"]
     assert page.strings("@css:li.odd a@href") == ["/book/2/"]
@@ -166,6 +176,11 @@ def test_what_makes_a_source_runnable():
     assert source_from(js_url).why_not[0].startswith("needs script: searchUrl")
     option_js = {**SOURCE, "searchUrl": '/s?q={{key}},{"js":"java.url"}'}
     assert source_from(option_js).why_not[0].startswith("needs script")
+    web_view = {**SOURCE, "searchUrl": '/s?q={{key}}, {"webView": true}'}
+    assert source_from(web_view).why_not == ["needs script: searchUrl option webView"]
+    assert source_from({**SOURCE, "enabled": False}).why_not == [
+        "disabled in its file (enabled: false)"
+    ]
     missing = {**SOURCE, "ruleToc": {"chapterList": "id.list@tag.dd"}}
     assert source_from(missing).why_not == ["no ruleToc.chapterUrl"]
     audio = {**SOURCE, "bookSourceType": 1}

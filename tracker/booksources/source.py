@@ -130,8 +130,8 @@ def reasons_not_to_run(source: BookSource) -> list[str]:
     scripts = []
     if found := needs_script(source.search_url, lambda inner: bool(URL_VARIABLES.match(inner))):
         scripts.append(f"searchUrl {found!r}")
-    if re.search(r",\s*\{[^{}]*['\"](js|webJs)['\"]\s*:", source.search_url):
-        scripts.append("searchUrl option js")
+    if found := re.search(r",\s*\{[^{}]*['\"]?(js|webJs|webView)['\"]?\s*:", source.search_url):
+        scripts.append(f"searchUrl option {found.group(1)}")  # webView: a page's scripts
     if needs_script(str(raw.get("header") or "")):
         scripts.append("header")
     for group in GROUPS:
@@ -146,6 +146,8 @@ def reasons_not_to_run(source: BookSource) -> list[str]:
     if scripts:
         return [f"needs script: {', '.join(scripts)}"]
     why = []
+    if raw.get("enabled") is False:
+        why.append("disabled in its file (enabled: false)")
     kind = raw.get("bookSourceType") or 0
     if kind != 0:
         why.append(f"not a text source ({SOURCE_TYPES.get(kind, kind)})")
