@@ -37,6 +37,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import lxml.html
 from lxml.html import builder
@@ -124,7 +125,7 @@ class BookSourceSpider(WatchesCopies, TrackerSpider):
         kwargs.pop("start_url", None)
         kwargs["start_url"] = ",".join(sorted({s.url for s in self.sources.values()}))
         super().__init__(**kwargs)
-        self.allowed_domains = sorted({s.host.split(":")[0] for s in self.sources.values()})
+        self.allowed_domains = sorted({s.domain for s in self.sources.values()})
         self.summary_path = summary
         self.max_chapters = argument("max_chapters", max_chapters, int) or 5000
         self.tallies = {name: SourceTally() for name in self.sources}
@@ -168,8 +169,13 @@ class BookSourceSpider(WatchesCopies, TrackerSpider):
         return request.replace(errback=self.on_source_error)
 
     def on_source_site(self, url: str, source: BookSource) -> bool:
-        site = site_key(url)
-        return self.on_site(url) and (site == source.host or site.endswith("." + source.host))
+        """``url`` is on the source's domain or a subdomain (and port, when it names one)."""
+        host, port = site_key(url), urlsplit(url).port
+        name = host.split(":")[0]
+        wanted_port = source.host.partition(":")[2]
+        if wanted_port and str(port) != wanted_port:
+            return False
+        return self.on_site(url) and (name == source.domain or name.endswith("." + source.domain))
 
     def on_source_error(self, failure: Failure) -> None:
         self.on_error(failure)

@@ -169,7 +169,9 @@ SOURCE = {
 
 
 def test_what_makes_a_source_runnable():
-    assert source_from(SOURCE).runnable and source_from(SOURCE).host == "www.shucheng.test"
+    source = source_from(SOURCE)
+    assert source.runnable and source.host == "www.shucheng.test"
+    assert source.domain == "shucheng.test"  # its m. pages are the same site
     scripted = {**SOURCE, "ruleContent": {"content": "id.c@html", "webJs": "x()"}}
     assert source_from(scripted).why_not == ["needs script: ruleContent.webJs"]
     js_url = {**SOURCE, "searchUrl": "@js:java.ajax(key)"}

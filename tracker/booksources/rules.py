@@ -147,10 +147,10 @@ def apply_replace(text: str, rule: str) -> str:
     if len(pieces) < 2 or not pieces[1]:
         return text
     regex, replacement = _regex(pieces[1]), java_replacement(pieces[2] if len(pieces) > 2 else "")
-    if len(pieces) > 3:  # ###: the first match alone, replaced
-        found = regex.search(text)
-        return regex.sub(replacement, found.group(0), count=1) if found else ""
     try:
+        if len(pieces) > 3:  # ###: the first match alone, replaced
+            found = regex.search(text)
+            return regex.sub(replacement, found.group(0), count=1) if found else ""
         return regex.sub(replacement, text)
     except (re.error, IndexError) as exc:
         raise RuleError(f"bad replacement {pieces[2]!r}: {exc}") from None
@@ -334,10 +334,11 @@ class Analyzer:
         if not path.startswith(("$", "@")):
             path = "$." + path
         try:
-            compiled = _jsonpath(path)
-        except (JsonPathLexerError, JsonPathParserError, Exception) as exc:
+            return [match.value for match in _jsonpath(path).find(self.content)]
+        except (JsonPathLexerError, JsonPathParserError) as exc:
             raise RuleError(f"bad JSONPath {path!r}: {exc}") from None
-        return [match.value for match in compiled.find(self.content)]
+        except Exception as exc:  # the library's own failures on odd data (a filter on a str)
+            raise RuleError(f"JSONPath {path!r} failed: {exc!r}") from None
 
     def _xpath(self, path: str) -> list[Any]:
         path, getter = _xpath_getter(path)

@@ -54,6 +54,16 @@ class BookSource:
     why_not: list[str] = field(default_factory=list)
 
     @property
+    def domain(self) -> str:
+        """The site's domain, its ``www.``, ``m.`` or ``wap.`` left out: a run stays on it and
+        its subdomains (the mobile pages of ``www.`` sources)."""
+        name = self.host.split(":")[0]
+        for prefix in ("www.", "m.", "wap."):
+            if name.startswith(prefix) and name.count(".") > 1:
+                return name[len(prefix) :]
+        return name
+
+    @property
     def runnable(self) -> bool:
         return not self.why_not
 
