@@ -103,6 +103,9 @@ def test_sources_find_every_copy_with_no_search_engine(
     discovered = {entry["site"]: entry for entry in report["discovered"]}
     assert discovered[site_of(reading)]["found_by"] == "测试书城"
     assert discovered[site_of(api)]["found_by"] == "某某阅读API"
+    assert discovered[site_of(api)]["sources"] == ["某某阅读API"]
+    assert "www.js-only.test" not in discovered  # named by a source, no copy found on it
+    assert {s["site"] for s in run["new_sites"]} == {site_of(reading), site_of(api)}
 
     # Again at once: each source's search of each work was done, nothing is run.
     fetched = len(reading.fetched()) + len(api.fetched())

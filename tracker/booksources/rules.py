@@ -334,7 +334,8 @@ class Analyzer:
         if not path.startswith(("$", "@")):
             path = "$." + path
         try:
-            return [match.value for match in _jsonpath(path).find(self.content)]
+            jsonpath = _jsonpath(path)
+            return [match.value for match in jsonpath.find(self.content)]
         except (JsonPathLexerError, JsonPathParserError) as exc:
             raise RuleError(f"bad JSONPath {path!r}: {exc}") from None
         except Exception as exc:  # the library's own failures on odd data (a filter on a str)

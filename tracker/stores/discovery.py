@@ -168,25 +168,26 @@ class SiteRegistry:
     ) -> bool:
         """A discovery crawl found copies on ``site`` (first at ``url``, by ``query``): it is
         registered as a candidate if new, its ``entries`` added and its counts set. Returns
-        True when the site is new."""
-        stored = self.sites.find_one({"_id": site}, {"entries": 1}) or {}
-        kept = list(stored.get("entries") or ())
+        True when the site is new, or had only been named by a book source: its first copy
+        found makes it discovered that day (``first_day``, ``found_at``)."""
+        stored = self.sites.find_one({"_id": site}, {"entries": 1, "found_at": 1})
+        kept = list((stored or {}).get("entries") or ())
         kept += [url for url in entries if url not in kept]
-        result = self.sites.update_one(
-            {"_id": site},
-            {
-                "$setOnInsert": {**_new_site(now, query, "discovery"), "found_at": url},
-                "$set": {
-                    "entries": kept[:MAX_ENTRIES],
-                    "pages": pages,
-                    "copies": copies,
-                    "updated_at": now,
-                    "last_found": now,
-                },
-            },
-            upsert=True,
-        )
-        return result.upserted_id is not None
+        fields = {
+            "entries": kept[:MAX_ENTRIES],
+            "pages": pages,
+            "copies": copies,
+            "updated_at": now,
+            "last_found": now,
+        }
+        named_only = stored is not None and not stored.get("found_at")
+        if named_only:
+            fields.update(found_at=url, first_day=now.astimezone(UTC).date().isoformat())
+        update: dict[str, Any] = {"$set": fields}
+        if stored is None:
+            update["$setOnInsert"] = {**_new_site(now, query, "discovery"), "found_at": url}
+        result = self.sites.update_one({"_id": site}, update, upsert=True)
+        return result.upserted_id is not None or named_only
 
     def named(self, site: str, source: str, now: datetime) -> bool:
         """A book source names ``site`` (:mod:`tracker.booksources`): it is registered as a
