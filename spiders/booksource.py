@@ -149,10 +149,12 @@ class BookSourceSpider(WatchesCopies, TrackerSpider):
             except UrlError as exc:
                 self.fail(index, f"searchUrl: {exc}")
                 continue
-            yield self.source_request(
+            request = self.source_request(
                 index, wanted.url, self.parse_search, "search page",
                 method=wanted.method, body=wanted.body, headers=wanted.headers,
             )  # fmt: skip
+            if request is not None:
+                yield request
 
     def source_request(
         self, run: int, url: str, callback: Any, what: str, **kwargs: Any
@@ -177,11 +179,17 @@ class BookSourceSpider(WatchesCopies, TrackerSpider):
             return False
         return self.on_site(url) and (name == source.domain or name.endswith("." + source.domain))
 
-    def on_source_error(self, failure: Failure) -> None:
+    def on_source_error(self, failure: Failure) -> Iterator[Any]:
+        """A request that failed (counted, unread as in a crawl); a chapter whose later page
+        failed is sent on as far as it was read."""
         self.on_error(failure)
         request = getattr(failure, "request", None)
-        if request is not None and "run" in request.cb_kwargs:
-            self.fail(request.cb_kwargs["run"], f"{request.url}: {str(failure.value)[:120]}")
+        if request is None or "run" not in request.cb_kwargs:
+            return
+        run = request.cb_kwargs["run"]
+        self.fail(run, f"{request.url}: {str(failure.value)[:120]}")
+        if pages := request.cb_kwargs.get("pages"):
+            yield self.chapter_item(run, request.cb_kwargs["name"], pages)
 
     def fail(self, run: int, reason: str, unread: bool = False) -> None:
         """Record why ``run`` went no further (logged, counted, kept in the summary)."""

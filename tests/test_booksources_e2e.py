@@ -169,9 +169,14 @@ def test_a_challenge_on_a_chapter_is_unread_as_in_a_crawl(
     wall = b"<html><head><title>Just a moment...</title></head><body></body></html>"
     served = reading.handler
     blocked = "/book/1002/4.html"
-    reading.handler = lambda method, path, query, body: (
-        (200, "text/html", wall) if path == blocked else served(method, path, query, body)
-    )
+    gone = "/book/1001/6_2.html"  # a chapter's second page: the chapter as far as it was read
+
+    def handler(method: str, path: str, query: dict, body: bytes) -> tuple | None:
+        if path == blocked:
+            return 200, "text/html", wall
+        return None if path == gone else served(method, path, query, body)
+
+    reading.handler = handler
     # imported from a URL this time, as collections are shared
     data = json.dumps([jsoup_source(reading)], ensure_ascii=False).encode()
     with AppSite(lambda method, path, query, body: (200, "application/json", data)) as host:
@@ -185,8 +190,9 @@ def test_a_challenge_on_a_chapter_is_unread_as_in_a_crawl(
     assert any("challenge" in reason for reason in tally["reasons"])
     assert main(["report", "--format", "json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert {page["url"] for page in report["pages"]} >= {f"{reading.url}book/1002/3.html"}
-    assert reading.url + blocked[1:] not in {page["url"] for page in report["pages"]}
+    flagged = {page["url"] for page in report["pages"]}
+    assert flagged >= {f"{reading.url}book/1002/3.html", f"{reading.url}book/1001/6.html"}
+    assert reading.url + blocked[1:] not in flagged
     unread = {entry["url"]: entry["reason"] for entry in report["unread"]}
     assert unread == {reading.url + blocked[1:]: "challenge"}
 
