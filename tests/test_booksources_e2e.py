@@ -195,6 +195,11 @@ def test_a_challenge_on_a_chapter_is_unread_as_in_a_crawl(
     assert reading.url + blocked[1:] not in flagged
     unread = {entry["url"]: entry["reason"] for entry in report["unread"]}
     assert unread == {reading.url + blocked[1:]: "challenge"}
+    # Nothing due any more: the text output says what ran, without an engine line of zeros.
+    capsys.readouterr()
+    assert main(["discover"]) == 0
+    out = capsys.readouterr().out
+    assert "no query was due" in out and "no search engine (search_url)" in out
 
 
 def test_the_discover_job_runs_the_sources_with_no_engine(

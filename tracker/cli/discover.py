@@ -68,7 +68,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             )
         for site in summary.new_sites:
             print(f"new site {site['site']}: {site['copies']} copies, found by {site['query']!r}")
-        print(
+        engine = (
             f"{summary.works} work(s), {summary.queries} queries ({summary.failed} failed), "
             f"{summary.results} result URLs: {summary.checked} checked, "
             f"{summary.skipped_licensed} licensed, {summary.skipped_checked} checked recently, "
@@ -76,6 +76,13 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             f"{summary.copies} copies on {len(summary.sites)} site(s), "
             f"{len(summary.new_sites)} new; {summary.budget_left} queries left today"
         )
+        if not settings.search_url:  # the book sources alone
+            engine = (
+                f"no search engine (search_url): {summary.copies} copies on "
+                f"{len(summary.sites)} site(s), {len(summary.new_sites)} new; "
+                f"{summary.budget_left} queries left today"
+            )
+        print(engine)
         if sources.get("runs"):
             print(
                 f"book sources: {sources['runs']} search(es) by {sources['sources']} source(s) "
