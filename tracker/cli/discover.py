@@ -98,7 +98,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def run_sites(args: argparse.Namespace, settings: Settings) -> int:
-    from tracker.cli._output import print_table
+    from tracker.cli._output import print_listing
     from tracker.servers.connect import connect
     from tracker.stores.discovery import STATES, SiteRegistry
 
@@ -111,21 +111,15 @@ def run_sites(args: argparse.Namespace, settings: Settings) -> int:
         docs = registry.with_state(args.state) if args.state else registry.all()
     finally:
         runtime.close()
-    if args.json:
-        print(json.dumps(docs, ensure_ascii=False, default=str))
-        return 0
-    if not docs:
-        print("no site has been discovered yet (tracker discover)")
-        return 0
-    print_table(
+    print_listing(
+        docs,
+        args.json,
+        "no site has been discovered yet (tracker discover)",
         ["site", "state", "first seen", "copies", "pages", "found by"],
-        [
-            (
-                d["_id"], d.get("state", ""), str(d.get("first_day", "")),
-                d.get("copies", 0), d.get("pages", 0), d.get("found_by", ""),
-            )
-            for d in docs
-        ],
+        lambda d: (
+            d["_id"], d.get("state", ""), str(d.get("first_day", "")),
+            d.get("copies", 0), d.get("pages", 0), d.get("found_by", ""),
+        ),
         numeric=("copies", "pages"),
     )  # fmt: skip
     return 0

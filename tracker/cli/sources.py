@@ -118,7 +118,7 @@ def run_import(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def run_list(args: argparse.Namespace, settings: Settings) -> int:
-    from tracker.cli._output import print_table
+    from tracker.cli._output import print_listing
     from tracker.servers.connect import connect
     from tracker.stores.book_sources import BookSourceStore
 
@@ -127,21 +127,15 @@ def run_list(args: argparse.Namespace, settings: Settings) -> int:
         docs = BookSourceStore(runtime.read_db).all()
     finally:
         runtime.close()
-    if args.json:
-        print(json.dumps(docs, ensure_ascii=False, default=str))
-        return 0
-    if not docs:
-        print("no book source has been imported yet (tracker sources import FILE)")
-        return 0
-    print_table(
+    print_listing(
+        docs,
+        args.json,
+        "no book source has been imported yet (tracker sources import FILE)",
         ["source", "host", "runs", "why not", "last run"],
-        [
-            (
-                d["_id"], d.get("host", ""), "yes" if d.get("runnable") else "no",
-                d.get("why_not", ""), _last_run(d.get("last_run")),
-            )
-            for d in docs
-        ],
+        lambda d: (
+            d["_id"], d.get("host", ""), "yes" if d.get("runnable") else "no",
+            d.get("why_not", ""), _last_run(d.get("last_run")),
+        ),
     )  # fmt: skip
     return 0
 
