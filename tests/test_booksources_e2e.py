@@ -227,3 +227,29 @@ def test_the_discover_job_runs_the_sources_with_no_engine(
     assert record["status"] == "ok", record
     ran = record["result"]["discovery"]["book_sources"]
     assert ran["runs"] == len(WORKS) and ran["copies"] == CHAPTERS
+
+
+def test_runs_are_planned_within_the_budget_priority_first(runtime, settings):
+    from dataclasses import replace
+    from datetime import UTC, datetime
+
+    from tests.texts import prose
+    from tracker.booksources.run import plan_runs, query_of
+    from tracker.matching.library import MasterLibrary
+    from tracker.model import MasterDocument
+    from tracker.stores.discovery import QueryStore
+
+    works = ("甲书", "乙书", "丙书")
+    MasterLibrary.from_runtime(runtime).ingest(
+        [MasterDocument(f"{w}/0001", w, "第1章", prose(300 + k, 800)) for k, w in enumerate(works)]
+    )
+    sources = [{"_id": "a"}, {"_id": "b"}]
+    now = datetime.now(UTC)
+    first = replace(settings, discover_priority=("丙书",))
+    pairs = plan_runs(runtime.db, first, sources, None, 5, now)
+    assert len(pairs) == 5 and pairs[:2] == [("a", "丙书"), ("b", "丙书")]
+    QueryStore(runtime.db).attempted(query_of("a", "甲书"), {}, now, done=True)
+    again = plan_runs(runtime.db, first, sources, None, 10, now)
+    assert len(again) == 5 and ("a", "甲书") not in again  # done within discover_requery_days
+    only = plan_runs(runtime.db, first, sources, ["乙书"], 10, now)
+    assert only == [("a", "乙书"), ("b", "乙书")]

@@ -5,8 +5,8 @@ A search of one source for one work counts as one query against ``discover_queri
 (recorded in :class:`~tracker.stores.discovery.QueryStore` as ``source ⟶ work``, kind
 ``source``), and is not run again within ``discover_requery_days`` once its search page
 answered; one whose search page could not be read is run again next time. Sources on licensed
-or ignored sites are not run. Works take turns as for the search engine's queries (the one
-searched longest ago first), the sources in turn within each.
+or ignored sites are not run. Works take turns as for the search engine's queries
+(``discover_priority`` first, then the one searched longest ago), every due source within each.
 
 After the crawl, each source's ``last_run`` is stored, and each site where chapters carried a
 copy is registered (:meth:`~tracker.stores.discovery.SiteRegistry.found`) with the source as
@@ -68,15 +68,18 @@ def plan_runs(
     budget: int,
     now: datetime,
 ) -> list[tuple[str, str]]:
-    """``(source, work)`` pairs due now, up to ``budget``: works in turn (searched longest
-    ago first), each with every source whose search of it is due."""
+    """``(source, work)`` pairs due now, up to ``budget``: the ``discover_priority`` works
+    first, then works in turn (searched longest ago first), each with every source whose
+    search of it is due."""
     queries = QueryStore(db)
     works = library_works(MasterStore(db))
     if only is not None:
         works = {name: works[name] for name in only if name in works}
     searched = queries.searched_at()
     epoch = datetime.min.replace(tzinfo=UTC)
-    order = sorted(works, key=lambda name: (searched.get(name, epoch), name))
+    first = [name for name in dict.fromkeys(settings.discover_priority) if name in works]
+    rest = sorted(set(works) - set(first), key=lambda name: (searched.get(name, epoch), name))
+    order = first + rest
     pairs = [(doc["_id"], work) for work in order for doc in sources]
     states = queries.states(query_of(source, work) for source, work in pairs)
     requery = timedelta(days=settings.discover_requery_days)
