@@ -128,8 +128,12 @@ _END_OF_HTML = re.compile(r"</(html|body)\s*>", re.I)
 
 
 def looks_truncated(html: str) -> bool:
-    """An HTML document without its closing ``</body>``/``</html>``: cut short somewhere."""
-    return bool(html.strip()) and not _END_OF_HTML.search(html[-4096:])
+    """An HTML document without its closing ``</body>``/``</html>``: cut short somewhere (a
+    JSON answer, an app's API read by a book source, is judged by the transfer alone)."""
+    text = html.strip()
+    if text[:1] in ("{", "[") and text[-1:] in ("}", "]"):
+        return False
+    return bool(text) and not _END_OF_HTML.search(html[-4096:])
 
 
 def link_text(response: TextResponse) -> tuple[int, int]:

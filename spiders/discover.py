@@ -20,12 +20,11 @@ the query that led to it. Then, per site (its :func:`~tracker.model.site_key`: h
   fetched, and a copy among them makes the site followed.
 * a site where nothing carries a copy is not crawled further.
 
-Whether a page carries a copy is known once the pipelines have matched it (Scrapy's
-``item_scraped`` signal; an unchanged page that carried one is dropped with its stored match:
-``item_dropped``), so a site's links wait until then. With ``-a summary=FILE`` the crawl
-writes what it found: each result's ``outcome`` (``copy``, ``read``, or ``unread``), and per
-site the ``query`` that led to it, the page the copy was ``found_at``, the pages ``fetched``,
-the ``copies`` found and their URLs (``entries``).
+Whether a page carries a copy is known once the pipelines have matched it
+(:class:`~spiders.copies.WatchesCopies`), so a site's links wait until then. With ``-a
+summary=FILE`` the crawl writes what it found: each result's ``outcome`` (``copy``, ``read``,
+or ``unread``), and per site the ``query`` that led to it, the page the copy was
+``found_at``, the pages ``fetched``, the ``copies`` found and their URLs (``entries``).
 """
 
 from __future__ import annotations
@@ -37,11 +36,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.http import Request, Response, TextResponse
 
 from spiders.base import argument, split_list
+from spiders.copies import WatchesCopies
 from spiders.novel import NovelSpider, is_continuation
 from tracker.crawling.items import PageItem
 from tracker.model import is_licensed, site_key
@@ -70,7 +69,7 @@ class SiteTally:
     followed: bool = False
 
 
-class DiscoverSpider(NovelSpider):
+class DiscoverSpider(WatchesCopies, NovelSpider):
     name = "discover"
 
     def __init__(
@@ -109,8 +108,6 @@ class DiscoverSpider(NovelSpider):
         spider = super().from_crawler(crawler, *args, **kwargs)
         if spider.max_site_pages is None:
             spider.max_site_pages = crawler.settings.getint("TRACKER_DISCOVER_MAX_PAGES", 500)
-        crawler.signals.connect(spider.item_scraped, signal=signals.item_scraped)
-        crawler.signals.connect(spider.item_dropped, signal=signals.item_dropped)
         return spider
 
     def spider_settings(self) -> dict[str, Any]:
@@ -231,16 +228,7 @@ class DiscoverSpider(NovelSpider):
 
     # -- what the pipelines found ----------------------------------------------------------
 
-    def item_scraped(self, item: PageItem, response: Response, spider: Any = None) -> None:
-        if item.get("matches"):
-            self.found_copy(item["url"])
-
-    def item_dropped(
-        self, item: PageItem, response: Response, exception: Exception, spider: Any = None
-    ) -> None:
-        if item.get("text") is not None and (item.get("stored") or {}).get("matched_doc_ids"):
-            self.found_copy(item["url"])  # unchanged since stored, and carrying a copy
-            return
+    def dropped(self, item: PageItem, exception: Exception) -> None:
         reason = str(exception)
         if self.is_result(item["url"]) and reason.startswith(("list page", "no body text")):
             result = self.aliases.get(item["url"], item["url"])

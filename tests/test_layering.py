@@ -100,7 +100,11 @@ def mongo_operations(source: str, filename: str = "<snippet>") -> list[tuple[int
                 found.append((node.lineno, f".{method}()"))
             elif (
                 method == "find"
-                and not (isinstance(node.func.value, ast.Name) and node.func.value.id == "str")
+                # str.find(text, x); a compiled JSONPath's jsonpath.find(data) (book sources)
+                and not (
+                    isinstance(node.func.value, ast.Name)
+                    and node.func.value.id in ("str", "jsonpath")
+                )
                 and not (node.args and _text(node.args[0]) and not node.keywords)
             ):
                 found.append((node.lineno, ".find()"))

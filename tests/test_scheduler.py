@@ -348,6 +348,7 @@ def test_downtime_is_coalesced_and_a_missed_report_caught_up(
     assert [(r["job"], r["scheduled_at"]) for r in missed] == [
         ("crawl:mirror", DAY1 + timedelta(days=3, hours=2, minutes=30)),
         ("crawl:pirate", DAY1 + timedelta(days=3, hours=2)),
+        ("discover", DAY1 + timedelta(days=3, hours=1)),  # planned with no engine: sources
         ("report", DAY1 + timedelta(days=3, hours=6)),
         ("takedown", DAY1 + timedelta(days=3, hours=5)),  # takedown_cron, 05:00: missed too
     ]

@@ -186,7 +186,7 @@ timeout_s = 600
     settings = Settings.load(config)
     plan = {spec.name: spec for spec in job_plan(settings)}
     assert list(plan) == [
-        *("pull", "rematch", "report", "takedown", "crawl:biquge", "crawl:news-mirror")
+        *("pull", "rematch", "report", "takedown", "discover", "crawl:biquge", "crawl:news-mirror")
     ]
     assert plan["crawl:biquge"].site.arguments == {"site": "biquge", "max_pages": 500}
     assert plan["crawl:news-mirror"].site.settings == {"DOWNLOAD_DELAY": 2}

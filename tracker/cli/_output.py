@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from unicodedata import east_asian_width
 
 # C0 and C1 control characters (ESC starts terminal escape sequences), and line breaks.
@@ -48,6 +49,24 @@ def print_table(
                 pad = " " * (widths[i] - width(part))
                 out.append(pad + part if i in numeric else part + pad)
             print("  ".join(out).rstrip())
+
+
+def print_listing(
+    docs: list[dict],
+    as_json: bool,
+    empty: str,
+    headers: Sequence[str],
+    row: Callable[[dict], Sequence[object]],
+    numeric: Iterable[str] = (),
+) -> None:
+    """Stored documents listed by a reading command: as JSON, or ``empty`` when there are none,
+    or as a table of one ``row(doc)`` each."""
+    if as_json:
+        print(json.dumps(docs, ensure_ascii=False, default=str))
+    elif not docs:
+        print(empty)
+    else:
+        print_table(headers, [row(doc) for doc in docs], numeric=numeric)
 
 
 def width(text: str) -> int:

@@ -1,5 +1,6 @@
 """``tracker discover [--work NAME …] [--json]``: find the sites that carry the library's works
-through the search engine at ``search_url`` (see :mod:`tracker.discovery.run`);
+through the search engine at ``search_url`` and the imported book sources (``tracker sources
+import``; either suffices; see :mod:`tracker.discovery.run`);
 ``tracker discover sites [--state STATE] [--json]`` lists the site registry, reading only;
 ``tracker discover mark SITE STATE`` sets a site's state.
 
@@ -33,11 +34,14 @@ SETTINGS_HELP = """settings:
 def register(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
         "discover",
-        help="find pirate sites through the search engine (search_url); list and mark them",
+        help="find pirate sites through the search engine (search_url) and the book sources; "
+        "list and mark them",
         description="Search for the library's works (titles with the words pirate sites use, "
         "chapter titles, distinctive sentences) within the day's query budget, check every "
         "result page but those of licensed sites and those checked recently, and crawl the "
-        "sites carrying copies from the page found. New sites are registered as candidates. "
+        "sites carrying copies from the page found. Every runnable book source (tracker "
+        "sources import) searches its site for each work, and its chapters are checked, with "
+        "or without a search engine. New sites are registered as candidates. "
         "Exit status: 0 done, 1 some queries failed (run again next time) or the crawl did "
         "not finish cleanly, 2 error (no search_url included).",
         epilog=SETTINGS_HELP,
@@ -67,17 +71,18 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         summary = discover(runtime, settings, works=args.work)
     finally:
         runtime.close()
+    sources = summary.book_sources
     if args.json:
         print(json.dumps(summary.to_dict(), ensure_ascii=False, default=str))
     else:
-        if not summary.queries and not summary.errors:
+        if not summary.queries and not summary.errors and not sources.get("runs"):
             print(
                 "no query was due: the library is empty (tracker ingest), every query ran "
                 "within discover_requery_days, or today's discover_queries_per_day are spent"
             )
         for site in summary.new_sites:
             print(f"new site {site['site']}: {site['copies']} copies, found by {site['query']!r}")
-        print(
+        engine = (
             f"{summary.works} work(s), {summary.queries} queries ({summary.failed} failed), "
             f"{summary.results} result URLs: {summary.checked} checked, "
             f"{summary.skipped_licensed} licensed, {summary.skipped_checked} checked recently, "
@@ -85,6 +90,20 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             f"{summary.copies} copies on {len(summary.sites)} site(s), "
             f"{len(summary.new_sites)} new; {summary.budget_left} queries left today"
         )
+        if not settings.search_url:  # the book sources alone
+            engine = (
+                f"no search engine (search_url): {summary.copies} copies on "
+                f"{len(summary.sites)} site(s), {len(summary.new_sites)} new; "
+                f"{summary.budget_left} queries left today"
+            )
+        print(engine)
+        if sources.get("runs"):
+            print(
+                f"book sources: {sources['runs']} search(es) by {sources['sources']} source(s) "
+                f"({sources['failed']} unread), {sources['books']} book(s) found, "
+                f"{sources['read']} of {sources['chapters']} chapters read, "
+                f"{sources['copies']} copies; see tracker sources list"
+            )
     for error in summary.errors:
         print(f"tracker: {error}", file=sys.stderr)
     if summary.failed or summary.crawl_exit_code not in (None, 0):
@@ -93,7 +112,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def run_sites(args: argparse.Namespace, settings: Settings) -> int:
-    from tracker.cli._output import print_table
+    from tracker.cli._output import print_listing
     from tracker.servers.connect import connect
     from tracker.stores.discovery import STATES, SiteRegistry
 
@@ -106,21 +125,15 @@ def run_sites(args: argparse.Namespace, settings: Settings) -> int:
         docs = registry.with_state(args.state) if args.state else registry.all()
     finally:
         runtime.close()
-    if args.json:
-        print(json.dumps(docs, ensure_ascii=False, default=str))
-        return 0
-    if not docs:
-        print("no site has been discovered yet (tracker discover)")
-        return 0
-    print_table(
+    print_listing(
+        docs,
+        args.json,
+        "no site has been discovered yet (tracker discover)",
         ["site", "state", "first seen", "copies", "pages", "found by"],
-        [
-            (
-                d["_id"], d.get("state", ""), str(d.get("first_day", "")),
-                d.get("copies", 0), d.get("pages", 0), d.get("found_by", ""),
-            )
-            for d in docs
-        ],
+        lambda d: (
+            d["_id"], d.get("state", ""), str(d.get("first_day", "")),
+            d.get("copies", 0), d.get("pages", 0), d.get("found_by", ""),
+        ),
         numeric=("copies", "pages"),
     )  # fmt: skip
     return 0

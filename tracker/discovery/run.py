@@ -23,6 +23,11 @@ crawled again.
    one as a ``candidate``, with the query that found it; every checked URL is recorded
    (``copy`` or ``read``; an unread one is fetched again next time).
 
+6. **book sources** (:mod:`tracker.booksources.run`): every runnable imported source searched
+   for each work within what is left of the day's budget (``scrapy crawl booksource``), the
+   sites where its chapters carry copies registered with the source that found them. With no
+   ``search_url``, discovery is the book sources alone.
+
 :func:`crawl_watched` crawls each ``watched`` site from its pages with copies (``scrapy crawl
 novel``, ``discover_max_pages`` pages), as a configured site is crawled; the ``discover``
 scheduler job runs it after :func:`discover`.
@@ -30,9 +35,7 @@ scheduler job runs it after :func:`discover`.
 
 from __future__ import annotations
 
-import json
 import logging
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -42,8 +45,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from tracker.booksources.run import run_sources
 from tracker.config import ConfigError, Settings, parse_site
 from tracker.crawling.crawl import run_crawl
+from tracker.discovery.crawls import CRAWL_TIMEOUT_S, crawl_for_summary
 from tracker.discovery.engines import (
     CONNECTION,
     RATE_LIMITED,
@@ -55,6 +60,7 @@ from tracker.discovery.queries import QueryPlanner
 from tracker.matching.library import MasterLibrary
 from tracker.model import is_licensed, site_key
 from tracker.servers.runtime import Runtime
+from tracker.stores.book_sources import BookSourceStore
 from tracker.stores.discovery import (
     IGNORED,
     LICENSED,
@@ -67,10 +73,13 @@ from tracker.stores.masters import MasterStore
 
 log = logging.getLogger(__name__)
 
+
+class NothingToDiscover(ConfigError):
+    """Neither a search engine nor a runnable book source: nothing to discover with."""
+
+
 #: Queries failing in a row that end the searching for the run (the engine is failing).
 MAX_FAILURES_IN_A_ROW = 5
-#: A discovery crawl, or a watched site's, is stopped after this long.
-CRAWL_TIMEOUT_S = 3600.0
 
 
 @dataclass
@@ -99,6 +108,7 @@ class DiscoverySummary:
     unresponsive: dict[str, int] = field(default_factory=dict)  # engine -> answers it missed
     new_sites: list[dict[str, Any]] = field(default_factory=list)  # {site, query, found_at}
     sites: list[dict[str, Any]] = field(default_factory=list)  # every site with a copy
+    book_sources: dict[str, Any] = field(default_factory=dict)  # what the book sources did
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -148,21 +158,31 @@ def discover(
     crawl: Callable[..., int] = run_crawl,
 ) -> DiscoverySummary:
     """One discovery run (see the module doc); ``works`` limits it to those works."""
-    if engine is None:
-        if not settings.search_url:
-            raise ConfigError(
-                "search_url (TRACKER_SEARCH_URL) is not set: discovery needs a SearXNG instance "
-                "(see deploy/compose.yaml)"
-            )
+    db = runtime.db
+    has_sources = bool(BookSourceStore(db).runnable())
+    if engine is None and settings.search_url:
         engine = engine_for(settings)
+    if engine is None and not has_sources:
+        raise NothingToDiscover(
+            "search_url (TRACKER_SEARCH_URL) is not set and no book source can be run: "
+            "discovery needs a SearXNG instance (see deploy/compose.yaml) or book sources "
+            "(tracker sources import FILE)"
+        )
     started = time.monotonic()
     now = now or datetime.now(UTC)
     summary = DiscoverySummary()
-    db = runtime.db
     queries, results, registry = QueryStore(db), ResultStore(db), SiteRegistry(db)
     licensed = licensed_sites(settings, registry)
+    works = list(works) if works is not None else None
 
-    found = _search(runtime, settings, engine, queries, summary, works, now, stop)
+    found = {}
+    if engine is not None:
+        found = _search(runtime, settings, engine, queries, summary, works, now, stop)
+    else:
+        day = now.astimezone(UTC).date().isoformat()
+        summary.budget_left = max(0, settings.discover_queries_per_day - queries.spent(day))
+    if has_sources and not (stop and stop.is_set()):
+        _run_sources(runtime, settings, summary, licensed, works, now, stop, crawl)
     summary.results = len(found)
     summary.search_seconds = round(time.monotonic() - started, 3)
 
@@ -189,6 +209,36 @@ def discover(
         _check(settings, to_check, licensed, summary, results, registry, now, log_file, crawl, stop)
     summary.seconds = round(time.monotonic() - started, 3)
     return summary
+
+
+def _run_sources(
+    runtime: Runtime,
+    settings: Settings,
+    summary: DiscoverySummary,
+    licensed: set[str],
+    works: list[str] | None,
+    now: datetime,
+    stop: threading.Event | None,
+    crawl: Callable[..., int],
+) -> None:
+    """The book sources' runs (:mod:`tracker.booksources.run`) within what is left of the
+    day's budget; their sites with copies counted with the search engine's."""
+    ran, sites = run_sources(
+        runtime.db, settings, licensed=licensed, budget=summary.budget_left, now=now,
+        only=works, crawl=crawl, stop=stop,
+    )  # fmt: skip
+    summary.book_sources = ran.to_dict()
+    summary.budget_left = max(0, summary.budget_left - ran.runs)
+    summary.failed += ran.failed
+    summary.copies += ran.copies
+    if ran.crawl_exit_code not in (None, 0):
+        summary.errors.append(f"the book-source crawl exited with {ran.crawl_exit_code}")
+        summary.crawl_exit_code = summary.crawl_exit_code or ran.crawl_exit_code
+    for entry in sites:
+        new = entry.pop("new")
+        summary.sites.append(entry)
+        if new:
+            summary.new_sites.append(entry)
 
 
 def _search(
@@ -286,36 +336,22 @@ def _check(
     stop: threading.Event | None,
 ) -> None:
     """``scrapy crawl discover`` over ``to_check`` (``url → query``); record what it found."""
-    stamp = now.astimezone(UTC).strftime("%Y%m%dT%H%M%S")
-    if log_file is None:
-        log_file = Path(settings.data_dir) / "logs" / f"discover-{stamp}.log"
-    log_file.parent.mkdir(parents=True, exist_ok=True)
-    summary.log_file = str(log_file)
-    with tempfile.TemporaryDirectory(prefix="tracker-discover-") as folder:
-        results_file = Path(folder) / "results.json"
-        summary_file = Path(folder) / "summary.json"
-        entries = [{"url": url, "query": query} for url, query in to_check.items()]
-        results_file.write_text(json.dumps(entries, ensure_ascii=False), "utf-8")
-        summary.crawl_exit_code = crawl(
-            "discover",
-            settings,
-            arguments={
-                "results": str(results_file),
-                "summary": str(summary_file),
-                "licensed": ",".join(sorted(licensed)),
-            },
-            scrapy_settings={"TRACKER_DISCOVER_MAX_PAGES": settings.discover_max_pages},
-            log_file=log_file,
-            timeout=CRAWL_TIMEOUT_S,
-            stop=stop,
-        )
-        try:
-            crawled = json.loads(summary_file.read_text("utf-8"))
-        except (OSError, ValueError) as exc:
-            error = f"the discovery crawl wrote no summary ({exc}); see {log_file}"
-            summary.errors.append(error)
-            log.error("%s", error)
-            return
+    outcome = crawl_for_summary(
+        crawl,
+        "discover",
+        settings,
+        {"results": [{"url": url, "query": query} for url, query in to_check.items()]},
+        now=now,
+        arguments={"licensed": ",".join(sorted(licensed))},
+        scrapy_settings={"TRACKER_DISCOVER_MAX_PAGES": settings.discover_max_pages},
+        log_file=log_file,
+        stop=stop,
+    )
+    summary.crawl_exit_code, summary.log_file = outcome.exit_code, str(outcome.log_file)
+    crawled = outcome.summary
+    if crawled is None:
+        summary.errors.append(outcome.error)
+        return
     outcomes: dict[str, str] = crawled.get("results", {})
     checked = [
         (url, site_key(url), to_check[url], outcome)

@@ -93,7 +93,7 @@ def build_report(
          "takedown": [{"site", "noticed", "removed", "live", "reappeared", "unchecked",
                        "removal_rate", "median_hours_to_removal", "first_noticed",
                        "noncompliant"}],
-         "discovered": [{"site", "state", "found_by", "found_at", "first_seen", "pages",
+         "discovered": [{"site", "state", "found_by", "found_at", "first_seen", "pages", "sources",
                          "copies"}]}
 
     Works are sorted by number of pages (desc) then name; a work's pages by score (desc) then
@@ -223,7 +223,8 @@ def build_report(
 
 
 def _discovered(db: Database, day: date) -> list[dict[str, Any]]:
-    """The sites discovery first found on ``day``, with the query that found each."""
+    """The sites discovery first found carrying copies on ``day``, with the query or book
+    source that found each (a site a book source names is listed once a copy is found on it)."""
     return [
         {
             "site": doc["_id"],
@@ -233,8 +234,10 @@ def _discovered(db: Database, day: date) -> list[dict[str, Any]]:
             "first_seen": _iso(doc.get("first_seen")),
             "pages": int(doc.get("pages", 0)),
             "copies": int(doc.get("copies", 0)),
+            "sources": list(doc.get("sources") or ()),
         }
         for doc in SiteRegistry(db).first_seen_on(day.isoformat())
+        if doc.get("found_at")
     ]
 
 

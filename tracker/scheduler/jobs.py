@@ -25,7 +25,8 @@ Jobs, by name:
     Discovery through the search engine (:mod:`tracker.discovery`): the day's queries, their
     results checked and the sites carrying copies crawled and registered; then every site
     marked watched crawled from its pages with copies, as a configured site is; at
-    ``discover_cron``, when ``search_url`` names an engine.
+    ``discover_cron``; with no ``search_url``, the imported book sources alone
+    (:mod:`tracker.booksources`).
 ``report``
     The daily report of the last UTC day that has ended (and of any earlier day whose report
     was missed, up to :data:`CATCH_UP_DAYS`), stored in MongoDB and written as HTML, CSV, JSON
@@ -201,16 +202,16 @@ def job_plan(settings: Settings) -> list[JobSpec]:
             description="check noticed pages were taken down; send what is pending",
         ),
     ]
-    if settings.search_url:
-        plan.append(
-            JobSpec(
-                name="discover",
-                kind="discover",
-                schedule=settings.discover_cron,
-                trigger=_cron(settings.discover_cron, tz, "discover_cron"),
-                description="find pirate sites through the search engine; crawl watched sites",
-            )
+    plan.append(  # with no search engine, the book sources' runs (tracker sources import)
+        JobSpec(
+            name="discover",
+            kind="discover",
+            schedule=settings.discover_cron,
+            trigger=_cron(settings.discover_cron, tz, "discover_cron"),
+            description="find pirate sites through the search engine and the book sources; "
+            "crawl watched sites",
         )
+    )
     seen: set[str] = set()
     for position, raw in enumerate(settings.sites):
         site = SiteSchedule.parse(raw, position)
@@ -515,7 +516,7 @@ def takedown_job(context: JobContext, spec: JobSpec, now: datetime) -> dict[str,
 def discover_job(context: JobContext, spec: JobSpec, now: datetime) -> dict[str, Any]:
     """Discovery, then the crawls of the watched sites (run whatever discovery did); the run
     fails when a query failed (it is run again next time) or a crawl did not finish."""
-    from tracker.discovery.run import crawl_watched, discover
+    from tracker.discovery.run import NothingToDiscover, crawl_watched, discover
     from tracker.stores.discovery import SiteRegistry
 
     settings, runtime = context.settings, context.runtime
@@ -529,6 +530,8 @@ def discover_job(context: JobContext, spec: JobSpec, now: datetime) -> dict[str,
             failures.append(f"{summary.failed} queries failed (run again next time)")
         if summary.crawl_exit_code not in (None, 0):
             failures.append(f"the discovery crawl exited with {summary.crawl_exit_code}")
+    except NothingToDiscover as exc:  # no engine, no book source: the watched sites alone
+        result["discovery"] = {"skipped": str(exc)}
     except Exception as exc:
         log.exception("discovery failed")
         failures.append(f"discovery: {exc}")

@@ -22,8 +22,9 @@ copy on it; an unread page is not recorded, so it is fetched again next time).
 ``state`` (``candidate`` until someone decides, then ``watched``, ``ignored`` or ``licensed``),
 ``first_seen`` and ``first_day``, ``found_by`` (the query) and ``found_at`` (the page with the
 copy found first), ``entries`` (pages with copies found: where its crawls start), ``pages`` and
-``copies`` (its pages stored, and those carrying a copy, as last counted) and ``changes``: every
-change of state ``{at, state, by}``.
+``copies`` (its pages stored, and those carrying a copy, as last counted), ``sources``: the
+book sources that name it (``tracker sources import``), and ``changes``: every change of state
+``{at, state, by}``.
 """
 
 from __future__ import annotations
@@ -167,28 +168,37 @@ class SiteRegistry:
     ) -> bool:
         """A discovery crawl found copies on ``site`` (first at ``url``, by ``query``): it is
         registered as a candidate if new, its ``entries`` added and its counts set. Returns
-        True when the site is new."""
-        stored = self.sites.find_one({"_id": site}, {"entries": 1}) or {}
-        kept = list(stored.get("entries") or ())
+        True when the site is new, or had only been named by a book source: its first copy
+        found makes it discovered that day (``first_day``, ``found_at``)."""
+        stored = self.sites.find_one({"_id": site}, {"entries": 1, "found_at": 1})
+        kept = list((stored or {}).get("entries") or ())
         kept += [url for url in entries if url not in kept]
+        fields = {
+            "entries": kept[:MAX_ENTRIES],
+            "pages": pages,
+            "copies": copies,
+            "updated_at": now,
+            "last_found": now,
+        }
+        named_only = stored is not None and not stored.get("found_at")
+        if named_only:
+            fields.update(found_at=url, first_day=now.astimezone(UTC).date().isoformat())
+        update: dict[str, Any] = {"$set": fields}
+        if stored is None:
+            update["$setOnInsert"] = {**_new_site(now, query, "discovery"), "found_at": url}
+        result = self.sites.update_one({"_id": site}, update, upsert=True)
+        return result.upserted_id is not None or named_only
+
+    def named(self, site: str, source: str, now: datetime) -> bool:
+        """A book source names ``site`` (:mod:`tracker.booksources`): it is registered as a
+        candidate if new, ``found_by`` the source; the source is added to its ``sources``.
+        Returns True when the site is new."""
         result = self.sites.update_one(
             {"_id": site},
             {
-                "$setOnInsert": {
-                    "state": CANDIDATE,
-                    "first_seen": now,
-                    "first_day": now.astimezone(UTC).date().isoformat(),
-                    "found_by": query,
-                    "found_at": url,
-                    "changes": [{"at": now, "state": CANDIDATE, "by": "discovery"}],
-                },
-                "$set": {
-                    "entries": kept[:MAX_ENTRIES],
-                    "pages": pages,
-                    "copies": copies,
-                    "updated_at": now,
-                    "last_found": now,
-                },
+                "$setOnInsert": _new_site(now, source, "book source"),
+                "$addToSet": {"sources": source},
+                "$set": {"updated_at": now},
             },
             upsert=True,
         )
@@ -223,3 +233,14 @@ class SiteRegistry:
 
 
 _LISTED = {"changes": 0}
+
+
+def _new_site(now: datetime, found_by: str, by: str) -> dict[str, Any]:
+    """The fields a site gets when it is registered: a candidate, found by ``found_by``."""
+    return {
+        "state": CANDIDATE,
+        "first_seen": now,
+        "first_day": now.astimezone(UTC).date().isoformat(),
+        "found_by": found_by,
+        "changes": [{"at": now, "state": CANDIDATE, "by": by}],
+    }
