@@ -31,6 +31,8 @@ class UnchangedPagePipeline(BatchedStage):
     stage = "unchanged"
 
     async def process_item(self, item: PageItem) -> PageItem:
+        if item.get("file"):  # a download file: its SHA-256 is its identity (pipelines.files)
+            return item
         drop, tally = await self.batcher.submit(item)
         tally.apply(self.stats)
         if drop:

@@ -2,8 +2,10 @@
 
 Follows every on-site link (book catalogues, chapter lists, chapter pages) and gives
 continuation links (下一页, ``_2.html``, ``?page=2``) priority, so a split chapter is fetched
-together. Every HTML page that is not mostly links (catalogues, chapter lists) becomes a
-:class:`tracker.crawling.items.PageItem`; the pipelines decide which pages carry text. Arguments:
+together. Download links (``TXT下载``, ``点击下载``, ``.zip``…) and the files they lead to are
+read as books (:mod:`tracker.files`). Every HTML page that is not mostly links (catalogues,
+chapter lists) becomes a :class:`tracker.crawling.items.PageItem`; the pipelines decide which
+pages carry text. Arguments:
 ``start_url`` (comma-separated for several), ``allowed_domains``, ``max_pages``, ``max_depth``,
 ``obey_robots`` + ``robots_reason`` (see :mod:`spiders.base`).
 """
@@ -33,11 +35,13 @@ class NovelSpider(TrackerSpider):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.link_extractor = LinkExtractor(deny_extensions=IGNORED_EXTENSIONS, unique=True)
+        self.download_extractor = LinkExtractor(deny_extensions=[], unique=True)
 
     def parse(self, response: Response) -> Iterator[Any]:
         return self.parse_page(response)
 
     def follow(self, page: TextResponse) -> Iterator[Any]:
+        yield from self.download_requests(page, self.download_extractor)
         for link in self.links(page, self.link_extractor):
             priority = 10 if is_continuation(link.url, link.text) else 0
             yield self.request(link.url, self.parse, priority=priority)

@@ -129,6 +129,8 @@ class Settings:
     # joined (1: none; spiders.base.TrackerSpider.read_parts), and resources_cached stylesheets
     # and web fonts are kept for the crawl (tracker.crawling.resources).
     max_parts: int = _within(50, 1)
+    # Download files read as books (tracker.files): a larger download is not fetched (unread).
+    max_download_mb: int = _within(100, 1)
     resources_cached: int = _within(512, 1)
     distributed: bool = False  # one request queue in Redis (tracker.crawling.distributed)
     httpcache: bool = False  # Scrapy's HTTPCACHE_ENABLED, for development
@@ -233,6 +235,7 @@ CRAWL_SETTINGS = (
     "boilerplate_min_pages",
     "min_text_chars",
     "max_parts",
+    "max_download_mb",
     "resources_cached",
     "distributed",
     "httpcache",

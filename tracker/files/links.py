@@ -1,0 +1,117 @@
+"""Which links lead to downloads, and which answers are files rather than pages.
+
+TXT-download sites (知轩藏书, 书包网, 奇书网 and their clones) put a book behind a link such as
+``TXT下载`` or ``全本下载``, often to a download page with a countdown and a second button
+(``点击下载``, ``下载地址``), which leads to the file: a GBK TXT, or a ZIP, RAR, 7z or EPUB,
+usually sent with ``Content-Disposition: attachment`` and a Chinese ``filename*=`` (RFC 6266,
+RFC 5987) or a raw GBK ``filename=``. A link is a download link by its text or its file
+extension (:func:`is_download_link`); an answer is a file by its disposition, its media type,
+its first bytes, or a ``.txt`` URL (:func:`is_file_response`).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from email.message import Message
+from urllib.parse import unquote, urlsplit
+
+from tracker.files.archives import kind_of
+
+DOWNLOAD_TEXT = re.compile(
+    r"(TXT|全本|全集|整本|电子书|本地|高速|普通|免费)\s*下载|下载(地址|本书|全本|TXT|txt)"
+    r"|点击下载|立即下载|^\s*(TXT|EPUB|ZIP|RAR|7Z)\s*$",
+    re.I,
+)
+FILE_SUFFIXES = frozenset((".txt", ".zip", ".rar", ".7z", ".epub"))
+FILE_TYPES = frozenset(
+    (
+        "application/zip",
+        "application/x-zip-compressed",
+        "application/x-7z-compressed",
+        "application/x-rar-compressed",
+        "application/vnd.rar",
+        "application/epub+zip",
+        "application/octet-stream",
+        "application/x-download",
+        "application/force-download",
+    )
+)
+# A countdown page names its file in a script: location.href = "/down/1.zip", or a variable.
+_SCRIPT_URL = re.compile(
+    r"""["']([^"'\s<>]+\.(?:txt|zip|rar|7z|epub)(?:\?[^"'\s<>]*)?)["']""", re.I
+)
+
+
+def url_suffix(url: str) -> str:
+    return posixpath.splitext(unquote(urlsplit(url).path).lower())[1]
+
+
+def is_download_link(url: str, text: str) -> bool:
+    """A link to a file or a download page: its text says download, or its URL ends in a
+    book file's extension."""
+    return bool(DOWNLOAD_TEXT.search(text or "")) or url_suffix(url) in FILE_SUFFIXES
+
+
+def script_file_urls(html: str) -> list[str]:
+    """File URLs written in a page's scripts (a countdown's target), in order, once each."""
+    found: list[str] = []
+    for script in re.findall(r"<script[^>]*>(.*?)</script>", html, re.I | re.S):
+        found += [url for url in _SCRIPT_URL.findall(script) if url not in found]
+    return found
+
+
+def attachment_name(disposition: bytes | str | None) -> str | None:
+    """The file name a ``Content-Disposition`` header gives (``filename*=`` first, as RFC
+    6266 says; a raw ``filename=`` in UTF-8 or GBK bytes taken back), or None."""
+    if not disposition:
+        return None
+    raw = (
+        disposition if isinstance(disposition, bytes) else disposition.encode("latin-1", "replace")
+    )
+    header = _raw_text(raw)
+    message = Message()
+    message["content-disposition"] = header
+    name = message.get_filename()
+    if not name:
+        return None
+    return posixpath.basename(name.replace("\\", "/")).strip() or None
+
+
+def is_attachment(disposition: bytes | str | None) -> bool:
+    if not disposition:
+        return False
+    text = disposition.decode("latin-1") if isinstance(disposition, bytes) else disposition
+    return text.strip().lower().startswith("attachment")
+
+
+def is_file_response(
+    url: str, content_type: str, disposition: bytes | None, head: bytes, download: bool
+) -> bool:
+    """Whether an answer is a file to read as books, not a page: sent as an attachment, of
+    an archive's media type, starting with an archive's magic number, or a plain text from a
+    ``.txt`` URL or a download link."""
+    media = content_type.split(";", 1)[0].strip().lower()
+    if is_attachment(disposition) or media in FILE_TYPES:
+        return True
+    if kind_of(head[:64], "") != "text":
+        return True
+    return media == "text/plain" and (download or url_suffix(url) == ".txt")
+
+
+def file_name(url: str, disposition: bytes | None) -> str:
+    """The file's name: the attachment's, else the URL's last segment, else ``download``."""
+    name = attachment_name(disposition)
+    if name:
+        return name
+    return posixpath.basename(unquote(urlsplit(url).path)) or "download"
+
+
+def _raw_text(raw: bytes) -> str:
+    """A header's bytes as text: UTF-8, else GB18030 (a raw Chinese ``filename=``)."""
+    for encoding in ("utf-8", "gb18030"):
+        try:
+            return raw.decode(encoding)
+        except UnicodeDecodeError:
+            continue
+    return raw.decode("latin-1")
