@@ -501,7 +501,10 @@ class TrackerSpider(scrapy.Spider):
         others (:meth:`read_parts`), then follow :meth:`follow` (the links of every part). A
         later part reached by a link of its own is left to its first part
         (``tracker/parts/via_first``). A rendered page is read the same way: its parts are
-        fetched through the browser too."""
+        fetched through the browser too. A file (an attachment, an archive, a TXT download)
+        is one item of its own (:meth:`file_item`)."""
+        if self.is_file(response):
+            return self.file_item(response)
         read = self.read_page(response)
         if read is None:
             return ()

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import posixpath
 import re
-from email.message import Message
 from urllib.parse import unquote, urlsplit
 
 from tracker.files.archives import kind_of
@@ -36,6 +35,13 @@ FILE_TYPES = frozenset(
         "application/x-download",
         "application/force-download",
     )
+)
+# RFC 6266 §4.3: filename*= (RFC 5987: charset'language'percent-encoded) wins over filename=.
+_EXTENDED_NAME = re.compile(
+    r"filename\*\s*=\s*\"?(?P<charset>[\w!#$%&+^`{}~-]*)'[^']*'(?P<value>[^;\s\"]+)", re.I
+)
+_PLAIN_NAME = re.compile(
+    r'(?<![*\w])filename\s*=\s*(?:"(?P<quoted>(?:[^"\\]|\\.)*)"|(?P<bare>[^;]+))', re.I
 )
 # A countdown page names its file in a script: location.href = "/down/1.zip", or a variable.
 _SCRIPT_URL = re.compile(
@@ -63,16 +69,26 @@ def script_file_urls(html: str) -> list[str]:
 
 def attachment_name(disposition: bytes | str | None) -> str | None:
     """The file name a ``Content-Disposition`` header gives (``filename*=`` first, as RFC
-    6266 says; a raw ``filename=`` in UTF-8 or GBK bytes taken back), or None."""
+    6266 §4.3 says; a raw ``filename=`` in UTF-8 or GBK bytes taken back), without any
+    directory part, or None."""
     if not disposition:
         return None
-    raw = (
-        disposition if isinstance(disposition, bytes) else disposition.encode("latin-1", "replace")
-    )
-    header = _raw_text(raw)
-    message = Message()
-    message["content-disposition"] = header
-    name = message.get_filename()
+    if isinstance(disposition, str):
+        disposition = disposition.encode("latin-1", "replace")
+    header = _raw_text(disposition)
+    name = None
+    if extended := _EXTENDED_NAME.search(header):
+        try:
+            name = unquote(
+                extended["value"], encoding=extended["charset"] or "utf-8", errors="strict"
+            )
+        except (LookupError, UnicodeDecodeError):
+            name = None
+    if name is None and (plain := _PLAIN_NAME.search(header)):
+        quoted = plain["quoted"]
+        name = re.sub(r"\\(.)", r"\1", quoted) if quoted is not None else plain["bare"].strip()
+        if "%" in name:  # some servers percent-encode the plain parameter too
+            name = unquote(name)
     if not name:
         return None
     return posixpath.basename(name.replace("\\", "/")).strip() or None

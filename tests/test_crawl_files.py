@@ -1,0 +1,91 @@
+"""The download channel end to end: two works ingested (80 chapters), `scrapy crawl novel` of a
+local TXT-download site (countdown pages, attachments with Chinese names), and what the store,
+the evidence and the day's report say of each file."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import replace
+from datetime import UTC, datetime
+
+import pytest
+
+from tests.files_site import WORK_A, download_site
+from tracker.crawling.crawl import run_crawl
+from tracker.matching.library import MasterLibrary
+from tracker.reports.build import build_report
+
+
+@pytest.fixture()
+def crawled(runtime, settings, tmp_path):
+    plan = download_site()
+    MasterLibrary.from_runtime(runtime).ingest(plan.masters)
+    crawl_settings = replace(
+        settings, mongo_url=os.environ.get("MONGO_URL"), redis_url=os.environ.get("REDIS_URL")
+    )
+    with plan.site as site:
+        log = tmp_path / "crawl.log"
+        status = run_crawl(
+            "novel", crawl_settings, arguments={"start_url": site.url}, log_file=log, timeout=300
+        )
+        assert status == 0, log.read_text()[-3000:]
+        yield plan, site.url.rstrip("/"), log
+
+
+def every_chapter_of_every_file_is_reported_under_its_download_url(crawled, runtime):
+    plan, base, _ = crawled
+    pages = {
+        doc["_id"][len(base) :]: doc
+        for doc in runtime.db["pages"].find({}, {"matched_doc_ids": 1, "file": 1})
+    }
+    flagged = {
+        path: sorted(doc["matched_doc_ids"])
+        for path, doc in pages.items()
+        if doc.get("matched_doc_ids")
+    }
+    assert flagged == {path: sorted(ids) for path, ids in plan.expected.items()}
+    assert sum(len(ids) for ids in flagged.values()) == 200  # 5 files x 40 chapters
+    for path in plan.innocent:
+        assert not pages.get(path, {}).get("matched_doc_ids")
+
+    report = build_report(runtime.db, datetime.now(UTC).date())
+    rows = {p["url"][len(base) :]: p for p in report["pages"]}
+    assert set(rows) == set(plan.expected)
+    for path, row in rows.items():
+        served = plan.files[path][1]
+        assert row["file"]["sha256"] == hashlib.sha256(served).hexdigest()
+        assert row["file"]["size"] == len(served)
+        assert row["file"]["chapters"] == 40
+        [copy] = row["copies"]
+        assert copy["label"] == f"40 chapters of {copy['work']} in {row['file']['name']} (1–40)"
+    assert rows["/get/1"]["file"]["name"] == f"{WORK_A}.txt"  # filename*= of the attachment
+    assert rows["/get/5"]["file"]["members"] == [f"{WORK_A}.zip/{WORK_A}.txt"]  # nested
+
+
+def unreadable_files_are_unread_with_their_reason_and_the_crawl_goes_on(crawled, runtime):
+    plan, base, log = crawled
+    report = build_report(runtime.db, datetime.now(UTC).date())
+    unread = {u["url"][len(base) :]: u["reason"] for u in report["unread"]}
+    assert unread == plan.unread  # password, 3 GB bomb, RAR without a reader
+    logged = log.read_text()
+    assert "a zip bomb" in logged and "no RAR reader is installed (Debian: " in logged
+    [run] = list(runtime.db["crawl_runs"].find())
+    assert run["reason"] == "finished"
+    assert run["stats"]["tracker__files__unread"] == 3
+    assert run["stats"]["tracker__files__read"] == len(plan.expected) + len(plan.innocent)
+
+
+def a_file_is_captured_as_evidence_like_a_page(crawled, runtime):
+    plan, base, _ = crawled
+    captured = {doc["url"][len(base) :]: doc for doc in runtime.db["captures"].find()}
+    assert set(captured) == set(plan.expected)
+    for path, doc in captured.items():
+        assert doc["payload_sha256"] == hashlib.sha256(plan.files[path][1]).hexdigest()
+
+
+def test_crawl_of_a_download_site(crawled, runtime):
+    """One crawl (a minute), three findings."""
+    every_chapter_of_every_file_is_reported_under_its_download_url(crawled, runtime)
+    unreadable_files_are_unread_with_their_reason_and_the_crawl_goes_on(crawled, runtime)
+    a_file_is_captured_as_evidence_like_a_page(crawled, runtime)
