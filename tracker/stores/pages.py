@@ -283,8 +283,8 @@ class PageStore:
     def details(self, url: str) -> dict[str, Any] | None:
         """The stored page as the console shows it, without its text and fingerprints:
         ``_id`` (the URL), ``title``, ``site``, ``status``, ``extractor``, ``first_seen``,
-        ``last_seen``, ``changed_at``, ``match_state``, ``matched_doc_ids``; None when it is not
-        stored."""
+        ``last_seen``, ``changed_at``, ``match_state``, ``matched_doc_ids`` (and ``file``, for
+        a download file); None when it is not stored."""
         return self.pages.find_one({"_id": url}, _DETAILS)
 
     def count(self) -> int:
@@ -309,6 +309,7 @@ _DETAILS = dict.fromkeys(
         "changed_at",
         "match_state",
         "matched_doc_ids",
+        "file",  # a download file's name, size, SHA-256, members (tracker.files)
     ),
     1,
 )
