@@ -15,6 +15,7 @@ from tests.files_site import WORK_A, download_site
 from tracker.crawling.crawl import run_crawl
 from tracker.matching.library import MasterLibrary
 from tracker.reports.build import build_report
+from tracker.reports.notices import to_notices
 from tracker.reports.render import to_html
 
 
@@ -62,6 +63,8 @@ def every_chapter_of_every_file_is_reported_under_its_download_url(crawled, runt
         assert copy["label"] == f"40 chapters of {copy['work']} in {row['file']['name']} (1–40)"
     assert rows["/get/1"]["file"]["name"] == f"{WORK_A}.txt"  # filename*= of the attachment
     assert rows["/get/5"]["file"]["members"] == [f"{WORK_A}.zip/{WORK_A}.txt"]  # nested
+    [notice] = to_notices(report).values()  # the notice lists download URLs like pages
+    assert all(base + path in notice for path in plan.expected)
     html = to_html(report)
     for row in rows.values():
         assert row["file"]["sha256"] in html and row["copies"][0]["label"] in html

@@ -204,6 +204,8 @@ def test_files_are_told_from_pages():
     assert is_file_response("http://x/get", "text/plain", None, b"abc", True)
     assert not is_file_response("http://x/1.html", "text/html", None, b"<html>", True)
     assert not is_file_response("http://x/get", "text/plain", None, b"abc", False)
+    mislabelled = b"<!DOCTYPE html><html>"
+    assert not is_file_response("http://x/1", "application/octet-stream", None, mislabelled, 0)
 
 
 def test_a_countdown_page_names_its_file_in_its_script():

@@ -36,6 +36,7 @@ FILE_TYPES = frozenset(
         "application/force-download",
     )
 )
+_HTML_START = re.compile(rb"<(!doctype|html|head|body|meta|title|!--)", re.I)
 # RFC 6266 §4.3: filename*= (RFC 5987: charset'language'percent-encoded) wins over filename=.
 _EXTENDED_NAME = re.compile(
     r"filename\*\s*=\s*\"?(?P<charset>[\w!#$%&+^`{}~-]*)'[^']*'(?P<value>[^;\s\"]+)", re.I
@@ -108,9 +109,11 @@ def is_file_response(
     an archive's media type, starting with an archive's magic number, or a plain text from a
     ``.txt`` URL or a download link."""
     media = content_type.split(";", 1)[0].strip().lower()
-    if is_attachment(disposition) or media in FILE_TYPES:
+    if is_attachment(disposition) or kind_of(head[:64], "") != "text":
         return True
-    if kind_of(head[:64], "") != "text":
+    if _HTML_START.match(head.lstrip(b"\xef\xbb\xbf \t\r\n")):
+        return False  # a page a server mislabels (application/octet-stream) is still a page
+    if media in FILE_TYPES:
         return True
     return media == "text/plain" and (download or url_suffix(url) == ".txt")
 
