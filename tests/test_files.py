@@ -224,3 +224,17 @@ def _zip(members: dict[str, bytes]) -> bytes:
 def _members(data: bytes) -> dict[str, bytes]:
     archive = zipfile.ZipFile(io.BytesIO(data))
     return {info.filename: archive.read(info) for info in archive.infolist()}
+
+
+def test_a_download_over_max_download_mb_is_unread_a_page_over_the_page_limit_is_not():
+    from scrapy.exceptions import DownloadCancelledError
+    from scrapy.http import Request
+    from twisted.python.failure import Failure
+
+    from spiders.base import unread_reason as failure_reason
+
+    message = "Received 200 bytes which is larger than download max size (100) in request"
+    for meta, reason in (({"tracker_download": True}, "too_large"), ({}, None)):
+        failure = Failure(DownloadCancelledError(message))
+        failure.request = Request("http://x/get/1", meta=meta)
+        assert failure_reason(failure) == reason
