@@ -552,7 +552,8 @@ class TrackerSpider(scrapy.Spider):
             for link in extractor.extract_links(page)
             if is_download_link(link.url, link.text)
         ]
-        urls += [page.urljoin(url) for url in script_file_urls(page.text)]
+        scripts = page.xpath("//script/text()").getall()
+        urls += [page.urljoin(url) for url in script_file_urls(scripts)]
         for url in dict.fromkeys(urls):
             given = self.followed.get(url)
             if (given is not None and given <= depth) or not self.on_site(url):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+from collections.abc import Iterable
 from urllib.parse import unquote, urlsplit
 
 from tracker.files.archives import kind_of
@@ -60,10 +61,10 @@ def is_download_link(url: str, text: str) -> bool:
     return bool(DOWNLOAD_TEXT.search(text or "")) or url_suffix(url) in FILE_SUFFIXES
 
 
-def script_file_urls(html: str) -> list[str]:
+def script_file_urls(scripts: Iterable[str]) -> list[str]:
     """File URLs written in a page's scripts (a countdown's target), in order, once each."""
     found: list[str] = []
-    for script in re.findall(r"<script[^>]*>(.*?)</script>", html, re.I | re.S):
+    for script in scripts:
         found += [url for url in _SCRIPT_URL.findall(script) if url not in found]
     return found
 
