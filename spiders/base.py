@@ -79,8 +79,8 @@ from tracker.enforcement.capture import exchange_of
 from tracker.files.links import (
     FILE_SUFFIXES,
     file_name,
-    is_download_link,
     is_file_response,
+    mentions_file,
     script_file_urls,
     url_suffix,
 )
@@ -541,19 +541,16 @@ class TrackerSpider(scrapy.Spider):
         """The meta of a request that may fetch a file: up to ``max_download_mb``."""
         return {"download_maxsize": self.max_download_bytes, "tracker_download": True}
 
-    def download_requests(self, page: TextResponse, extractor: Any) -> Iterator[Request]:
-        """Requests for ``page``'s download links (by text or extension, see
+    def download_requests(self, page: TextResponse, downloads: Iterable[Any]) -> Iterator[Request]:
+        """Requests for ``page``'s download links ``downloads`` (chosen by text or extension,
         :func:`tracker.files.links.is_download_link`) and the file URLs its scripts name (a
         countdown's target), on site; each link is marked given, so the page's other links
         do not fetch it again without the download size limit."""
         depth = page.meta.get("depth", 0) + 1
-        urls = [
-            link.url
-            for link in extractor.extract_links(page)
-            if is_download_link(link.url, link.text)
-        ]
-        scripts = page.xpath("//script/text()").getall()
-        urls += [page.urljoin(url) for url in script_file_urls(scripts)]
+        urls = [link.url for link in downloads]
+        if mentions_file(page.text):  # the scripts' text looked at only then
+            scripts = page.xpath("//script/text()").getall()
+            urls += [page.urljoin(url) for url in script_file_urls(scripts)]
         for url in dict.fromkeys(urls):
             given = self.followed.get(url)
             if (given is not None and given <= depth) or not self.on_site(url):
@@ -851,8 +848,12 @@ class TrackerSpider(scrapy.Spider):
         dropped it. A link met again deeper would be dropped by that filter too (or by the
         depth limit); one met again shallower goes on, as the depth limit may have dropped
         it before. Up to ``FOLLOWED_LINKS_MAX`` links are remembered."""
+        return self.new_links(response, extractor.extract_links(response))
+
+    def new_links(self, response: TextResponse, found: Iterable[Any]) -> Iterator[Any]:
+        """:meth:`links` of the links ``found`` on ``response`` (extracted already)."""
         depth = response.meta.get("depth", 0) + 1
-        for link in extractor.extract_links(response):
+        for link in found:
             given = self.followed.get(link.url)
             if given is not None and given <= depth:
                 continue

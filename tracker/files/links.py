@@ -37,6 +37,7 @@ FILE_TYPES = frozenset(
         "application/force-download",
     )
 )
+_MENTIONS_FILE = re.compile(r"\.(?:txt|zip|rar|7z|epub)\b", re.I)
 _HTML_START = re.compile(rb"<(!doctype|html|head|body|meta|title|!--)", re.I)
 # RFC 6266 §4.3: filename*= (RFC 5987: charset'language'percent-encoded) wins over filename=.
 _EXTENDED_NAME = re.compile(
@@ -52,13 +53,24 @@ _SCRIPT_URL = re.compile(
 
 
 def url_suffix(url: str) -> str:
-    return posixpath.splitext(unquote(urlsplit(url).path).lower())[1]
+    """The extension of a URL's path, lowered (``.zip``; "" when none): a link's, so fast."""
+    path = urlsplit(url).path
+    if "%" in path:
+        path = unquote(path)
+    dot = path.rfind(".")
+    return path[dot:].lower() if dot > path.rfind("/") else ""
 
 
-def is_download_link(url: str, text: str) -> bool:
-    """A link to a file or a download page: its text says download, or its URL ends in a
-    book file's extension."""
-    return bool(DOWNLOAD_TEXT.search(text or "")) or url_suffix(url) in FILE_SUFFIXES
+def is_download_link(url: str, text: str, suffix: str | None = None) -> bool:
+    """A link to a file or a download page: its URL ends in a book file's extension
+    (``suffix``, when known already), or its text says download."""
+    suffix = url_suffix(url) if suffix is None else suffix
+    return suffix in FILE_SUFFIXES or (bool(text) and DOWNLOAD_TEXT.search(text) is not None)
+
+
+def mentions_file(html: str) -> bool:
+    """Whether a page names a book file anywhere (before its scripts are looked at)."""
+    return _MENTIONS_FILE.search(html) is not None
 
 
 def script_file_urls(scripts: Iterable[str]) -> list[str]:
