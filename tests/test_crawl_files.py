@@ -91,8 +91,27 @@ def a_file_is_captured_as_evidence_like_a_page(crawled, runtime):
         assert doc["payload_sha256"] == hashlib.sha256(plan.files[path][1]).hexdigest()
 
 
-def test_crawl_of_a_download_site(crawled, runtime):
-    """One crawl (a minute), three findings."""
+def the_console_shows_each_file(crawled, runtime, settings):
+    from fastapi.testclient import TestClient
+
+    from tracker.console import create_app
+    from tracker.console.users import Users
+
+    plan, base, _ = crawled
+    Users(runtime.db).add("vera", "viewer", "viewer-pass")
+    viewer = ("vera", "viewer-pass")
+    with TestClient(create_app(settings, runtime)) as client:
+        listed = client.get("/pages", auth=viewer).text
+        for path in plan.expected:
+            sha256 = hashlib.sha256(plan.files[path][1]).hexdigest()
+            assert sha256 in listed
+            evidence = client.get("/page", params={"url": base + path}, auth=viewer).text
+            assert "Download file" in evidence and sha256 in evidence
+
+
+def test_crawl_of_a_download_site(crawled, runtime, settings):
+    """One crawl (a minute), four findings."""
     every_chapter_of_every_file_is_reported_under_its_download_url(crawled, runtime)
     unreadable_files_are_unread_with_their_reason_and_the_crawl_goes_on(crawled, runtime)
     a_file_is_captured_as_evidence_like_a_page(crawled, runtime)
+    the_console_shows_each_file(crawled, runtime, settings)
