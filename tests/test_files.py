@@ -125,6 +125,9 @@ def test_zip_bombs_are_stopped_by_each_guard():
     # 3. the member count
     many = gbk_zip({f"{k}.txt": TEXT.encode("gbk") for k in range(12)})
     assert unread_reason(many, limits=Limits(max_members=10)) == "bomb"
+    # the same guards for 7z (LZMA: 16 MiB of zeros in a few kB)
+    seven = seven_zip({"全本.txt": bytes(16 << 20)})
+    assert len(seven) < 100_000 and unread_reason(seven) == "bomb"
     # 4. the stream: bytes really inflated, whatever was declared before
     archive = zipfile.ZipFile(io.BytesIO(small))
     budget = Budget(Limits(max_inflated=16 << 20), inflated=12 << 20)
