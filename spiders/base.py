@@ -557,7 +557,9 @@ class TrackerSpider(scrapy.Spider):
                 continue
             self.followed[url] = depth
             self.crawler.stats.inc_value("tracker/files/links")
-            yield self.request(url, self.parse, priority=5, meta=self.download_meta())
+            request = self.request(url, self.parse, priority=5, meta=self.download_meta())
+            request.meta.pop("playwright", None)  # a file is fetched, never rendered
+            yield request
 
     def is_file(self, response: Response) -> bool:
         return is_file_response(
