@@ -1,6 +1,7 @@
-"""The download channel end to end: two works ingested (80 chapters), `scrapy crawl novel` of a
-local TXT-download site (countdown pages, attachments with Chinese names), and what the store,
-the evidence and the day's report say of each file."""
+"""The download channel end to end: two works ingested from their TXT books (80 chapters),
+`scrapy crawl novel` of a local TXT-download site (countdown pages, attachments with Chinese
+names), and what the store, the evidence, the day's report, its notice and the console say of
+each file."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ from datetime import UTC, datetime
 
 import pytest
 
-from tests.files_site import WORK_A, download_site
+from tests.files_site import WORK_A, WORK_B, book_text, download_site
 from tracker.crawling.crawl import run_crawl
 from tracker.matching.library import MasterLibrary
+from tracker.reading.readers import read_book
 from tracker.reports.build import build_report
 from tracker.reports.notices import to_notices
 from tracker.reports.render import to_html
@@ -22,7 +24,14 @@ from tracker.reports.render import to_html
 @pytest.fixture()
 def crawled(runtime, settings, tmp_path):
     plan = download_site()
-    MasterLibrary.from_runtime(runtime).ingest(plan.masters)
+    # the two works ingested from their TXT books, as `tracker ingest` reads them (80 chapters)
+    books = []
+    for work in (WORK_A, WORK_B):
+        path = tmp_path / f"{work}.txt"
+        path.write_text(book_text([m for m in plan.masters if m.work == work], work), "gbk")
+        books += list(read_book(path))
+    assert [m.doc_id for m in books] == [m.doc_id for m in plan.masters]
+    MasterLibrary.from_runtime(runtime).ingest(books)
     crawl_settings = replace(
         settings, mongo_url=os.environ.get("MONGO_URL"), redis_url=os.environ.get("REDIS_URL")
     )
