@@ -167,8 +167,9 @@ def countdown(target: str, button: bool = True) -> Page:
 def download_site(chapters: int = 40, chars: int = 700) -> DownloadSite:
     """A TXT-download site: book pages with download links (direct, through countdown pages,
     attachments with Chinese names), serving a GBK TXT, a GBK-named ZIP, a 7z, an EPUB and a
-    ZIP nested in a ZIP of two ingested works, an innocent book's ZIP, a password-protected
-    7z, a RAR (no reader installed), and a 3 GB zip bomb."""
+    ZIP nested in a ZIP of two ingested works, an EPUB without a nav, an innocent book's ZIP,
+    and unreadable files: a password-protected 7z, a RAR (no reader installed), a 3 GB zip
+    bomb, a download cut short and a damaged ZIP."""
     work_a = book_masters(chapters, WORK_A, chars, seed=35_000)
     work_b = book_masters(chapters, WORK_B, chars, seed=36_000)
     innocent = book_masters(chapters // 4, INNOCENT, chars, seed=37_000)
@@ -190,6 +191,8 @@ def download_site(chapters: int = 40, chars: int = 700) -> DownloadSite:
         "/book/7.html": ("加密版", [("/get/7", "点击下载")]),
         "/book/8.html": ("超大全本", [("/get/8", "全本下载")]),
         "/book/9.html": ("RAR版", [("/get/9", "下载地址")]),
+        "/book/10.html": ("残本", [("/get/10", "TXT下载"), ("/get/11", "全本下载")]),
+        "/book/12.html": (f"{WORK_B}无目录版", [("/files/b12.epub", "EPUB")]),
     }
     pages["/"] = Page(
         html_page("TXT小说下载站", link_list((p, t) for p, (t, _) in books.items())).encode()
@@ -231,4 +234,17 @@ def download_site(chapters: int = 40, chars: int = 700) -> DownloadSite:
     plan.unread["/get/8"] = "bomb"
     serve("/get/9", attachment("RAR版.rar", b"Rar!\x1a\x07\x01\x00" + bytes(200)), "rar")
     plan.unread["/get/9"] = "no_reader"
+    # an EPUB without a navigation document: read by its spine
+    no_nav = Page(epub(WORK_B, work_b, nav=False), content_type="application/epub+zip")
+    serve("/files/b12.epub", no_nav, "epub without nav")
+    plan.expected["/files/b12.epub"] = ids_b
+    # a download cut short in transfer, and a damaged archive
+    cut = attachment(f"{WORK_A}.zip", gbk_zip({f"{WORK_A}.txt": text_a.encode("gbk")}))
+    cut.send_bytes = len(cut.body) // 2
+    serve("/get/10", cut, "truncated")
+    plan.unread["/get/10"] = "truncated"
+    damaged = bytearray(gbk_zip({f"{WORK_B}.txt": text_b.encode("gbk")}))
+    damaged[80:200] = bytes(120)
+    serve("/get/11", attachment(f"{WORK_B}.zip", bytes(damaged)), "broken")
+    plan.unread["/get/11"] = "broken"
     return plan

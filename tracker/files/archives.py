@@ -212,6 +212,7 @@ def zip_members(archive: zipfile.ZipFile, budget: Budget) -> list[tuple[zipfile.
 
 def read_zip_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, budget: Budget) -> bytes:
     """A member inflated through the counting stream (guard 4)."""
+    member = label(zip_member_name(info))
     out = io.BytesIO()
     try:
         with archive.open(info) as fh:
@@ -221,9 +222,9 @@ def read_zip_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, budget: Bud
     except Unreadable:
         raise
     except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError) as exc:
-        raise Unreadable("broken", f"a broken member {label(info.filename)} ({exc})") from None
+        raise Unreadable("broken", f"a broken member {member} ({exc})") from None
     except NotImplementedError as exc:  # a compression method zipfile does not have
-        raise Unreadable("broken", f"{label(info.filename)}: {exc}") from None
+        raise Unreadable("broken", f"{member}: {exc}") from None
     return out.getvalue()
 
 
