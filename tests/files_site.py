@@ -9,6 +9,7 @@ anything: the same deflate blocks repeated (a full flush makes each block stand 
 from __future__ import annotations
 
 import io
+import shutil
 import struct
 import zipfile
 import zlib
@@ -54,6 +55,27 @@ def seven_zip(members: dict[str, bytes], password: str | None = None) -> bytes:
         for name, data in members.items():
             z.writestr(data, name)
     return buf.getvalue()
+
+
+def rar(members: dict[str, bytes], method: int = 0x30) -> bytes:
+    """A RAR 4 archive written from its format's description (RAR's technote: marker, main
+    header, a file header per member, end block; each header's CRC is the low 16 bits of its
+    CRC-32), ASCII member names. Method 0x30 stores the data, as rarfile reads it itself;
+    0x33 ("normal") labels the data compressed, for which a reader needs a RAR tool."""
+
+    def block(kind: int, flags: int, body: bytes) -> bytes:
+        head = struct.pack("<BHH", kind, flags, 7 + len(body)) + body
+        return struct.pack("<H", zlib.crc32(head) & 0xFFFF) + head
+
+    out = b"Rar!\x1a\x07\x00" + block(0x73, 0, bytes(6))
+    for name, data in members.items():
+        encoded = name.encode("ascii")
+        fields = struct.pack(
+            "<LLBLLBBHL", len(data), len(data), 3, zlib.crc32(data), 0x5A210000, 20, method,
+            len(encoded), 0o100644 << 16,
+        )  # fmt: skip
+        out += block(0x74, 0x8000, fields + encoded) + data
+    return out + block(0x7B, 0x4000, b"")
 
 
 def epub(title: str, masters: list[MasterDocument], nav: bool = True) -> bytes:
@@ -167,9 +189,9 @@ def countdown(target: str, button: bool = True) -> Page:
 def download_site(chapters: int = 40, chars: int = 700) -> DownloadSite:
     """A TXT-download site: book pages with download links (direct, through countdown pages,
     attachments with Chinese names), serving a GBK TXT, a GBK-named ZIP, a 7z, an EPUB and a
-    ZIP nested in a ZIP of two ingested works, an EPUB without a nav, an innocent book's ZIP,
-    and unreadable files: a password-protected 7z, a RAR (no reader installed), a 3 GB zip
-    bomb, a download cut short and a damaged ZIP."""
+    ZIP nested in a ZIP, a stored RAR of two ingested works, an EPUB without a nav, an
+    innocent book's ZIP, and unreadable files: a password-protected 7z, a compressed RAR (no
+    reader installed), a 3 GB zip bomb, a download cut short and a damaged ZIP."""
     work_a = book_masters(chapters, WORK_A, chars, seed=35_000)
     work_b = book_masters(chapters, WORK_B, chars, seed=36_000)
     innocent = book_masters(chapters // 4, INNOCENT, chars, seed=37_000)
@@ -193,6 +215,7 @@ def download_site(chapters: int = 40, chars: int = 700) -> DownloadSite:
         "/book/9.html": ("RAR版", [("/get/9", "下载地址")]),
         "/book/10.html": ("残本", [("/get/10", "TXT下载"), ("/get/11", "全本下载")]),
         "/book/12.html": (f"{WORK_B}无目录版", [("/files/b12.epub", "EPUB")]),
+        "/book/13.html": (f"{WORK_A}RAR版", [("/get/13", "下载地址")]),
     }
     pages["/"] = Page(
         html_page("TXT小说下载站", link_list((p, t) for p, (t, _) in books.items())).encode()
@@ -232,8 +255,15 @@ def download_site(chapters: int = 40, chars: int = 700) -> DownloadSite:
     plan.unread["/get/7"] = "password"
     serve("/get/8", attachment("超大全本.zip", zip_bomb()), "bomb")
     plan.unread["/get/8"] = "bomb"
-    serve("/get/9", attachment("RAR版.rar", b"Rar!\x1a\x07\x01\x00" + bytes(200)), "rar")
-    plan.unread["/get/9"] = "no_reader"
+    # a RAR whose member is compressed: a RAR tool reads it, or the file is unread (no_reader,
+    # on a machine without one; the bytes are no real RAR compression: broken with one)
+    packed = rar({"book.txt": text_a.encode("gbk")[:5000]}, method=0x33)
+    serve("/get/9", attachment("RAR版.rar", packed), "rar")
+    has_tool = any(shutil.which(tool) for tool in ("unrar", "unar", "bsdtar"))
+    plan.unread["/get/9"] = "broken" if has_tool else "no_reader"
+    # a RAR whose member is stored: read without any tool
+    serve("/get/13", attachment(f"{WORK_A}.rar", rar({"book.txt": text_a.encode("gbk")})), "rar")
+    plan.expected["/get/13"] = ids_a
     # an EPUB without a navigation document: read by its spine
     no_nav = Page(epub(WORK_B, work_b, nav=False), content_type="application/epub+zip")
     serve("/files/b12.epub", no_nav, "epub without nav")

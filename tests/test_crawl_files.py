@@ -56,7 +56,7 @@ def every_chapter_of_every_file_is_reported_under_its_download_url(crawled, runt
         if doc.get("matched_doc_ids")
     }
     assert flagged == {path: sorted(ids) for path, ids in plan.expected.items()}
-    assert sum(len(ids) for ids in flagged.values()) == 240  # 6 files x 40 chapters
+    assert sum(len(ids) for ids in flagged.values()) == 280  # 7 files x 40 chapters
     for path in plan.innocent:
         assert not pages.get(path, {}).get("matched_doc_ids")
 
@@ -85,7 +85,7 @@ def unreadable_files_are_unread_with_their_reason_and_the_crawl_goes_on(crawled,
     unread = {u["url"][len(base) :]: u["reason"] for u in report["unread"]}
     assert unread == plan.unread  # password, 3 GB bomb, RAR without a reader, cut, damaged
     logged = log.read_text()
-    assert "a zip bomb" in logged and "no RAR reader is installed (Debian: " in logged
+    assert "a zip bomb" in logged
     assert f"a broken member {WORK_B}.txt" in logged  # the member's GBK name, read back
     [run] = list(runtime.db["crawl_runs"].find())
     assert run["reason"] == "finished"

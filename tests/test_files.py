@@ -10,7 +10,7 @@ import zipfile
 import pytest
 
 from tests.disguise import traditional
-from tests.files_site import book_text, epub, gbk_zip, seven_zip, zip_bomb
+from tests.files_site import book_text, epub, gbk_zip, rar, seven_zip, zip_bomb
 from tests.sites import book_masters
 from tracker.files import archives
 from tracker.files.archives import Budget, Limits, Unreadable, kind_of, read_zip_member
@@ -149,10 +149,18 @@ def test_member_names_never_become_paths(tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == [] and not (tmp_path.parent.parent / "逃逸.txt").exists()
 
 
-def test_a_rar_without_a_reader_says_which_debian_package_brings_one(monkeypatch):
-    monkeypatch.setattr(archives, "rar_tool", lambda: None)
+def test_a_stored_rar_is_read_without_a_tool_a_compressed_one_needs_one(monkeypatch):
+    import rarfile
+
+    def no_tool(*args, **kwargs):
+        raise rarfile.RarCannotExec("Cannot find working tool")
+
+    monkeypatch.setattr(rarfile, "tool_setup", no_tool)
+    reading, chapters = read(rar({"book.txt": TEXT.encode("gbk")}), "书.rar")
+    assert (reading.kind, reading.chapters) == ("rar", 6)
+    assert chapters[0].text.split() == MASTERS[0].text.split()
     with pytest.raises(Unreadable) as caught:
-        read(b"Rar!\x1a\x07\x01\x00" + bytes(100), "书.rar")
+        read(rar({"book.txt": TEXT.encode("gbk")}, method=0x33), "书.rar")
     assert caught.value.reason == "no_reader"
     assert "unar" in str(caught.value) and "libarchive-tools" in str(caught.value)
 
@@ -161,7 +169,7 @@ def test_kind_is_told_by_the_first_bytes():
     assert kind_of(epub("书", MASTERS[:1])[:64]) == "epub"
     assert kind_of(gbk_zip({"a.txt": b"x"})[:64]) == "zip"
     assert kind_of(seven_zip({"a.txt": b"x"})[:64]) == "7z"
-    assert kind_of(b"Rar!\x1a\x07\x00") == "rar"
+    assert kind_of(rar({"a.txt": b"x"})[:64]) == "rar"
     assert kind_of("第一章".encode("gbk")) == "text"
 
 

@@ -11,8 +11,9 @@ with its largest member, not with the archive.
   code page, GBK for Chinese archivers; zipfile reads them as CP437, so their bytes are taken
   back and decoded as UTF-8, else GB18030, else Big5.
 * **7z** (py7zr, pure Python), through a writer that counts what it is given.
-* **RAR** (rarfile): reading needs a system tool (``unrar``, ``unar`` or ``bsdtar``); without
-  one the file is unread, the reason naming the Debian packages that bring one.
+* **RAR** (rarfile): headers and stored members are read by rarfile itself; a compressed
+  member needs a system tool (``unrar``, ``unar`` or ``bsdtar``), and without one the file is
+  unread, the reason naming the Debian packages that bring one.
 * **EPUB**: a ZIP read by :mod:`tracker.files.epub`.
 * An archive inside an archive is read one level deep; deeper ones are noted and skipped.
 
@@ -313,25 +314,11 @@ def _read_7z(stream: IO[bytes], name: str, budget: Budget, on_text: OnText, dept
 # ------------------------------------------------------------------------------------ RAR
 
 
-def rar_tool() -> str | None:
-    """The tool rarfile would read RAR archives with, or None when none is installed."""
-    import rarfile
-
-    try:
-        rarfile.tool_setup(force=True)
-    except rarfile.RarCannotExec:
-        return None
-    return str(rarfile.UNRAR_TOOL if rarfile.CURRENT_SETUP is None else rarfile.CURRENT_SETUP)
-
-
 def _read_rar(stream: IO[bytes], name: str, budget: Budget, on_text: OnText, depth: int) -> None:
+    """rarfile reads the headers, and a stored member, itself; a compressed member needs a
+    tool (its RarCannotExec: the file is unread, ``no_reader``, naming the packages)."""
     import rarfile
 
-    if rar_tool() is None:
-        raise Unreadable(
-            "no_reader",
-            f"a RAR archive, and no RAR reader is installed (Debian: {RAR_TOOLS_DEBIAN})",
-        )
     try:
         with rarfile.RarFile(stream) as archive:
             if archive.needs_password():
@@ -353,6 +340,12 @@ def _read_rar(stream: IO[bytes], name: str, budget: Budget, on_text: OnText, dep
                 _member(out.getvalue(), member, budget, on_text, depth)
     except Unreadable:
         raise
+    except rarfile.RarCannotExec:
+        raise Unreadable(
+            "no_reader",
+            f"a compressed RAR archive, and no RAR reader is installed "
+            f"(Debian: {RAR_TOOLS_DEBIAN})",
+        ) from None
     except rarfile.PasswordRequired:
         raise Unreadable("password", "password-protected RAR archive") from None
     except (rarfile.Error, EOFError, OSError) as exc:
