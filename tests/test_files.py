@@ -4,6 +4,7 @@ hostile file ending unread with its reason, never in a crash or a clean verdict.
 from __future__ import annotations
 
 import io
+import random
 import struct
 import zipfile
 
@@ -71,6 +72,18 @@ def test_7z_epub_and_an_archive_nested_one_level_are_read():
         reading, chapters = read(data)
         assert (reading.kind, reading.chapters) == (kind, 6), kind
         assert chapters[0].text.split() == MASTERS[0].text.split()
+
+
+def test_a_solid_7z_of_large_members_is_no_bomb():
+    """py7zr names one compressed size for a folder of members (the others: None): the ratio
+    is then the archive's."""
+    rng = random.Random(7)
+    book = [
+        "".join(rng.choices([chr(c) for c in range(0x4E00, 0x4E00 + 3000)], k=700_000))
+        for _ in range(3)
+    ]
+    data = seven_zip({f"{k}.txt": text.encode("utf-8") for k, text in enumerate(book)})
+    assert read(data)[0].members == ["0.txt", "1.txt", "2.txt"]
 
 
 def test_an_archive_nested_two_levels_deep_is_noted_not_read():

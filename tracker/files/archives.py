@@ -105,8 +105,9 @@ class Budget:
     members: int = 0
     notes: list[str] = field(default_factory=list)  # members skipped, and why
 
-    def member(self, name: str, declared: int, compressed: int) -> None:
-        """Count a member before inflating it: guards 1 to 3."""
+    def member(self, name: str, declared: int, compressed: int | None) -> None:
+        """Count a member before inflating it: guards 1 to 3 (the ratio only when the
+        member's compressed size is its own: see :meth:`ratio`)."""
         limits = self.limits
         self.members += 1
         if self.members > limits.max_members:
@@ -117,6 +118,13 @@ class Budget:
                 f"{name} would inflate to {_size(self.inflated + declared)} in all, over the "
                 f"limit of {_size(limits.max_inflated)}: a zip bomb",
             )
+        if compressed is not None:
+            self.ratio(name, declared, compressed)
+
+    def ratio(self, name: str, declared: int, compressed: int) -> None:
+        """Guard 2 on a member, or on a whole archive whose members are compressed together
+        (a solid 7z names one compressed size for a folder of members)."""
+        limits = self.limits
         if declared > limits.ratio_floor and declared > limits.max_ratio * max(compressed, 1):
             raise Unreadable(
                 "bomb",
@@ -292,14 +300,17 @@ def _read_7z(stream: IO[bytes], name: str, budget: Budget, on_text: OnText, dept
         with py7zr.SevenZipFile(stream, mode="r") as archive:
             if archive.needs_password():
                 raise Unreadable("password", "password-protected 7z archive")
-            wanted = []
+            wanted, declared = [], 0
             for info in archive.list():
                 if info.is_directory:
                     continue
                 member = label(info.filename)
-                budget.member(member, info.uncompressed or 0, info.compressed or 0)
+                declared += info.uncompressed or 0
+                budget.member(member, info.uncompressed or 0, None)
                 if _wanted(member, depth, budget):
                     wanted.append(info.filename)
+            stream.seek(0, io.SEEK_END)
+            budget.ratio(name, declared, stream.tell())  # solid: one ratio for the archive
             if wanted:
                 archive.extract(targets=wanted, factory=Members())
     except Unreadable:
