@@ -1,5 +1,5 @@
-"""Item pipelines: extract → skip unchanged → drop site boilerplate → fingerprint → match →
-store (see ``ITEM_PIPELINES``).
+"""Item pipelines: extract → skip unchanged → read download files → drop site boilerplate →
+fingerprint → match → store (see ``ITEM_PIPELINES``).
 
 No stage blocks the reactor. Extraction runs in worker processes
 (``TRACKER_EXTRACT_PROCESSES``); every MongoDB and Redis call, and the pauses of a reconnection

@@ -1,13 +1,14 @@
 """Read download files as books and match every chapter (:mod:`tracker.files`).
 
-A file item (``file`` set by :meth:`spiders.base.TrackerSpider.file_item`) is read in this
-stage's worker thread, one file at a time: each text member split into chapters, the chapters
-matched against the library ``CHAPTER_BATCH`` at a time as they are read (the detector's
-batch check), the best match of each master kept. The item then skips the page stages
-(extraction, the unchanged check, boilerplate, fingerprints, matching: ``reads_files`` is
-False on them) and is captured as evidence (its HTTP exchange, the file's bytes) and stored
-under its download URL like a page, ``file`` holding its name, size, SHA-256, members and
-chapter count.
+A file item (``file`` set by :meth:`spiders.base.TrackerSpider.file_item`) skips extraction;
+the unchanged-page stage knows it by its bytes' SHA-256 (a file unchanged since it was matched
+against the library as it stands is only seen again, not read). A new or changed one is read
+in this stage's worker thread, one file at a time: each text member split into chapters, the
+chapters matched against the library ``CHAPTER_BATCH`` at a time as they are read (the
+detector's batch check), the best match of each master kept. The item then skips the page
+stages (boilerplate, fingerprints, matching: ``reads_files`` is False on them), is captured as
+evidence (its HTTP exchange: the file's bytes) and stored under its download URL like a page,
+``file`` holding its name, size, SHA-256, members and chapter count.
 
 A file that cannot be read (a password, a bomb, a broken or truncated archive, no RAR reader,
 no text) is recorded *unread* with its reason (:mod:`tracker.crawling.unread`, the report's

@@ -42,6 +42,17 @@ def crawled(runtime, settings, tmp_path):
         )
         assert status == 0, log.read_text()[-3000:]
         yield plan, site.url.rstrip("/"), log
+        # crawled again: the files are known by their SHA-256, seen again, not read again
+        before = {name: runtime.db[name].count_documents({}) for name in ("matches", "captures")}
+        status = run_crawl(
+            "novel", crawl_settings, arguments={"start_url": site.url}, log_file=log, timeout=300
+        )
+        assert status == 0, log.read_text()[-3000:]
+        after = {name: runtime.db[name].count_documents({}) for name in ("matches", "captures")}
+        assert after == before
+        last = list(runtime.db["crawl_runs"].find().sort("finished_at", 1))[-1]["stats"]
+        assert last["tracker__pages_unchanged"] == len(plan.expected) + len(plan.innocent)
+        assert "tracker__files__read" not in last
 
 
 def every_chapter_of_every_file_is_reported_under_its_download_url(crawled, runtime):

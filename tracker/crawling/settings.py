@@ -119,9 +119,9 @@ SPIDER_MIDDLEWARES = {
 }
 
 ITEM_PIPELINES = {
-    "pipelines.files.FilePipeline": 90,
     "pipelines.extract.ExtractPipeline": 100,
     "pipelines.unchanged.UnchangedPagePipeline": 150,
+    "pipelines.files.FilePipeline": 160,
     "pipelines.boilerplate.SiteBoilerplatePipeline": 175,
     "pipelines.fingerprint.FingerprintPipeline": 200,
     "pipelines.match.MatchPipeline": 300,
