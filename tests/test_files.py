@@ -197,6 +197,7 @@ def test_kind_is_told_by_the_first_bytes():
         ("/d?id=1", "下载地址", True),
         ("/d?id=1", " EPUB ", True),
         ("/d?id=1", "点击下载", True),
+        ("/d?id=1", "epub下载", True),
         ("/files/书.zip", "", True),
         ("/files/%E4%B9%A6.7z", "", True),
         ("/book/1.html", "下一章", False),

@@ -19,7 +19,8 @@ from urllib.parse import unquote, urlsplit
 from tracker.files.archives import kind_of
 
 DOWNLOAD_TEXT = re.compile(
-    r"(TXT|全本|全集|整本|电子书|本地|高速|普通|免费)\s*下载|下载(地址|本书|全本|TXT|txt)"
+    r"(TXT|EPUB|ZIP|RAR|7Z|全本|全集|整本|电子书|本地|高速|普通|免费)\s*下载"
+    r"|下载(地址|本书|全本|TXT|EPUB)"
     r"|点击下载|立即下载|^\s*(TXT|EPUB|ZIP|RAR|7Z)\s*$",
     re.I,
 )
