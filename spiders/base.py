@@ -555,7 +555,8 @@ class TrackerSpider(scrapy.Spider):
             given = self.followed.get(url)
             if (given is not None and given <= depth) or not self.on_site(url):
                 continue
-            self.followed[url] = depth
+            if given is not None or len(self.followed) < FOLLOWED_LINKS_MAX:
+                self.followed[url] = depth
             self.crawler.stats.inc_value("tracker/files/links")
             request = self.request(url, self.parse, priority=5, meta=self.download_meta())
             request.meta.pop("playwright", None)  # a file is fetched, never rendered
