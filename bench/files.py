@@ -6,8 +6,10 @@
 * **Files per minute**: ``--books`` whole books (40 chapters of ~3,000 characters, ~120k
   characters, as TXT-download sites serve a novel's first volumes) as a GBK TXT, a ZIP with a
   GBK member name, a 7z and an EPUB, each read and split into chapters by
-  :func:`tracker.files.books.read_book_file` (the file stage's work before matching; matching
-  a chapter costs what matching a chapter page costs, see the crawl benches).
+  :func:`tracker.files.books.read_book_file` (the file stage's work before matching).
+* **Files per minute, matched**: the same files, every chapter also matched against a library
+  holding the book (``--matched-books`` of each kind; embedded servers in a temporary data
+  directory), as :mod:`pipelines.files` matches them.
 * **Peak memory**: a ZIP of ``--mb`` MB (members of ~1.3 MB of GBK text that barely
   compress) read from disk in a fresh process, the reader against the baseline of reading
   the same archive held whole (the file and every member in memory first, as
@@ -92,6 +94,65 @@ def files_per_minute(books: int) -> dict:
     return result
 
 
+def files_per_minute_matched(books: int) -> dict:
+    """As :func:`files_per_minute`, every chapter also matched (as the file stage does it:
+    ``CHAPTER_BATCH`` chapters a call of the detector) against a library holding the book,
+    on embedded servers in a temporary data directory."""
+    from tests.files_site import epub, gbk_zip, seven_zip
+    from tracker.config import Settings
+    from tracker.files.archives import Limits
+    from tracker.files.books import read_book_file
+    from tracker.matching.library import MasterLibrary
+    from tracker.model import MasterDocument
+    from tracker.servers import services
+    from tracker.servers.runtime import Runtime
+    from tracker.text.chapters import split_book
+
+    text = _book(2)
+    data = text.encode("gbk")
+    masters = [
+        MasterDocument(f"测速书/{c.number:04d}", "测速书", c.title, c.text)
+        for c in split_book(text).chapters
+    ]
+    files = {
+        "txt": data,
+        "zip": gbk_zip({"测速书.txt": data}),
+        "7z": seven_zip({"测速书.txt": data}),
+        "epub": epub("测速书", masters),
+    }
+    result = {}
+    with tempfile.TemporaryDirectory(prefix="tracker-bench-files-") as tmp:
+        settings = Settings(data_dir=Path(tmp))
+        runtime = Runtime(settings)
+        try:
+            library = MasterLibrary.from_runtime(runtime)
+            library.ingest(masters)
+            detector = library.detector(settings)
+            detector.check_many([masters[0].text])  # the index's tables loaded
+            matched: set[str] = set()
+
+            def match(chapters: list) -> None:
+                for found in detector.check_many([c.text for c in chapters]):
+                    matched.update(m.doc_id for m in found)
+
+            for kind, body in files.items():
+                start = time.perf_counter()
+                for _ in range(books):
+                    matched.clear()
+                    read_book_file(io.BytesIO(body), f"测速书.{kind}", Limits(), match)
+                elapsed = time.perf_counter() - start
+                result[kind] = {
+                    "files": books,
+                    "chapters_matched": len(matched),
+                    "seconds": round(elapsed, 3),
+                    "files_per_minute": round(60 * books / elapsed, 1),
+                }
+        finally:
+            runtime.close()
+            services.stop(settings)
+    return result
+
+
 def build_archive(path: Path, mb: int) -> dict:
     """A ZIP of about ``mb`` MB: members of ~4 MB of GBK text (each a different book)."""
     written, members, seed = 0, 0, 100
@@ -168,6 +229,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mb", type=int, default=100)
     parser.add_argument("--books", type=int, default=40)
+    parser.add_argument("--matched-books", type=int, default=10)
     parser.add_argument("--measure", nargs=2, metavar=("PATH", "MODE"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.measure:
@@ -175,18 +237,26 @@ def main() -> None:
         return
     load = os.getloadavg()
     speed = files_per_minute(args.books)
+    matched = files_per_minute_matched(args.matched_books)
     memory = peak_memory(args.mb)
-    result = {"load": [round(x, 2) for x in load], "files": speed, "memory": memory}
+    result = {
+        "load": [round(x, 2) for x in load],
+        "files": speed,
+        "files_matched": matched,
+        "memory": memory,
+    }
     rows = "\n".join(
-        f"| {kind} | {r['bytes']:,} | {r['chapters']} | {r['files_per_minute']:,} |"
+        f"| {kind} | {r['bytes']:,} | {r['chapters']} | {r['files_per_minute']:,} "
+        f"| {matched[kind]['files_per_minute']:,} ({matched[kind]['chapters_matched']} of "
+        f"{r['chapters']} chapters) |"
         for kind, r in speed.items()
     )
     streamed, whole = memory["streamed"], memory["whole"]
     ratio = whole["peak_mb_above_start"] / max(streamed["peak_mb_above_start"], 0.1)
     markdown = (
         f"Load average at start: {load[0]:.2f} (2 cores, shared).\n\n"
-        "| File | Bytes | Chapters | Files per minute (read and split) |\n"
-        "|---|---|---|---|\n"
+        "| File | Bytes | Chapters | Files per minute, read and split | Read, split and matched |\n"
+        "|---|---|---|---|---|\n"
         f"{rows}\n\n"
         f"A {memory['archive']['bytes'] / (1 << 20):.0f} MB ZIP "
         f"({memory['archive']['members']} members, {streamed['chapters']:,} chapters) read from "
