@@ -1,5 +1,5 @@
-"""Item pipelines: extract → skip unchanged → drop site boilerplate → fingerprint → match →
-store (see ``ITEM_PIPELINES``).
+"""Item pipelines: extract → skip unchanged → read download files → drop site boilerplate →
+fingerprint → match → store (see ``ITEM_PIPELINES``).
 
 No stage blocks the reactor. Extraction runs in worker processes
 (``TRACKER_EXTRACT_PROCESSES``); every MongoDB and Redis call, and the pauses of a reconnection
@@ -103,6 +103,9 @@ class BatchedStage:
     time: a subclass names its ``stage`` and implements :meth:`process_batch`."""
 
     stage = "stage"
+    #: Whether download files (items with ``file``, see :mod:`pipelines.files`) go through this
+    #: stage; the page stages pass them on untouched.
+    reads_files = False
 
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
@@ -122,6 +125,8 @@ class BatchedStage:
         tracker_context(self.crawler).warm_up()
 
     async def process_item(self, item: Any) -> Any:
+        if item.get("file") and not self.reads_files:
+            return item
         tally = await self.batcher.submit(item)
         tally.apply(self.stats)
         return item

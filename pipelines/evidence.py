@@ -35,6 +35,7 @@ log = logging.getLogger(__name__)
 
 class EvidencePipeline(BatchedStage):
     stage = "evidence"
+    reads_files = True
 
     def warm_up(self) -> None:
         super().warm_up()

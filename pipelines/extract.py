@@ -91,6 +91,8 @@ class ExtractPipeline:
         self.pool.close()
 
     async def process_item(self, item: PageItem) -> PageItem:
+        if item.get("file"):  # a download file, read by pipelines.files
+            return item
         rules = ExtractionRules.from_dict(item.get("rules"))
         context = await self._context(item)
         try:

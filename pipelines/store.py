@@ -27,6 +27,7 @@ from tracker.stores.pages import PageRecord
 
 class StorePipeline(BatchedStage):
     stage = "store"
+    reads_files = True
 
     def process_batch(self, items: list[PageItem]) -> list[Tally]:
         context = tracker_context(self.crawler)
@@ -46,7 +47,7 @@ class StorePipeline(BatchedStage):
             stored = item.get("stored") or {}
             if stored.get("content_hash") != item.get("content_hash") or not stored.get("n"):
                 record.n = 0
-                if record.matched is not None:
+                if record.matched is not None and not item.get("file"):  # files: no anchors
                     filing.append(k)
         if filing:
             try:
@@ -118,6 +119,7 @@ def _record(item: PageItem) -> PageRecord:
             "parts_unread": list(item.get("parts_unread") or ()),
             "reading": dict(item.get("reading") or {}),
             **({"found_by": item["found_by"]} if item.get("found_by") else {}),
+            **({"file": item["file"]} if item.get("file") else {}),
         },
         matched=[m["doc_id"] for m in matches] if matches is not None else None,
         library_version=item.get("library_version") or 0,

@@ -7,7 +7,8 @@ ran against the library as it stands (the page's ``matched_version``, or the mar
 matches then only get their ``last_seen`` refreshed, so the day's report lists them. A page
 whose matching failed, or that was matched before masters were added or changed, goes on
 through the pipelines and is matched again. A page cut short in transfer is never stored over
-a complete earlier copy.
+a complete earlier copy. A download file (:mod:`pipelines.files`, the stage after this one) is
+known by its bytes' SHA-256: one unchanged since it was matched is not read again.
 
 The stored states of a batch of pages are read with one query, and their refreshes written
 with one bulk write per collection, in a worker thread.
@@ -15,6 +16,7 @@ with one bulk write per collection, in a worker thread.
 
 from __future__ import annotations
 
+import hashlib
 from datetime import UTC, datetime
 
 from scrapy.exceptions import DropItem
@@ -44,7 +46,9 @@ class UnchangedPagePipeline(BatchedStage):
         context = tracker_context(self.crawler)
         tallies = [Tally(item["url"]) for item in items]
         for item in items:
-            if not item.get("content_hash"):  # the extraction worker sets it
+            if item.get("file"):  # a download file: its bytes' SHA-256 (pipelines.files)
+                item["content_hash"] = hashlib.sha256(item["file_body"]).hexdigest()
+            elif not item.get("content_hash"):  # the extraction worker sets it
                 item["content_hash"] = content_hash(item["text"])
         try:
             urls = [item["url"] for item in items]

@@ -24,6 +24,11 @@
 * **Lists**: only obvious link lists (:meth:`TrackerSpider.is_list_page`) are dropped here,
   before extraction; whether any other page is an article is decided on its extracted main
   text (:attr:`tracker.reading.extract.Extracted.is_list`).
+* **Download files** (:mod:`tracker.files`): an answer that is a file (an attachment, an
+  archive, a ``.txt`` download; :func:`tracker.files.links.is_file_response`) becomes one
+  item with its bytes (``file_body``), read as books by :mod:`pipelines.files`; download links
+  (:meth:`TrackerSpider.download_requests`) may fetch up to ``max_download_mb``, and one that
+  is larger, or cut short, is recorded unread.
 * **Chapters over several pages** (:meth:`TrackerSpider.read_parts`): a kept page that
   continues on a next page of the same chapter or thread (:mod:`tracker.reading.pagination`)
   has its further pages fetched in its own callback and becomes one item, the first URL with
@@ -71,6 +76,14 @@ from tracker.crawling.rendering import MODES, RenderPolicy, RenderUnavailable
 from tracker.crawling.resources import linked_resources, merge_resources
 from tracker.crawling.unread import UnreadLedger
 from tracker.enforcement.capture import exchange_of
+from tracker.files.links import (
+    FILE_SUFFIXES,
+    file_name,
+    is_file_response,
+    mentions_file,
+    script_file_urls,
+    url_suffix,
+)
 from tracker.reading.extract import MAX_LINK_TEXT_SHARE, MIN_PROSE_CHARS
 from tracker.reading.pagination import (
     CONTINUED_TEXT,
@@ -232,6 +245,8 @@ def unread_reason(failure: Failure) -> str | None:
     if request is not None and request.meta.get("playwright"):
         return "render_failed"
     kind = error_kind(failure)
+    if kind == "too_large" and request is not None and request.meta.get("tracker_download"):
+        return "too_large"  # a download over max_download_mb: a file not read
     return kind if kind in _UNREAD_KINDS else None
 
 
@@ -346,6 +361,7 @@ class TrackerSpider(scrapy.Spider):
             if value is not None:
                 crawler.settings.set(key, value, priority="spider")
         self.max_parts = crawler.settings.getint("TRACKER_MAX_PARTS", 50)
+        self.max_download_bytes = crawler.settings.getint("TRACKER_MAX_DOWNLOAD_MB", 100) << 20
         if self.obey_robots is False:
             self.logger.warning(
                 "robots.txt is NOT obeyed on %s: %s",
@@ -379,7 +395,8 @@ class TrackerSpider(scrapy.Spider):
             yield self.request(url, self.parse_start)
         for url in unread:  # pages earlier crawls could not read: asked for again
             if self.on_site(url):
-                yield self.request(url, self.parse)
+                meta = self.download_meta() if url_suffix(url) in FILE_SUFFIXES else {}
+                yield self.request(url, self.parse, meta=meta)
 
     def parse_start(self, response: Response) -> Any:
         return self.parse(response)
@@ -488,7 +505,10 @@ class TrackerSpider(scrapy.Spider):
         others (:meth:`read_parts`), then follow :meth:`follow` (the links of every part). A
         later part reached by a link of its own is left to its first part
         (``tracker/parts/via_first``). A rendered page is read the same way: its parts are
-        fetched through the browser too."""
+        fetched through the browser too. A file (an attachment, an archive, a TXT download)
+        is one item of its own (:meth:`file_item`)."""
+        if self.is_file(response):
+            return self.file_item(response)
         read = self.read_page(response)
         if read is None:
             return ()
@@ -518,6 +538,63 @@ class TrackerSpider(scrapy.Spider):
         if kept:
             yield self._rendering_marks(self.page_item(page, truncated), page, candidate)
         yield from self.follow(page)
+
+    # -- download files ------------------------------------------------------------------
+
+    def download_meta(self) -> dict[str, Any]:
+        """The meta of a request that may fetch a file: up to ``max_download_mb``."""
+        return {"download_maxsize": self.max_download_bytes, "tracker_download": True}
+
+    def download_requests(self, page: TextResponse, downloads: Iterable[Any]) -> Iterator[Request]:
+        """Requests for ``page``'s download links ``downloads`` (chosen by text or extension,
+        :func:`tracker.files.links.is_download_link`) and the file URLs its scripts name (a
+        countdown's target), on site; each link is marked given, so the page's other links
+        do not fetch it again without the download size limit."""
+        depth = page.meta.get("depth", 0) + 1
+        urls = [link.url for link in downloads]
+        if mentions_file(page.text):  # the scripts' text looked at only then
+            scripts = page.xpath("//script/text()").getall()
+            urls += [page.urljoin(url) for url in script_file_urls(scripts)]
+        for url in dict.fromkeys(urls):
+            given = self.followed.get(url)
+            if (given is not None and given <= depth) or not self.on_site(url):
+                continue
+            if given is not None or len(self.followed) < FOLLOWED_LINKS_MAX:
+                self.followed[url] = depth
+            self.crawler.stats.inc_value("tracker/files/links")
+            request = self.request(url, self.parse, priority=5, meta=self.download_meta())
+            request.meta.pop("playwright", None)  # a file is fetched, never rendered
+            yield request
+
+    def is_file(self, response: Response) -> bool:
+        return is_file_response(
+            response.url,
+            response.headers.get(b"Content-Type", b"").decode("latin-1"),
+            response.headers.get(b"Content-Disposition"),
+            response.body[:64],
+            bool(response.meta.get("tracker_download")),
+        )
+
+    def file_item(self, response: Response) -> Iterator[PageItem]:
+        """A file as one item, its bytes in ``file_body`` (read by :mod:`pipelines.files`);
+        a file cut short in transfer is recorded unread (no partial book is read as clean)."""
+        self.crawler.stats.inc_value("tracker/files/fetched")
+        if "dataloss" in response.flags:
+            self.count_error("truncated", response.url, "a download cut short")
+            self.unread.unread(response.url, "truncated", "a download cut short in transfer")
+            return
+        referer = response.request.headers.get("Referer") if response.request else None
+        yield PageItem(
+            url=response.url,
+            html="",
+            status=response.status,
+            depth=response.meta.get("depth", 0),
+            referer=(referer or b"").decode("latin-1"),
+            truncated=False,
+            file={"name": file_name(response.url, response.headers.get(b"Content-Disposition"))},
+            file_body=response.body,
+            exchanges=[exchange_of(response)],
+        )
 
     def _rendering_marks(
         self, item: PageItem, page: TextResponse, candidate: str | None
@@ -778,8 +855,12 @@ class TrackerSpider(scrapy.Spider):
         dropped it. A link met again deeper would be dropped by that filter too (or by the
         depth limit); one met again shallower goes on, as the depth limit may have dropped
         it before. Up to ``FOLLOWED_LINKS_MAX`` links are remembered."""
+        return self.new_links(response, extractor.extract_links(response))
+
+    def new_links(self, response: TextResponse, found: Iterable[Any]) -> Iterator[Any]:
+        """:meth:`links` of the links ``found`` on ``response`` (extracted already)."""
         depth = response.meta.get("depth", 0) + 1
-        for link in extractor.extract_links(response):
+        for link in found:
             given = self.followed.get(link.url)
             if given is not None and given <= depth:
                 continue

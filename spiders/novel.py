@@ -2,8 +2,10 @@
 
 Follows every on-site link (book catalogues, chapter lists, chapter pages) and gives
 continuation links (下一页, ``_2.html``, ``?page=2``) priority, so a split chapter is fetched
-together. Every HTML page that is not mostly links (catalogues, chapter lists) becomes a
-:class:`tracker.crawling.items.PageItem`; the pipelines decide which pages carry text. Arguments:
+together. Download links (``TXT下载``, ``点击下载``, ``.zip``…) and the files they lead to are
+read as books (:mod:`tracker.files`). Every HTML page that is not mostly links (catalogues,
+chapter lists) becomes a :class:`tracker.crawling.items.PageItem`; the pipelines decide which
+pages carry text. Arguments:
 ``start_url`` (comma-separated for several), ``allowed_domains``, ``max_pages``, ``max_depth``,
 ``obey_robots`` + ``robots_reason`` (see :mod:`spiders.base`).
 """
@@ -18,6 +20,9 @@ from scrapy.http import Response, TextResponse
 from scrapy.linkextractors import LinkExtractor
 
 from spiders.base import IGNORED_EXTENSIONS, TrackerSpider
+from tracker.files.links import is_download_link, url_suffix
+
+DENIED = {f".{extension}" for extension in IGNORED_EXTENSIONS}
 
 NEXT_PAGE_TEXT = re.compile(r"下一页|下页|下一章|下一節|下一节|下一頁|next", re.I)
 NEXT_PAGE_URL = re.compile(r"(_\d+\.html?$)|([?&](page|p)=\d+)", re.I)
@@ -32,12 +37,22 @@ class NovelSpider(TrackerSpider):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.link_extractor = LinkExtractor(deny_extensions=IGNORED_EXTENSIONS, unique=True)
+        # One extraction a page (no extension denied): the download links are picked from it,
+        # the other links then lose the extensions of IGNORED_EXTENSIONS.
+        self.link_extractor = LinkExtractor(deny_extensions=[], unique=True)
 
     def parse(self, response: Response) -> Iterator[Any]:
         return self.parse_page(response)
 
     def follow(self, page: TextResponse) -> Iterator[Any]:
-        for link in self.links(page, self.link_extractor):
+        downloads, pages = [], []
+        for link in self.link_extractor.extract_links(page):
+            suffix = url_suffix(link.url)
+            if is_download_link(link.url, link.text, suffix):
+                downloads.append(link)
+            if suffix not in DENIED:
+                pages.append(link)
+        yield from self.download_requests(page, downloads)
+        for link in self.new_links(page, pages):
             priority = 10 if is_continuation(link.url, link.text) else 0
             yield self.request(link.url, self.parse, priority=priority)

@@ -283,6 +283,12 @@ class Settings:
         "`limits.max_parts` in its file",
         range=(1, None),
     )
+    max_download_mb: int = setting(
+        100,
+        "crawl: a larger download file (a book as TXT, ZIP, 7z, RAR or EPUB) is not fetched and "
+        "is listed unread",
+        range=(1, None),
+    )
     resources_cached: int = setting(
         512,
         "crawl: same-site stylesheets and web fonts kept for the crawl (least recently used "
@@ -551,6 +557,7 @@ CRAWL_SETTINGS = (
     "boilerplate_min_pages",
     "min_text_chars",
     "max_parts",
+    "max_download_mb",
     "resources_cached",
     "distributed",
     "httpcache",

@@ -26,7 +26,11 @@ class PageItem(scrapy.Item):
     render_reason = scrapy.Field()  # may need the browser (tracker.crawling.rendering), why
     plain_chars = scrapy.Field()  # a rendered page's text length when fetched plainly
     rendered = scrapy.Field()  # read from the browser's rendered DOM
-    found_by = scrapy.Field()  # the search query that led to the page (spiders/discover.py)
+    found_by = scrapy.Field()
+    # A download file (tracker.files): its bytes, read by pipelines.files and let go, and
+    # what reading found (name, size, SHA-256, members, chapters).
+    file_body = scrapy.Field()
+    file = scrapy.Field()  # the search query that led to the page (spiders/discover.py)
     # Set by the pipelines:
     title = scrapy.Field()
     chapter_title = scrapy.Field()

@@ -121,6 +121,7 @@ SPIDER_MIDDLEWARES = {
 ITEM_PIPELINES = {
     "pipelines.extract.ExtractPipeline": 100,
     "pipelines.unchanged.UnchangedPagePipeline": 150,
+    "pipelines.files.FilePipeline": 160,
     "pipelines.boilerplate.SiteBoilerplatePipeline": 175,
     "pipelines.fingerprint.FingerprintPipeline": 200,
     "pipelines.match.MatchPipeline": 300,
@@ -168,6 +169,9 @@ TRACKER_MIN_TEXT_CHARS = _model.min_text_chars
 # this many stylesheets and web fonts are kept for the crawl.
 TRACKER_MAX_PARTS = _model.max_parts
 TRACKER_RESOURCES_CACHED = _model.resources_cached
+# Download files (tracker.files): a download link's file may be this large (DOWNLOAD_MAXSIZE
+# holds for pages); reading it is bounded by tracker.files.archives.Limits.
+TRACKER_MAX_DOWNLOAD_MB = _model.max_download_mb
 
 TELNETCONSOLE_ENABLED = False
 REQUEST_FINGERPRINTER_IMPLEMENTATION = "2.7"

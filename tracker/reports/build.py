@@ -72,7 +72,8 @@ def build_report(
                      "unread"},
          "works": [{"work", "unit", "chapters", "pages": [{"url", "site", "title", "doc_ids",
                                                    "copies", "score", "coverage", "first_seen",
-                                                   "evidence", "last_seen", "new", "group"}],
+                                                   "evidence", "last_seen", "new", "group",
+                                                   "file"}],
                     "total_chapters", "coverage", "found_share", "copied_chapters",
                     "partial_chapters", "partly_copied": [{"doc_id", "title", "copied_share"}],
                     "first_seen", "last_seen", "new_pages",
@@ -81,7 +82,7 @@ def build_report(
                                "copied_chapters", "partial_chapters", "first_seen",
                                "last_seen", "new_pages"}]}],
          "pages": [{"url", "site", "doc_ids", "copies", "score", "coverage", "first_seen",
-                    "last_seen", "new", "group",
+                    "last_seen", "new", "group", "file",
                     "takedown": None | {"state", "noticed": [{"at", "to", "message_id",
                                                               "notice"}],
                                         "removed": [at], "reappeared": [at]}}],
@@ -136,6 +137,7 @@ def build_report(
     new_since = day_window(date.fromisoformat(previous["_id"]))[1] if previous else None
     urls = {m["url"] for m in matches}
     titles = PageStore(db).titles(urls)
+    files = PageStore(db).files(urls)
     clusters = ClusterStore(db).cluster_of(urls)
     sizes = Counter(clusters.values())
     groups = {url: group for url, group in clusters.items() if sizes[group] > 1}
@@ -161,12 +163,15 @@ def build_report(
     works = []
     for work, pages in by_work.items():
         entries = [
-            {
-                **_page_entry(url, page_matches, units),
-                "title": titles.get(url, ""),
-                "evidence": evidence_passage(page_matches),
-                **seen(url, page_matches),
-            }
+            label_files(
+                {
+                    **_page_entry(url, page_matches, units),
+                    "title": titles.get(url, ""),
+                    "evidence": evidence_passage(page_matches),
+                    **seen(url, page_matches),
+                    "file": files.get(url),
+                }
+            )
             for url, page_matches in pages.items()
         ]
         entries.sort(key=lambda e: (-e["score"], e["url"]))
@@ -183,11 +188,14 @@ def build_report(
 
     noticed = histories(db, by_url, min(day_window(day)[1], now or datetime.now(UTC)))
     flat_pages = [
-        {
-            **_page_entry(url, by_url[url], units),
-            **seen(url, by_url[url]),
-            "takedown": history_json(noticed[url]) if url in noticed else None,
-        }
+        label_files(
+            {
+                **_page_entry(url, by_url[url], units),
+                **seen(url, by_url[url]),
+                "file": files.get(url),
+                "takedown": history_json(noticed[url]) if url in noticed else None,
+            }
+        )
         for url in sorted(by_url)
     ]
     trend, site_trends = _trends(db, day, trend_days)
@@ -598,8 +606,23 @@ def _ordered_page(entry: dict[str, Any]) -> dict[str, Any]:
         "last_seen",
         "new",
         "group",
+        "file",
     )
-    return {key: entry[key] for key in keys}
+    return {key: entry[key] for key in keys if key in entry}
+
+
+def label_files(entry: dict[str, Any]) -> dict[str, Any]:
+    """A report row whose ``file`` is a download file's (:mod:`tracker.files`: name, size,
+    SHA-256, members, chapters; None for a page), its copies labelled with the file's name:
+    ``40 chapters of 三国演义 in 三国演义.zip (1–40)``."""
+    file = entry.get("file")
+    if not file:
+        entry.pop("file", None)  # a page: the rows stay as they were
+        return entry
+    for copy in entry["copies"]:
+        label = f"{plural(copy['chapters'], 'chapter')} of {copy['work']} in {file['name']}"
+        copy["label"] = f"{label} ({copy['numbers']})" if copy["numbers"] else label
+    return entry
 
 
 def evidence_passage(matches: Iterable[dict]) -> str:

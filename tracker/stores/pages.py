@@ -264,6 +264,16 @@ class PageStore:
                 titles[doc["_id"]] = str(doc.get("title") or "")
         return titles
 
+    def files(self, urls: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """What the stored download files among ``urls`` are (name, size, SHA-256, members,
+        chapters: :mod:`tracker.files`), by URL; pages are left out."""
+        found = {}
+        for chunk in batches(sorted(set(urls)), ID_BATCH):
+            query = {"_id": {"$in": chunk}, "file": {"$exists": True}}
+            for doc in self.pages.find(query, {"file": 1}):
+                found[doc["_id"]] = dict(doc["file"])
+        return found
+
     def matched_doc_ids(self) -> dict[str, list[str]]:
         """Every stored page's URL with the masters it carries (a scan: for small stores, such
         as the demo's)."""
@@ -273,8 +283,8 @@ class PageStore:
     def details(self, url: str) -> dict[str, Any] | None:
         """The stored page as the console shows it, without its text and fingerprints:
         ``_id`` (the URL), ``title``, ``site``, ``status``, ``extractor``, ``first_seen``,
-        ``last_seen``, ``changed_at``, ``match_state``, ``matched_doc_ids``; None when it is not
-        stored."""
+        ``last_seen``, ``changed_at``, ``match_state``, ``matched_doc_ids`` (and ``file``, for
+        a download file); None when it is not stored."""
         return self.pages.find_one({"_id": url}, _DETAILS)
 
     def count(self) -> int:
@@ -299,6 +309,7 @@ _DETAILS = dict.fromkeys(
         "changed_at",
         "match_state",
         "matched_doc_ids",
+        "file",  # a download file's name, size, SHA-256, members (tracker.files)
     ),
     1,
 )
