@@ -25,9 +25,10 @@ JOBS = {
     "days) to <data_dir>/reports/; daily at report_time",
     "takedown": "re-fetch every noticed URL and record whether it was taken down, then send "
     "again what is pending (notices, time-stamps, alerts); at takedown_cron",
-    "discover": "search for the library's works, check the results, crawl the sites carrying "
-    "copies, then the watched sites (discover_max_pages each); at discover_cron, only when "
-    "search_url is set",
+    "discover": "search for the library's works through search_url and the imported book "
+    "sources, check the results, crawl the sites carrying copies, then the watched sites "
+    "(discover_max_pages each); at discover_cron (with neither an engine nor a runnable source, "
+    "the search is skipped and says why)",
     "crawl:SITE": "crawl the site SITE of the sites setting ([[sites]]); at the site's cron",
 }
 

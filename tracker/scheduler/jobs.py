@@ -233,11 +233,6 @@ def job_plan(settings: Settings) -> list[JobSpec]:
 
 def _why_not(name: str) -> str:
     """Why a job every tracker has, or may have, is not in this one's plan."""
-    if name == "discover":
-        return (
-            " (the discover job runs only when search_url (TRACKER_SEARCH_URL) names a "
-            "SearXNG instance, and it is not set)"
-        )
     if name.startswith("crawl:"):
         return f" (no site named {name[6:]!r} in the sites setting: [[sites]] name = …)"
     return ""
