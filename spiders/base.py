@@ -50,6 +50,7 @@ from scrapy.exceptions import (
     DownloadConnectionRefusedError,
     DownloadFailedError,
     DownloadTimeoutError,
+    DropItem,
     IgnoreRequest,
     ResponseDataLossError,
 )
@@ -66,6 +67,7 @@ from tracker.crawling.challenges import challenge_of
 from tracker.crawling.items import PageItem
 from tracker.crawling.middlewares.redirect import RedirectLoop
 from tracker.crawling.middlewares.traps import strip_session_ids
+from tracker.crawling.outcomes import REFETCH, SKIPPED, UNREAD, Ended, HandedOn, UrlLedger
 from tracker.crawling.profiles import check_choice, check_impersonate
 from tracker.crawling.rendering import MODES, RenderPolicy, RenderUnavailable
 from tracker.crawling.resources import linked_resources, merge_resources
@@ -82,6 +84,9 @@ from tracker.reading.pagination import (
     same_chapter_title,
 )
 from tracker.text.encoding import DecodeError, decode_page  # decode_page: re-exported
+
+#: In a response's meta: why the spider did not keep it (a skipped page's reason).
+SKIP_REASON = "tracker_skip"
 
 #: Links a spider remembers having given (:meth:`TrackerSpider.links`): ~150 bytes each.
 FOLLOWED_LINKS_MAX = 500_000
@@ -353,6 +358,7 @@ class TrackerSpider(scrapy.Spider):
             learn_days=crawler.settings.getfloat("TRACKER_RENDER_LEARN_DAYS", 30),
         )
         self.unread = UnreadLedger(crawler)
+        self.outcomes = UrlLedger(crawler)
 
     async def closed(self, reason: str) -> None:
         """Finish recording the unread pages and the sites learned to need rendering."""
@@ -403,18 +409,22 @@ class TrackerSpider(scrapy.Spider):
         kind = error_kind(failure)
         request = getattr(failure, "request", None)
         url = request.url if request is not None else "?"
-        if kind == "robots":
+        if kind == "robots":  # not fetched
             self.crawler.stats.inc_value("tracker/skipped/robots")
             self.logger.info("forbidden by robots.txt: %s", url)
             return
+        self.outcomes.fetched(request.meta if request is not None else {})
         if isinstance(failure.value, RenderUnavailable):
             self.rendering.unavailable = True
         self.count_error(kind, url, str(failure.value)[:200])
         reason = unread_reason(failure)
         if reason is not None:
             self.unread.unread(url, reason, str(failure.value)[:200])
-        elif kind in ("http_404", "http_410"):
-            self.unread.read(url)  # gone: an answer
+            self.outcomes.end(UNREAD, reason)
+        else:
+            if kind in ("http_404", "http_410"):
+                self.unread.read(url)  # gone: an answer
+            self.outcomes.end(SKIPPED, kind)
 
     def count_error(self, kind: str, url: str, detail: str = "") -> None:
         self.crawler.stats.inc_value("tracker/errors")
@@ -484,13 +494,17 @@ class TrackerSpider(scrapy.Spider):
         others (:meth:`read_parts`), then follow :meth:`follow` (the links of every part). A
         later part reached by a link of its own is left to its first part
         (``tracker/parts/via_first``). A rendered page is read the same way: its parts are
-        fetched through the browser too."""
+        fetched through the browser too. Every page ends counted (:mod:`tracker.crawling.outcomes`):
+        here when it gives no item, else by the pipelines."""
+        self.outcomes.fetched(response.meta)
         read = self.read_page(response)
         if read is None:
+            self.outcomes.end(SKIPPED, "not_text")
             return ()
         page, truncated = read
         if challenge := self.challenge(page):
             self.unread.unread(page.url, challenge, f"{challenge} page, status {page.status}")
+            self.outcomes.end(UNREAD, challenge)
             return ()
         text, links = self.text_counts(page)
         candidate = self.render_candidate(page, text, links)
@@ -513,6 +527,8 @@ class TrackerSpider(scrapy.Spider):
             yield canonical
         if kept:
             yield self._rendering_marks(self.page_item(page, truncated), page, candidate)
+        else:
+            self.outcomes.end(SKIPPED, page.meta.pop(SKIP_REASON, "not_kept"))
         yield from self.follow(page)
 
     def _rendering_marks(
@@ -522,8 +538,9 @@ class TrackerSpider(scrapy.Spider):
         :meth:`after_reading`), and whether it was read through it."""
         item["render_reason"] = candidate or page.meta.get("render_reason")
         item["rendered"] = bool(page.meta.get("playwright"))
-        if page.meta.get("plain_chars") is not None:
-            item["plain_chars"] = page.meta["plain_chars"]
+        for key in ("plain_chars", "plain_html", "plain_exchanges"):
+            if page.meta.get(key) is not None:
+                item[key] = page.meta[key]
         return item
 
     def first_part(self, page: TextResponse) -> str | None:
@@ -540,6 +557,7 @@ class TrackerSpider(scrapy.Spider):
 
     def _via_first_part(self, page: TextResponse, first: str) -> Iterator[Any]:
         self.crawler.stats.inc_value("tracker/parts/via_first")
+        self.outcomes.end(SKIPPED, "later_part")
         yield self.request(first, page.request.callback if page.request else self.parse)
         yield from self.follow(page)
 
@@ -622,18 +640,22 @@ class TrackerSpider(scrapy.Spider):
             if read is None:
                 parts.unread.append(url)
                 stats.inc_value("tracker/parts/unread")
+                self.outcomes.end(SKIPPED, "not_text")
                 break
             part, truncated = read
             if challenge := self.challenge(part):
                 self.unread.unread(url, challenge, f"{challenge} page, a part of {first.url}")
                 parts.unread.append(url)
                 stats.inc_value("tracker/parts/unread")
+                self.outcomes.end(UNREAD, challenge)
                 break
             if canonicalize_url(part.url) in seen - {canonicalize_url(url)}:
                 stats.inc_value("tracker/parts/loop")  # redirected back into the chapter
+                self.outcomes.end(SKIPPED, "part_loop")
                 break
             if verdict != "yes" and not same_chapter_title(first, part):
                 stats.inc_value("tracker/parts/not_a_part")
+                self.outcomes.end(SKIPPED, "not_a_part")  # fetched again as a page
                 parts.stray = url
                 break
             parts.pages.append(part)
@@ -661,8 +683,9 @@ class TrackerSpider(scrapy.Spider):
         browser when it was rendered, impersonating when the site is), or None (counted, and
         recorded unread when the answer says so: a ban, a challenge, a server error)."""
         meta: dict[str, Any] = {"depth": depth}
-        if first.meta.get("playwright"):
-            meta["playwright"] = True
+        for key in ("playwright", REFETCH):  # through the browser; fetched before, plainly
+            if first.meta.get(key):
+                meta[key] = True
         request = self.request(
             url, self.parse, headers={"Referer": referer}, meta=meta, dont_filter=True
         )
@@ -675,10 +698,14 @@ class TrackerSpider(scrapy.Spider):
             parts.unread.append(url)
             self.crawler.stats.inc_value("tracker/parts/unread")
             return None
+        self.outcomes.fetched(meta)
         if response.status >= 400:
             self.count_error(f"http_{response.status}", url, "a part of a chapter")
             if reason := answer_unread_reason(response):
                 self.unread.unread(url, reason, f"status {response.status}, a part of a chapter")
+                self.outcomes.end(UNREAD, reason)
+            else:
+                self.outcomes.end(SKIPPED, f"http_{response.status}")
             parts.unread.append(url)
             self.crawler.stats.inc_value("tracker/parts/unread")
             return None
@@ -716,32 +743,43 @@ class TrackerSpider(scrapy.Spider):
         self._candidate = page if reason else None
         return reason
 
-    def after_reading(self, item: PageItem, read: bool) -> bool:
+    def after_reading(self, item: PageItem, read: bool) -> DropItem | None:
         """What the ExtractPipeline found in a render candidate or in its rendered page
-        (``read``: a body was extracted); True when the page goes to the browser (the plain
-        item is dropped). A rendered page teaches :attr:`rendering` whether its site needs
-        rendering; a candidate that was read is read; one that was not is fetched again
-        through the browser, or recorded unread when the browser is unavailable."""
+        (``read``: a body was extracted); the drop to raise when the plain item goes no
+        further (:class:`HandedOn` to the browser, or :class:`Ended` unread). A rendered page
+        teaches :attr:`rendering` whether its site needs rendering; a candidate that was read
+        is read; one that was not is fetched again through the browser (its plain HTML, text
+        length and exchanges carried along: the rendered page is checked against them), or
+        recorded unread when the browser is unavailable."""
         url = item["url"]
         if item.get("rendered"):
             site = (urlsplit(url).hostname or "").lower()
             if self.rendering.rendered(site, read):
                 self.crawler.stats.inc_value("tracker/render/learned")
                 self.logger.info("%s needs rendering: its next pages go to the browser", site)
-            return False
+            return None
         if read:
             self.unread.read(url)
-            return False
+            return None
         if self.rendering.unavailable:
             self.unread.unread(url, "render_unavailable", "needs rendering")
-            return True
+            return Ended(f"needs rendering, no browser: {url}", UNREAD, "render_unavailable")
         reason = item.get("render_reason") or "empty"
         self.crawler.stats.inc_value(f"tracker/render/requested/{reason}")
-        meta = {"playwright": True, "render_reason": reason, "depth": item.get("depth", 0)}
+        meta = {
+            "playwright": True,
+            "render_reason": reason,
+            "depth": item.get("depth", 0),
+            REFETCH: True,
+        }
         if item.get("plain_chars") is not None:
             meta["plain_chars"] = item["plain_chars"]
+        if item.get("plain_chars") and not item.get("parts"):
+            # its static text, checked too when the rendered page carries less
+            meta["plain_html"] = item["html"]
+            meta["plain_exchanges"] = item.get("exchanges")
         self.crawler.engine.crawl(self.request(url, self.parse, meta=meta, dont_filter=True))
-        return True
+        return HandedOn(f"no body without its scripts, rendering: {url}")
 
     def keeps(self, page: TextResponse) -> bool:
         """Whether the page goes on to the pipelines: by default, any page but an obvious list
@@ -762,6 +800,7 @@ class TrackerSpider(scrapy.Spider):
         if links <= MAX_LINK_TEXT_SHARE * total or total - links >= MIN_PROSE_CHARS:
             return False
         self.crawler.stats.inc_value("tracker/skipped/list_page")
+        response.meta.setdefault(SKIP_REASON, "list_page")
         return True
 
     def links(self, response: TextResponse, extractor: Any) -> Iterator[Any]:

@@ -27,6 +27,10 @@ class PageItem(scrapy.Item):
     plain_chars = scrapy.Field()  # a rendered page's text length when fetched plainly
     rendered = scrapy.Field()  # read from the browser's rendered DOM
     found_by = scrapy.Field()  # the search query that led to the page (spiders/discover.py)
+    fetched = scrapy.Field()  # False: an entry of a feed (the feed was the URL fetched)
+    # A page sent to the browser: its plain HTML and exchanges (tracker.crawling.rendering).
+    plain_html = scrapy.Field()
+    plain_exchanges = scrapy.Field()
     # Set by the pipelines:
     title = scrapy.Field()
     chapter_title = scrapy.Field()
@@ -41,3 +45,4 @@ class PageItem(scrapy.Item):
     simhash_votes = scrapy.Field()  # its tracker.fingerprints.simhash.Votes, when known
     matches = scrapy.Field()  # list of match dicts; None when matching failed
     library_version = scrapy.Field()  # the library version the page was matched against
+    unstored = scrapy.Field()  # True: the store failed (tracker.crawling.outcomes)
