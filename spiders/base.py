@@ -405,7 +405,7 @@ class TrackerSpider(scrapy.Spider):
             return False
         return any(host == d or host.endswith("." + d) for d in self.allowed_domains)
 
-    def on_error(self, failure: Failure) -> None:
+    def on_error(self, failure: Failure) -> list[PageItem] | None:
         kind = error_kind(failure)
         request = getattr(failure, "request", None)
         url = request.url if request is not None else "?"
@@ -418,6 +418,13 @@ class TrackerSpider(scrapy.Spider):
             self.rendering.unavailable = True
         self.count_error(kind, url, str(failure.value)[:200])
         reason = unread_reason(failure)
+        plain = request.meta.get("plain_html") if request is not None else None
+        if reason in ("render_failed", "render_unavailable") and plain:
+            # the browser failed on a page that had text without it: that text is read (and
+            # the page asked for again next crawl)
+            self.unread.unread(url, reason, str(failure.value)[:200])
+            self.crawler.stats.inc_value("tracker/render/plain_read")
+            return [self._plain_item(request, plain)]
         if reason is not None:
             self.unread.unread(url, reason, str(failure.value)[:200])
             self.outcomes.end(UNREAD, reason)
@@ -425,6 +432,21 @@ class TrackerSpider(scrapy.Spider):
             if kind in ("http_404", "http_410"):
                 self.unread.read(url)  # gone: an answer
             self.outcomes.end(SKIPPED, kind)
+        return None
+
+    def _plain_item(self, request: Request, html: str) -> PageItem:
+        """The item of a page as it was fetched plainly, from a browser request's meta."""
+        return PageItem(
+            url=request.url,
+            html=html,
+            status=200,
+            encoding="utf-8",
+            depth=request.meta.get("depth", 0),
+            referer="",
+            truncated=False,
+            rules=self.extraction_rules,
+            exchanges=request.meta.get("plain_exchanges") or [],
+        )
 
     def count_error(self, kind: str, url: str, detail: str = "") -> None:
         self.crawler.stats.inc_value("tracker/errors")
@@ -761,8 +783,13 @@ class TrackerSpider(scrapy.Spider):
         if read:
             self.unread.read(url)
             return None
+        min_chars = self.crawler.settings.getint("TRACKER_MIN_TEXT_CHARS", 80)
+        has_body = (item.get("plain_chars") or 0) >= min_chars
         if self.rendering.unavailable:
             self.unread.unread(url, "render_unavailable", "needs rendering")
+            if has_body:  # its text without the browser is read meanwhile
+                self.crawler.stats.inc_value("tracker/render/plain_read")
+                return None
             return Ended(f"needs rendering, no browser: {url}", UNREAD, "render_unavailable")
         reason = item.get("render_reason") or "empty"
         self.crawler.stats.inc_value(f"tracker/render/requested/{reason}")
@@ -774,8 +801,9 @@ class TrackerSpider(scrapy.Spider):
         }
         if item.get("plain_chars") is not None:
             meta["plain_chars"] = item["plain_chars"]
-        if item.get("plain_chars") and not item.get("parts"):
-            # its static text, checked too when the rendered page carries less
+        if has_body and not item.get("parts"):
+            # its static text, a body: read instead when the rendered page carries less, or
+            # when the browser fails on it
             meta["plain_html"] = item["html"]
             meta["plain_exchanges"] = item.get("exchanges")
         self.crawler.engine.crawl(self.request(url, self.parse, meta=meta, dont_filter=True))

@@ -239,3 +239,26 @@ def test_static_text_is_never_lost_to_rendering(runtime, settings, tmp_path):
     assert record["urls"]["fetched"] == 5
     assert record["urls"]["stored"] == 3
     assert record["urls"]["skipped_reasons"] == {"http_404": 1, "list_page": 1}
+
+
+def test_static_text_is_read_when_the_browser_fails(runtime, settings, tmp_path):
+    """A page with a body in its HTML that was to be rendered is read from that body when the
+    browser cannot start (and asked for again next crawl)."""
+    plan = static_text_site()
+    MasterLibrary.from_runtime(runtime).ingest(plan.masters)
+    missing = tmp_path / "no-such-chromium"
+    with plan.site:
+        crawl(
+            "novel",
+            settings,
+            tmp_path,
+            {"start_url": plan.site.url},
+            {"TRACKER_BROWSER_PATH": missing},
+        )
+    result = outcome(plan, runtime.db)
+    assert result["stored"]["/n/1.html"]["matched_doc_ids"] == plan.matched["/n/1.html"]
+    assert result["innocent_flagged"] == [] and result["wrong"] == []
+    assert result["unread"] == dict.fromkeys(plan.extra["rendered_less"], "render_unavailable")
+    record = run_record(runtime)
+    assert record["stats"]["tracker__render__plain_read"] == len(plan.extra["rendered_less"])
+    assert record["urls"]["stored"] == 3
