@@ -1,35 +1,37 @@
 """End-to-end crawl throughput: fetch → extract → fingerprint → match → store, in pages per
-second per ``scrapy crawl`` process, on a loopback site.
+second of ``scrapy crawl novel`` against a bare Scrapy spider on the same loopback site, in the
+same run.
 
-A site of ``--pages`` chapter pages (half copy chapters of the bundled master sample with ad
-lines, half innocent text, ~3,000–9,000 characters each, chapter lists linking them) is served
-on 127.0.0.1 and crawled by one ``scrapy crawl novel`` process per variant, each into a fresh
-database, with AutoThrottle off and 16 requests in flight:
+The default site looks like a pirate site (issue 40, :func:`build_pirate_site`): ``--pages``
+chapter pages of ~3,000 characters, ``--copy-share`` of them (1.0 by default) each a copy of a
+master of its own, with 2–4 ad lines, an ad above the text, a stylesheet and a script linked
+from every page, and chapter lists of 50. It is served on 127.0.0.1 and crawled by one process
+per variant, each into a fresh database, with AutoThrottle off and 16 requests in flight
+(``--variants``, the first the baseline; by default the bare spider and the full crawl):
 
-* ``fetch only``: no item pipelines (the baseline: Scrapy, the spider, decoding, link
-  extraction);
+* ``bare scrapy``: :mod:`bench.bare_spider`, Scrapy's defaults outside the project: it follows
+  the same links and keeps nothing (the framework's own speed);
+* ``fetch only``: the tracker's spider with no item pipelines;
 * ``+ extract``: the extract pipeline only (in its worker process);
-* ``full``: extract → unchanged check → site boilerplate → fingerprint → match → store, the
-  server work in worker threads, batched; extraction in a worker process;
+* ``full``: the crawl as a user runs it (extract → unchanged → boilerplate → fingerprint →
+  match → evidence → store);
 * ``full, extraction in process``: the same with ``TRACKER_EXTRACT_PROCESSES=0``;
 * ``re-crawl unchanged``: the full crawl again over the stored pages (content-hash skip).
 
-Pages/s is responses over the spider's open time (from the run record in ``crawl_runs``, so
-process start-up is excluded). The pages' ``stored_at`` give two more figures: how long after
-the spider opened the first page was stored, and the *steady* rate between the 10th and the
-90th percentile of the pages stored, the pace of a long crawl. Ratios are against the
-baseline measured in the same round; with ``--rounds N`` the variants run N times,
-alternated, and the medians are reported (the machine is shared: the load average is printed
-too). The mean batch of each stage comes from
-the full crawl's stats. With ``--cpu``, the CPU milliseconds per page of every process during
-the full crawl's open time: the crawl process, its extraction workers, the embedded servers,
-and this process (the site's server thread), sampled from ``/proc`` every 50 ms.
+The headline is pages/s from process start to exit over the baseline's in the same round
+(``--rounds N`` alternates the variants N times; medians; the load average is printed, as the
+machine may be shared). Pages/s over the spider's open time and the *steady* rate between the
+10th and 90th percentile of the pages' ``stored_at`` are printed too. With ``--cpu``, the CPU
+milliseconds per page of every process from start to exit (the crawl process, its extraction
+workers, the embedded servers, and this process: the site's server thread), sampled from
+``/proc`` every 50 ms, and for the full crawl per matched page.
 
-With ``--site corpus`` the pages are instead distinct parts of the 220 chapters of 红楼梦 and
-西游记 (all registered as masters) and innocent texts of the development corpus (see
-:func:`build_corpus_site`): a larger index, and no line repeated across the site but its own.
+``--site demo`` is the earlier bench site (half the pages copies of the demo's sample, half
+innocent), ``--site corpus`` distinct parts of 红楼梦 and 西游记 with innocent texts of the
+development corpus (see :func:`build_corpus_site`).
 
-    python -m bench.crawl_throughput --pages 300 --rounds 3 [--cpu] [--site corpus] [--out F]
+    python -m bench.crawl_throughput [--pages 1000] [--copy-share 1.0] [--rounds N] [--cpu]
+        [--variants "bare scrapy,full"] [--site pirate|demo|corpus] [--out F]
 """
 
 from __future__ import annotations

@@ -358,7 +358,7 @@ class Library:
     env: dict
     runs: list[dict] = field(default_factory=list)
     halves: list[float] = field(default_factory=list)
-    startups: list[float] = field(default_factory=list)  # the check of one query: start-up
+    startups: list[dict] = field(default_factory=list)  # the check of one query: start-up
 
 
 def check_round(library: Library, queries: Path, half: Path, work: Path) -> None:
@@ -376,9 +376,7 @@ def check_round(library: Library, queries: Path, half: Path, work: Path) -> None
     if not one.exists():
         with queries.open("rb") as fh:
             one.write_bytes(fh.readline())
-    library.startups.append(
-        timed(["check", "--jsonl", str(one)], library.env, library.servers)["wall_s"]
-    )
+    library.startups.append(timed(["check", "--jsonl", str(one)], library.env, library.servers))
 
 
 def interleaved(libraries: list[Library], queries: Path, half: Path, rounds: int, work: Path):
@@ -418,15 +416,21 @@ def summary(library: Library, expected: list[dict], work: Path) -> dict:
     copies = sum(1 for q in expected if q["expected"] is not None)
     best = min(runs, key=lambda r: r["wall_s"])
     amortised = 1000 * (ordered[0] - min(halves)) / (n - n // 2)
-    startup = statistics.median(library.startups) if library.startups else None
+    startup = statistics.median(r["wall_s"] for r in library.startups)
+    startup_cpu = statistics.median(
+        r["cpu_s"] + sum(r["servers_cpu_s"].values()) for r in library.startups
+    )
+    cpu = statistics.median(r["cpu_s"] + sum(r["servers_cpu_s"].values()) for r in runs)
     return {
-        # start-up (the check of one query) and the rest, per query, medians of the rounds
-        "startup_s": round(startup, 3) if startup is not None else None,
-        "ms_per_query_after_startup": (
-            round(1000 * (statistics.median(walls) - startup) / (n - 1), 2)
-            if startup is not None
-            else None
+        # start-up (the check of one query) and the rest, per query, medians of the rounds;
+        # CPU of the command, its workers and both servers (the machine may be shared)
+        "startup_s": round(startup, 3),
+        "ms_per_query_after_startup": round(
+            1000 * (statistics.median(walls) - startup) / (n - 1), 2
         ),
+        "startup_cpu_s": round(startup_cpu, 3),
+        "cpu_ms_per_query_after_startup": round(1000 * (cpu - startup_cpu) / (n - 1), 2),
+        "cpu_ms_per_query_with_startup": round(1000 * cpu / n, 2),
         "queries": n,
         "ms_per_query_with_startup": round(1000 * ordered[0] / n, 2),
         "ms_per_query_with_startup_median": round(1000 * statistics.median(walls) / n, 2),
@@ -754,8 +758,10 @@ def render(r: dict) -> str:
             f"{c['ms_per_query_with_startup']} ({c['ms_per_query_with_startup_median']}) | "
             f"{f['ms_per_query_with_startup']} ({f['ms_per_query_with_startup_median']}) | "
             f"×{a['ratio_median_of_rounds']} ({a['ratio_per_round']}) | "
-            f"{c.get('startup_s')} ({f.get('startup_s')}) | "
-            f"{c.get('ms_per_query_after_startup')} ({f.get('ms_per_query_after_startup')}) | "
+            f"{c['startup_s']}, CPU {c['startup_cpu_s']} ({f['startup_s']}, CPU "
+            f"{f['startup_cpu_s']}) | {c['ms_per_query_after_startup']}, CPU "
+            f"{c['cpu_ms_per_query_after_startup']} ({f['ms_per_query_after_startup']}, CPU "
+            f"{f['cpu_ms_per_query_after_startup']}) | "
             f"{c['ms_per_query_amortised']} | {c['cpu_ms_per_query']} + {servers} | "
             f"{c['recall']} | {c['wrong_ids']} | {lsh} |"
         )
