@@ -598,8 +598,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.cpu:
         for name in (n for n in (BARE, "full") if n in runs):
             roles = sorted({role for r in runs[name] for role in r["cpu_ms_per_page"]})
-            print(f"| CPU ms a page, {name}, process start to exit | " + " | ".join(roles))
-            print("| all | per matched page |")
+            print(
+                f"| CPU ms a page, {name}, process start to exit | "
+                + " | ".join(roles)
+                + " | all | per matched page |"
+            )
             print("|---|" + "---:|" * (len(roles) + 2))
             for k, r in enumerate(runs[name], start=1):
                 cpu = r["cpu_ms_per_page"]
