@@ -46,6 +46,7 @@ from tracker.crawling.outcomes import SKIPPED, UNREAD, Ended
 from tracker.crawling.process_pool import PoolBatcher, ProcessPool
 from tracker.crawling.rendering import SCRIPTED_GAIN_CHARS, placeholder_only
 from tracker.crawling.resources import PageResources
+from tracker.enforcement.capture import exchange_from_data
 from tracker.reading.extract import ExtractionRules, PageContext, extract_pages, warm_up
 
 log = logging.getLogger(__name__)
@@ -106,7 +107,7 @@ class ExtractPipeline:
                 self.stats.inc_value("tracker/render/plain_kept")
                 page, item["html"], kept_plain = plain, plain_html, True
                 if plain_exchanges:
-                    item["exchanges"] = plain_exchanges
+                    item["exchanges"] = [exchange_from_data(e) for e in plain_exchanges]
         extracted, normalized = page.extracted, page.normalized
         for what, count in extracted.reading.items():
             self.stats.inc_value(f"tracker/reading/{what}", count)

@@ -72,7 +72,7 @@ from tracker.crawling.profiles import check_choice, check_impersonate
 from tracker.crawling.rendering import MODES, RenderPolicy, RenderUnavailable
 from tracker.crawling.resources import linked_resources, merge_resources
 from tracker.crawling.unread import UnreadLedger
-from tracker.enforcement.capture import exchange_of
+from tracker.enforcement.capture import exchange_data, exchange_from_data, exchange_of
 from tracker.reading.extract import MAX_LINK_TEXT_SHARE, MIN_PROSE_CHARS
 from tracker.reading.pagination import (
     CONTINUED_TEXT,
@@ -445,7 +445,7 @@ class TrackerSpider(scrapy.Spider):
             referer="",
             truncated=False,
             rules=self.extraction_rules,
-            exchanges=request.meta.get("plain_exchanges") or [],
+            exchanges=[exchange_from_data(e) for e in request.meta.get("plain_exchanges") or ()],
         )
 
     def count_error(self, kind: str, url: str, detail: str = "") -> None:
@@ -805,7 +805,7 @@ class TrackerSpider(scrapy.Spider):
             # its static text, a body: read instead when the rendered page carries less, or
             # when the browser fails on it
             meta["plain_html"] = item["html"]
-            meta["plain_exchanges"] = item.get("exchanges")
+            meta["plain_exchanges"] = [exchange_data(e) for e in item.get("exchanges") or ()]
         self.crawler.engine.crawl(self.request(url, self.parse, meta=meta, dont_filter=True))
         return HandedOn(f"no body without its scripts, rendering: {url}")
 
