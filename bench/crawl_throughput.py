@@ -56,6 +56,7 @@ from pathlib import Path
 from bench.corpus import load as load_corpus
 from tracker.config import Settings
 from tracker.crawling.crawl import run_crawl
+from tracker.crawling.outcomes import describe
 from tracker.demo.site import AD_LINES, master_documents, serve
 from tracker.matching.library import MasterLibrary
 from tracker.model import MasterDocument
@@ -428,6 +429,7 @@ def run_variant(
         "matched": run["pages"]["matched"],
         "innocent_matched": innocent_matched,
         "unchanged": run["pages"]["unchanged"],
+        "urls": run.get("urls"),  # how each URL fetched ended (tracker.crawling.outcomes)
         **steady_rate(stored),
         "mean_batch": {
             stage: round(stats[f"tracker__batches__{stage}__pages"] / stats[key], 1)
@@ -592,6 +594,9 @@ def main(argv: list[str] | None = None) -> int:
             "innocent pages matched (full, each round): "
             + ", ".join(str(r["innocent_matched"]) for r in runs["full"])
         )
+        for r in runs["full"]:
+            if r.get("urls"):
+                print("URLs (full): " + describe(r["urls"]))
         batches = runs["full"][0]["mean_batch"]
         if batches:
             print("mean batch (full): " + ", ".join(f"{k} {v}" for k, v in batches.items()))
