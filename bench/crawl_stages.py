@@ -1,5 +1,12 @@
-"""Where a crawl's time goes: the cost of each pipeline stage per page, in CPU of the crawl
-process and of the servers, on the crawl-throughput bench's pages.
+"""Where a crawl's time goes: the cost of each step of the spider and of each pipeline stage
+per page, in CPU of the crawl process and of the servers, on the crawl-throughput bench's
+pirate site (``--copy-share`` of its chapter pages copies, 1.0 by default: every page matched).
+
+The spider's steps run as its ``parse`` runs them, one step over all the pages before the
+next: decoding (:meth:`spiders.base.TrackerSpider.read_page`), the HTML parsed (once a page:
+the selector every later step shares), the defended-site checks (challenge, render candidate,
+a later part's first page, the next part's link), the links followed, and the item with its
+evidence exchange and linked resources (stylesheets, Private-Use code points).
 
 Each stage runs as the crawl runs it (the pipelines' own ``process_batch`` on batches of
 ``--batch`` pages, extraction through :func:`tracker.reading.extract.extract_normalized`), one stage
@@ -12,7 +19,7 @@ The sum says how many pages per second the machine's cores can carry: the crawl 
 work beside the downloads (Scrapy's own cost is the fetch-only crawl of
 :mod:`bench.crawl_throughput`) and the servers' on other cores.
 
-    python -m bench.crawl_stages --pages 300
+    python -m bench.crawl_stages --pages 300 [--copy-share 1.0]
 """
 
 from __future__ import annotations
@@ -26,10 +33,12 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+from scrapy.http import HtmlResponse, Request
 from scrapy.utils.test import get_crawler
 
-from bench.crawl_throughput import build_site
+from bench.crawl_throughput import build_pirate_site
 from pipelines.boilerplate import SiteBoilerplatePipeline
+from pipelines.evidence import EvidencePipeline
 from pipelines.fingerprint import FingerprintPipeline
 from pipelines.match import MatchPipeline
 from pipelines.store import StorePipeline
@@ -38,7 +47,7 @@ from tracker.batching import batches
 from tracker.config import Settings
 from tracker.crawling.context import TrackerContext
 from tracker.crawling.items import PageItem
-from tracker.demo.site import master_documents
+from tracker.enforcement.capture import exchange_of
 from tracker.matching.library import MasterLibrary
 from tracker.reading.extract import extract_normalized
 from tracker.servers import services
@@ -79,8 +88,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pages", type=int, default=300)
     parser.add_argument(
-        "--batch", type=int, default=16, help="pages per batch (the crawl's mean batch is 8-14)"
+        "--batch", type=int, default=16, help="pages per batch (the crawl's mean batch is 8-16)"
     )
+    parser.add_argument("--copy-share", type=float, default=1.0)
     args = parser.parse_args(argv)
 
     with tempfile.TemporaryDirectory(prefix="tracker-bench-stages-") as tmp:
@@ -90,36 +100,89 @@ def main(argv: list[str] | None = None) -> int:
         tag = f"bench_stages_{int(time.time())}"
         settings = replace(base, mongo_db=tag, redis_prefix=f"{tag}:")
         runtime = Runtime(settings)
-        MasterLibrary.from_runtime(runtime).ingest(master_documents())
-        build_site(Path(tmp) / "site", args.pages)
+        masters = build_pirate_site(Path(tmp) / "site", args.pages, args.copy_share)
+        MasterLibrary.from_runtime(runtime).ingest(masters)
         files = sorted((Path(tmp) / "site" / "p").glob("*.html"), key=lambda p: int(p.stem))
-        html = [(f"http://127.0.0.1/p/{p.stem}.html", p.read_text(encoding="utf-8")) for p in files]
-        crawler = get_crawler(settings_dict={"TRACKER_BATCH_SIZE": args.batch})
+        bodies = [(f"http://127.0.0.1/p/{p.stem}.html", p.read_bytes()) for p in files]
+        from spiders.novel import NovelSpider
+
+        crawler = get_crawler(NovelSpider, settings_dict={"TRACKER_BATCH_SIZE": args.batch})
         crawler.stats.open_spider()
+        spider = NovelSpider.from_crawler(crawler, start_url="http://127.0.0.1/")
+        crawler.spider = spider
         context = crawler._tracker_context = TrackerContext(runtime)
+        responses = [
+            HtmlResponse(
+                url,
+                body=body,
+                headers={"Content-Type": "text/html"},
+                request=Request(url, meta={"depth": 1}),
+            )
+            for url, body in bodies
+        ]
+        pages: list = []
+        html: list[tuple[str, str]] = []
+
+        def decode() -> None:
+            for response in responses:
+                page, _ = spider.read_page(response)
+                pages.append(page)
+                html.append((page.url, page.text))
+
+        def parse() -> None:
+            for page in pages:
+                page.selector  # noqa: B018  (the one parse, cached on the response)
+
+        def checks() -> None:
+            for page in pages:
+                spider.challenge(page)
+                text, links = spider.text_counts(page)
+                spider.render_candidate(page, text, links)
+                spider.first_part(page)
+                if spider.keeps(page):
+                    spider.next_part(page)
+
+        def links() -> None:
+            for page in pages:
+                list(spider.follow(page))
+
+        def item() -> None:
+            for page in pages:
+                spider.page_item(page)
+
+        spider_rows = {
+            "spider: decoding": (decode, len(bodies)),
+            "spider: HTML parsed (once)": (parse, len(bodies)),
+            "spider: defended-site checks": (checks, len(bodies)),
+            "spider: links followed": (links, len(bodies)),
+            "spider: item, exchange, resources": (item, len(bodies)),
+        }
         context.detector.check("预热")  # connections, tables and caches warm, as mid-crawl
         stages = [
             UnchangedPagePipeline(crawler),
             SiteBoilerplatePipeline(crawler),
             FingerprintPipeline(crawler),
             MatchPipeline(crawler),
+            EvidencePipeline(crawler),
             StorePipeline(crawler),
         ]
         items: list[PageItem] = []
 
         def extract() -> None:
-            for url, page in html:
-                extracted, normalized, simhash, digest = extract_normalized(page, url)
+            for (url, page), response in zip(html, pages, strict=True):
+                read = extract_normalized(page, url)
                 items.append(
                     PageItem(
                         url=url,
-                        text=extracted.text,
-                        title=extracted.title,
-                        extractor=extracted.extractor,
-                        normalized=normalized,
-                        simhash=simhash,
-                        content_hash=digest,
+                        text=read.extracted.text,
+                        title=read.extracted.title,
+                        extractor=read.extracted.extractor,
+                        normalized=read.normalized,
+                        simhash_votes=read.votes,
+                        simhash=read.simhash,
+                        content_hash=read.content_hash,
                         status=200,
+                        exchanges=[exchange_of(response)],  # the evidence of a match
                     )
                 )
 
@@ -131,7 +194,8 @@ def main(argv: list[str] | None = None) -> int:
 
             return batched
 
-        rows = {"extract (worker process)": measure(settings, len(html), extract)}
+        rows = {name: measure(settings, n, work) for name, (work, n) in spider_rows.items()}
+        rows["extract (worker process)"] = measure(settings, len(html), extract)
         for stage in stages:
             rows[stage.stage] = measure(settings, len(items), run(stage))
         again = UnchangedPagePipeline(crawler)

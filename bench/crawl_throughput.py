@@ -1,35 +1,37 @@
 """End-to-end crawl throughput: fetch → extract → fingerprint → match → store, in pages per
-second per ``scrapy crawl`` process, on a loopback site.
+second of ``scrapy crawl novel`` against a bare Scrapy spider on the same loopback site, in the
+same run.
 
-A site of ``--pages`` chapter pages (half copy chapters of the bundled master sample with ad
-lines, half innocent text, ~3,000–9,000 characters each, chapter lists linking them) is served
-on 127.0.0.1 and crawled by one ``scrapy crawl novel`` process per variant, each into a fresh
-database, with AutoThrottle off and 16 requests in flight:
+The default site looks like a pirate site (issue 40, :func:`build_pirate_site`): ``--pages``
+chapter pages of ~3,000 characters, ``--copy-share`` of them (1.0 by default) each a copy of a
+master of its own, with 2–4 ad lines, an ad above the text, a stylesheet and a script linked
+from every page, and chapter lists of 50. It is served on 127.0.0.1 and crawled by one process
+per variant, each into a fresh database, with AutoThrottle off and 16 requests in flight
+(``--variants``, the first the baseline; by default the bare spider and the full crawl):
 
-* ``fetch only``: no item pipelines (the baseline: Scrapy, the spider, decoding, link
-  extraction);
+* ``bare scrapy``: :mod:`bench.bare_spider`, Scrapy's defaults outside the project: it follows
+  the same links and keeps nothing (the framework's own speed);
+* ``fetch only``: the tracker's spider with no item pipelines;
 * ``+ extract``: the extract pipeline only (in its worker process);
-* ``full``: extract → unchanged check → site boilerplate → fingerprint → match → store, the
-  server work in worker threads, batched; extraction in a worker process;
+* ``full``: the crawl as a user runs it (extract → unchanged → boilerplate → fingerprint →
+  match → evidence → store);
 * ``full, extraction in process``: the same with ``TRACKER_EXTRACT_PROCESSES=0``;
 * ``re-crawl unchanged``: the full crawl again over the stored pages (content-hash skip).
 
-Pages/s is responses over the spider's open time (from the run record in ``crawl_runs``, so
-process start-up is excluded). The pages' ``stored_at`` give two more figures: how long after
-the spider opened the first page was stored, and the *steady* rate between the 10th and the
-90th percentile of the pages stored, the pace of a long crawl. Ratios are against the
-baseline measured in the same round; with ``--rounds N`` the variants run N times,
-alternated, and the medians are reported (the machine is shared: the load average is printed
-too). The mean batch of each stage comes from
-the full crawl's stats. With ``--cpu``, the CPU milliseconds per page of every process during
-the full crawl's open time: the crawl process, its extraction workers, the embedded servers,
-and this process (the site's server thread), sampled from ``/proc`` every 50 ms.
+The headline is pages/s from process start to exit over the baseline's in the same round
+(``--rounds N`` alternates the variants N times; medians; the load average is printed, as the
+machine may be shared). Pages/s over the spider's open time and the *steady* rate between the
+10th and 90th percentile of the pages' ``stored_at`` are printed too. With ``--cpu``, the CPU
+milliseconds per page of every process from start to exit (the crawl process, its extraction
+workers, the embedded servers, and this process: the site's server thread), sampled from
+``/proc`` every 50 ms, and for the full crawl per matched page.
 
-With ``--site corpus`` the pages are instead distinct parts of the 220 chapters of 红楼梦 and
-西游记 (all registered as masters) and innocent texts of the development corpus (see
-:func:`build_corpus_site`): a larger index, and no line repeated across the site but its own.
+``--site demo`` is the earlier bench site (half the pages copies of the demo's sample, half
+innocent), ``--site corpus`` distinct parts of 红楼梦 and 西游记 with innocent texts of the
+development corpus (see :func:`build_corpus_site`).
 
-    python -m bench.crawl_throughput --pages 300 --rounds 3 [--cpu] [--site corpus] [--out F]
+    python -m bench.crawl_throughput [--pages 1000] [--copy-share 1.0] [--rounds N] [--cpu]
+        [--variants "bare scrapy,full"] [--site pirate|demo|corpus] [--out F]
 """
 
 from __future__ import annotations
@@ -42,17 +44,19 @@ import os
 import random
 import re
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
 
 from bench.corpus import load as load_corpus
 from tracker.config import Settings
 from tracker.crawling.crawl import run_crawl
+from tracker.crawling.outcomes import describe
 from tracker.demo.site import AD_LINES, master_documents, serve
 from tracker.matching.library import MasterLibrary
 from tracker.model import MasterDocument
@@ -128,12 +132,60 @@ def build_corpus_site(
     return (pages + 1) // 2, corpus.novel_chapters
 
 
+PIRATE_PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"><title>{title}_笔趣阁</title>
+<link rel="stylesheet" href="/css/style.css"><script src="/js/common.js"></script></head>
+<body><div class="nav"><a href="/">首页</a> <a href="/list/{list_no}.html">目录</a>
+<a href="/list/{list_no}.html#top">章节列表</a></div>
+<h1>{title}</h1><div class="ad">{top_ad}</div><div id="content">{body}</div>
+<div class="bottem"><a href="/p/{prev}.html">上一章</a> <a href="/list/{list_no}.html">目录</a>
+<a href="/p/{next}.html">下一章</a></div>
+<div class="footer">本站所有小说均来自网友上传 Copyright 笔趣阁</div></body></html>"""
+
+STYLESHEET = """body{font-family:sans-serif;background:#f6f1e7}
+#content{font-size:18px;line-height:2}
+.ad{color:#c00}.nav a,.bottem a{margin:0 1em}.footer{font-size:12px;color:#999}"""
+
+
+def build_pirate_site(
+    root: Path, pages: int, copy_share: float = 1.0, seed: int = 1
+) -> list[MasterDocument]:
+    """Write a site as a pirate site looks (issue 40): ``pages`` chapter pages of about 3,000
+    characters, the first ``copy_share`` of every ten a copy of a master of its own (each page
+    a different master), the others original prose; 2–4 of the demo's ad lines among the
+    paragraphs of each page, an ad above the text, one stylesheet and one script linked from
+    every page, chapter lists of 50 linking them. The prose is the tests' jieba-dictionary
+    generator (:func:`tests.texts.prose`), not the detector's tables. Returns the masters
+    copied (to register)."""
+    from tests.texts import prose
+
+    rng = random.Random(seed)
+    masters, texts = [], []
+    for n in range(pages):
+        lines = prose(seed * 1_000_003 + n, 3000).splitlines()
+        if (n % 10) < round(10 * copy_share):
+            masters.append(
+                MasterDocument(f"盗版/{n:06d}", "盗版", f"第{n + 1}章", "\n".join(lines))
+            )
+            title = f"第{n + 1}章"
+        else:
+            title = f"第{n + 1}章 原创"
+        for _ in range(rng.randint(2, 4)):
+            lines.insert(rng.randint(1, len(lines)), rng.choice(AD_LINES))
+        texts.append((title, lines))
+    write_site(root, texts, template=PIRATE_PAGE)
+    (root / "css").mkdir()
+    (root / "css" / "style.css").write_text(STYLESHEET, encoding="utf-8")
+    (root / "js").mkdir()
+    (root / "js" / "common.js").write_text("var site='笔趣阁';\n", encoding="utf-8")
+    return masters
+
+
 def with_ad_line(lines: list[str], rng: random.Random) -> list[str]:
     """``lines`` with one of the demo's ad lines after the third."""
     return [*lines[:3], rng.choice(AD_LINES), *lines[3:]]
 
 
-def write_site(root: Path, texts: list[tuple[str, list[str]]]) -> None:
+def write_site(root: Path, texts: list[tuple[str, list[str]]], template: str = PAGE) -> None:
     """Chapter pages ``p/<n>.html`` of ``texts`` (title, lines), chapter lists of 50 linking
     them, an index and robots.txt."""
     pages = len(texts)
@@ -142,8 +194,9 @@ def write_site(root: Path, texts: list[tuple[str, list[str]]]) -> None:
     for n, (title, lines) in enumerate(texts):
         body = "<br /><br />".join(f"&nbsp;&nbsp;{html.escape(line)}" for line in lines if line)
         (root / "p" / f"{n}.html").write_text(
-            PAGE.format(
+            template.format(
                 title=html.escape(title),
+                top_ad=html.escape(AD_LINES[n % len(AD_LINES)]),
                 body=body,
                 list_no=n // 50,
                 prev=max(n - 1, 0),
@@ -167,13 +220,16 @@ def write_site(root: Path, texts: list[tuple[str, list[str]]]) -> None:
     (root / "robots.txt").write_text("User-agent: *\nAllow: /\n", encoding="ascii")
 
 
+BARE = "bare scrapy"
 VARIANTS = {
+    BARE: {},  # bench/bare_spider.py, outside the project: Scrapy alone
     "fetch only": {"ITEM_PIPELINES": "{}"},
     "+ extract": {"ITEM_PIPELINES": json.dumps({"pipelines.extract.ExtractPipeline": 100})},
     "full": {},
     "full, extraction in process": {"TRACKER_EXTRACT_PROCESSES": 0},
     "re-crawl unchanged": {},  # over the pages the full crawl stored
 }
+DEFAULT_VARIANTS = (BARE, "full")
 STAGES = ("extract", "unchanged", "boilerplate", "fingerprint", "match", "store")
 COMMON = {
     "AUTOTHROTTLE_ENABLED": 0,
@@ -185,6 +241,7 @@ COMMON = {
 }
 
 
+BARE_SPIDER = Path(__file__).with_name("bare_spider.py")
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 
@@ -311,16 +368,49 @@ def crawl_once(
     return Runtime(settings).db["crawl_runs"].find_one(sort=[("finished_at", -1)])
 
 
+def run_bare(site_url: str, log_dir: Path) -> dict[str, float]:
+    """The bare spider (:mod:`bench.bare_spider`) with the crawl's concurrency, from a
+    directory outside the project (no ``scrapy.cfg``: Scrapy's defaults): its pages and the
+    wall seconds from process start to exit."""
+    log = log_dir / "bare_scrapy.log"
+    settings = {k: v for k, v in COMMON.items() if k not in ("DEPTH_LIMIT",)}
+    command = [sys.executable, "-m", "scrapy", "runspider", str(BARE_SPIDER), "-a"]
+    command += [f"start_url={site_url}", "-s", f"LOG_FILE={log}", "-s", "ROBOTSTXT_OBEY=1"]
+    for key, value in settings.items():
+        command += ["-s", f"{key}={value}"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_")}
+    start = time.perf_counter()
+    code = subprocess.run(command, cwd=log_dir, env=env, check=False).returncode
+    wall = time.perf_counter() - start
+    if code != 0:
+        raise SystemExit(f"{BARE}: failed (exit {code}), see {log}")
+    found = re.search(r"'response_received_count': (\d+)", log.read_text(encoding="utf-8"))
+    pages = int(found[1]) if found else 0
+    return {
+        "pages": pages,
+        "process_seconds": round(wall, 2),
+        "process_pages_per_second": round(pages / wall, 1),
+    }
+
+
 def run_variant(
-    name: str, settings: Settings, site_url: str, extra: dict, log_dir: Path
+    name: str,
+    settings: Settings,
+    site_url: str,
+    extra: dict,
+    log_dir: Path,
+    innocent: Callable[[int], bool] = lambda n: n % 2 == 1,
 ) -> dict[str, float]:
+    """One crawl of ``name``; ``innocent``: whether chapter page ``n`` copies nothing."""
     runtime = Runtime(settings)
+    start = time.perf_counter()
     run = crawl_once(name, settings, site_url, {**COMMON, **extra}, log_dir)
+    wall = time.perf_counter() - start
     seconds = (run["finished_at"] - run["started_at"]).total_seconds()
     stats = run["stats"]
-    # Odd pages are innocent: one matched is a false alarm.
+    # An innocent page matched is a false alarm.
     innocent_matched = sum(
-        int(m[1]) % 2 == 1
+        innocent(int(m[1]))
         for url in runtime.db["matches"].distinct("url")
         if (m := re.search(r"/p/(\d+)\.html$", url))
     )
@@ -330,6 +420,8 @@ def run_variant(
     )
     return {
         "pages": run["pages"]["fetched"],
+        "process_seconds": round(wall, 2),
+        "process_pages_per_second": round(run["pages"]["fetched"] / wall, 1),
         "seconds": round(seconds, 2),
         "pages_per_second": round(run["pages"]["fetched"] / seconds, 1),
         "open": (run["started_at"].timestamp(), run["finished_at"].timestamp()),
@@ -337,6 +429,7 @@ def run_variant(
         "matched": run["pages"]["matched"],
         "innocent_matched": innocent_matched,
         "unchanged": run["pages"]["unchanged"],
+        "urls": run.get("urls"),  # how each URL fetched ended (tracker.crawling.outcomes)
         **steady_rate(stored),
         "mean_batch": {
             stage: round(stats[f"tracker__batches__{stage}__pages"] / stats[key], 1)
@@ -362,22 +455,41 @@ def steady_rate(stored: list[float]) -> dict[str, float | None]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pages", type=int, default=300)
+    parser.add_argument("--pages", type=int, default=1000)
+    parser.add_argument(
+        "--copy-share",
+        type=float,
+        default=1.0,
+        help="pirate site: the share of chapter pages that copy a master (each its own)",
+    )
+    parser.add_argument(
+        "--variants",
+        default=",".join(DEFAULT_VARIANTS),
+        help=f"comma-separated, of: {', '.join(VARIANTS)} (the first is the baseline)",
+    )
     parser.add_argument("--rounds", type=int, default=1, help="runs of every variant, alternated")
     parser.add_argument("--data-dir", type=Path, help="tracker data dir (default: a temporary one)")
-    parser.add_argument("--cpu", action="store_true", help="CPU per page of each process (full)")
+    parser.add_argument("--cpu", action="store_true", help="CPU per page of each process")
     parser.add_argument(
         "--site",
-        choices=("demo", "corpus"),
-        default="demo",
-        help="pages of the demo's master sample, or distinct parts of the development corpus's "
-        "chapters (../shared/corpus or $BENCH_CORPUS) with innocent texts",
+        choices=("pirate", "demo", "corpus"),
+        default="pirate",
+        help="a pirate site (--copy-share), pages of the demo's master sample, or distinct "
+        "parts of the development corpus's chapters (../shared/corpus or $BENCH_CORPUS)",
     )
     parser.add_argument(
         "--pin", action="store_true", help="full crawl: its process alone on a core (2+ cores)"
     )
     parser.add_argument("--out", type=Path, help="also write the results (JSON) to this file")
     args = parser.parse_args(argv)
+    chosen = [v.strip() for v in args.variants.split(",") if v.strip()]
+    if unknown := set(chosen) - set(VARIANTS):
+        parser.error(f"unknown variants: {', '.join(sorted(unknown))}")
+    if (
+        "re-crawl unchanged" in chosen
+        and "full" not in chosen[: chosen.index("re-crawl unchanged")]
+    ):
+        parser.error("re-crawl unchanged re-crawls the full crawl's pages: name full before it")
 
     with tempfile.TemporaryDirectory(prefix="tracker-bench-crawl-") as tmp:
         tmp_path = Path(tmp)
@@ -385,102 +497,140 @@ def main(argv: list[str] | None = None) -> int:
         if args.data_dir or not (base.mongo_url and base.redis_url):
             base = replace(base, data_dir=args.data_dir or tmp_path / "data")
         tag = f"bench_crawl_{int(time.time())}"
+        innocent = lambda n: n % 2 == 1  # noqa: E731  (odd pages, demo and corpus sites)
         if args.site == "corpus":
             copies, masters = build_corpus_site(tmp_path / "site", args.pages)
-        else:
+        elif args.site == "demo":
             copies, masters = build_site(tmp_path / "site", args.pages), master_documents()
-        runs: dict[str, list[dict]] = {name: [] for name in VARIANTS}
+        else:
+            masters = build_pirate_site(tmp_path / "site", args.pages, args.copy_share)
+            copies = len(masters)
+            copied = {int(m.doc_id.rsplit("/", 1)[1]) for m in masters}
+            innocent = lambda n: n not in copied  # noqa: E731
+        runs: dict[str, list[dict]] = {name: [] for name in chosen}
         load = [os.getloadavg()[0]]
         with serve(tmp_path / "site") as site:
             for round_no in range(args.rounds):
-                for name, extra in VARIANTS.items():
-                    # Each crawl into a fresh database and index; the re-crawl into the full's.
-                    own = "full" if name == "re-crawl unchanged" else name
-                    db = f"{tag}_{round_no}_{list(VARIANTS).index(own)}"
-                    settings = replace(base, mongo_db=db, redis_prefix=f"{tag}:{db}:")
-                    runtime = Runtime(settings)
-                    if name.startswith("full") and not runtime.db["masters"].count_documents({}):
-                        MasterLibrary.from_runtime(runtime).ingest(masters)
-                    servers = {
-                        name: state.pid
-                        for name in ("mongo", "redis")
-                        if not getattr(settings, f"{name}_url")
-                        and (state := services.read_state(settings, name)) is not None
-                    }
-                    sampler = CPUSampler(servers, pin=args.pin)
-                    # sampling /proc costs CPU too: only when asked, and for the full crawl
-                    measured = (args.cpu or args.pin) and name == "full"
+                for name in chosen:
+                    extra = VARIANTS[name]
+                    servers: dict[str, int] = {}
+                    if name != BARE:
+                        # Each crawl into a fresh database and index; the re-crawl into the full's.
+                        own = "full" if name == "re-crawl unchanged" else name
+                        db = f"{tag}_{round_no}_{list(VARIANTS).index(own)}"
+                        settings = replace(base, mongo_db=db, redis_prefix=f"{tag}:{db}:")
+                        runtime = Runtime(settings)
+                        if name.startswith("full") and not runtime.db["masters"].count_documents(
+                            {}
+                        ):
+                            MasterLibrary.from_runtime(runtime).ingest(masters)
+                        servers = {
+                            name: state.pid
+                            for name in ("mongo", "redis")
+                            if not getattr(settings, f"{name}_url")
+                            and (state := services.read_state(settings, name)) is not None
+                        }
+                    sampler = CPUSampler(servers, pin=args.pin and name == "full")
+                    # sampling /proc costs CPU too: only when asked
+                    measured = args.cpu and name in (BARE, "full")
+                    began = time.time()
                     with sampler if measured else contextlib.nullcontext():
-                        result = run_variant(name, settings, site.url, extra, tmp_path)
-                    if args.cpu and name == "full":
-                        used = sampler.between(*result["open"])
+                        if name == BARE:
+                            result = run_bare(site.url, tmp_path)
+                        else:
+                            result = run_variant(
+                                name, settings, site.url, extra, tmp_path, innocent
+                            )
+                    if measured:
+                        used = sampler.between(began, time.time())
+                        per = result.get("matched") or result["pages"]
                         result["cpu_ms_per_page"] = {
                             role: round(1000 * cpu / result["pages"], 2)
                             for role, cpu in sorted(used.items())
                         }
+                        result["cpu_ms_per_matched_page"] = round(
+                            1000 * sum(used.values()) / per, 2
+                        )
                     runs[name].append(result)
                     print(f"{name:>28}: {result}", file=sys.stderr)
                 load.append(os.getloadavg()[0])
         clean_up(base, tag, stop_servers=not args.data_dir)
 
-    baselines = [r["pages_per_second"] for r in runs["fetch only"]]
+    baseline = chosen[0]
+    baselines = [r["process_pages_per_second"] for r in runs[baseline]]
     title = f"variant ({args.pages} chapter pages, {copies} copies, {args.site} site)"
     print(
         f"{args.rounds} round(s); load average (1 min) before and after each round: "
         + ", ".join(f"{x:.1f}" for x in load)
     )
     print(
-        f"| {title} | pages | s | pages/s | vs fetch only | matched "
-        "| first stored after s | steady pages/s |"
+        f"| {title} | pages | s, process start to exit | pages/s | vs {baseline} | matched "
+        "| pages/s, spider open | steady pages/s |"
     )
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     results = {}
     for name, rs in runs.items():
-        ratios = [r["pages_per_second"] / b for r, b in zip(rs, baselines, strict=True)]
+        ratios = [r["process_pages_per_second"] / b for r, b in zip(rs, baselines, strict=True)]
         r = results[name] = {
             "pages": rs[0]["pages"],
-            "seconds": round(statistics.median(x["seconds"] for x in rs), 2),
-            "pages_per_second": round(statistics.median(x["pages_per_second"] for x in rs), 1),
-            "vs_fetch_only": round(statistics.median(ratios), 3),
-            "matched": rs[0]["matched"],
-            "first_stored_s": _median(x["first_stored_s"] for x in rs),
-            "steady_pages_per_second": _median(x["steady_pages_per_second"] for x in rs),
+            "process_seconds": round(statistics.median(x["process_seconds"] for x in rs), 2),
+            "process_pages_per_second": round(
+                statistics.median(x["process_pages_per_second"] for x in rs), 1
+            ),
+            f"vs_{baseline.replace(' ', '_')}": round(statistics.median(ratios), 3),
+            "matched": rs[0].get("matched"),
+            "pages_per_second": _median(x.get("pages_per_second") for x in rs),
+            "steady_pages_per_second": _median(x.get("steady_pages_per_second") for x in rs),
             "runs": rs,
         }
+        matched = r["matched"] if r["matched"] is not None else "–"
         print(
-            f"| {name} | {r['pages']} | {r['seconds']} | {r['pages_per_second']} | "
-            f"{r['vs_fetch_only']:.2f}× | {r['matched']} | {r['first_stored_s'] or '–'} | "
-            f"{r['steady_pages_per_second'] or '–'} |"
+            f"| {name} | {r['pages']} | {r['process_seconds']} | {r['process_pages_per_second']} "
+            f"| {statistics.median(ratios):.2f}× | {matched} "
+            f"| {r['pages_per_second'] or '–'} | {r['steady_pages_per_second'] or '–'} |"
         )
-    print(
-        "innocent pages matched (full, each round): "
-        + ", ".join(str(r["innocent_matched"]) for r in runs["full"])
-    )
-    batches = runs["full"][0]["mean_batch"]
-    if batches:
-        print("mean batch (full): " + ", ".join(f"{k} {v}" for k, v in batches.items()))
+    if "full" in runs:
+        print(
+            "innocent pages matched (full, each round): "
+            + ", ".join(str(r["innocent_matched"]) for r in runs["full"])
+        )
+        for r in runs["full"]:
+            if r.get("urls"):
+                print("URLs (full): " + describe(r["urls"]))
+        batches = runs["full"][0]["mean_batch"]
+        if batches:
+            print("mean batch (full): " + ", ".join(f"{k} {v}" for k, v in batches.items()))
     if args.cpu:
-        roles = sorted({role for r in runs["full"] for role in r["cpu_ms_per_page"]})
-        print("| CPU ms a page, full crawl's open time | " + " | ".join(roles) + " | all |")
-        print("|---|" + "---:|" * (len(roles) + 1))
-        for k, r in enumerate(runs["full"], start=1):
-            cpu = r["cpu_ms_per_page"]
-            cells = [f"{cpu.get(role, 0.0):.2f}" for role in roles]
+        for name in (n for n in (BARE, "full") if n in runs):
+            roles = sorted({role for r in runs[name] for role in r["cpu_ms_per_page"]})
             print(
-                f"| round {k} ({r['pages_per_second']} pages/s) | "
-                + " | ".join(cells)
-                + f" | {sum(cpu.values()):.2f} |"
+                f"| CPU ms a page, {name}, process start to exit | "
+                + " | ".join(roles)
+                + " | all | per matched page |"
             )
+            print("|---|" + "---:|" * (len(roles) + 2))
+            for k, r in enumerate(runs[name], start=1):
+                cpu = r["cpu_ms_per_page"]
+                cells = [f"{cpu.get(role, 0.0):.2f}" for role in roles]
+                print(
+                    f"| round {k} ({r['process_pages_per_second']} pages/s) | "
+                    + " | ".join(cells)
+                    + f" | {sum(cpu.values()):.2f} | {r['cpu_ms_per_matched_page']:.2f} |"
+                )
     summary = {
         "pages": args.pages,
         "site": args.site,
+        "copy_share": args.copy_share if args.site == "pirate" else None,
         "copies": copies,
+        "baseline": baseline,
         "load": load,
         "results": results,
     }
-    print(json.dumps(summary))
+    print(json.dumps(summary, ensure_ascii=False))
     if args.out:
-        args.out.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+        args.out.write_text(
+            json.dumps(summary, indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
+        )
     return 0
 
 

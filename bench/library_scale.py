@@ -358,10 +358,13 @@ class Library:
     env: dict
     runs: list[dict] = field(default_factory=list)
     halves: list[float] = field(default_factory=list)
+    startups: list[dict] = field(default_factory=list)  # the check of one query: start-up
 
 
 def check_round(library: Library, queries: Path, half: Path, work: Path) -> None:
-    """One ``tracker check --jsonl`` of the queries and one of their first half."""
+    """One ``tracker check --jsonl`` of the queries, one of their first half, and one of the
+    first query alone (its wall time is the command's start-up: process, imports,
+    connections, opening and verifying the library, the tables and dictionaries loaded)."""
     out = work / f"answers-{library.name}.jsonl"
     library.runs.append(
         timed(["check", "--jsonl", str(queries)], library.env, library.servers, out)
@@ -369,6 +372,11 @@ def check_round(library: Library, queries: Path, half: Path, work: Path) -> None
     library.halves.append(
         timed(["check", "--jsonl", str(half)], library.env, library.servers)["wall_s"]
     )
+    one = queries.with_name(queries.stem + "-one.jsonl")
+    if not one.exists():
+        with queries.open("rb") as fh:
+            one.write_bytes(fh.readline())
+    library.startups.append(timed(["check", "--jsonl", str(one)], library.env, library.servers))
 
 
 def interleaved(libraries: list[Library], queries: Path, half: Path, rounds: int, work: Path):
@@ -377,7 +385,7 @@ def interleaved(libraries: list[Library], queries: Path, half: Path, rounds: int
     to round, so that the machine's state (other work shares it) weighs on all of them alike."""
     for library in libraries:
         timed(["check", "--jsonl", str(half)], library.env, library.servers)
-        library.runs, library.halves = [], []
+        library.runs, library.halves, library.startups = [], [], []
     for k in range(rounds):
         for library in libraries if k % 2 == 0 else libraries[::-1]:
             check_round(library, queries, half, work)
@@ -408,7 +416,21 @@ def summary(library: Library, expected: list[dict], work: Path) -> dict:
     copies = sum(1 for q in expected if q["expected"] is not None)
     best = min(runs, key=lambda r: r["wall_s"])
     amortised = 1000 * (ordered[0] - min(halves)) / (n - n // 2)
+    startup = statistics.median(r["wall_s"] for r in library.startups)
+    startup_cpu = statistics.median(
+        r["cpu_s"] + sum(r["servers_cpu_s"].values()) for r in library.startups
+    )
+    cpu = statistics.median(r["cpu_s"] + sum(r["servers_cpu_s"].values()) for r in runs)
     return {
+        # start-up (the check of one query) and the rest, per query, medians of the rounds;
+        # CPU of the command, its workers and both servers (the machine may be shared)
+        "startup_s": round(startup, 3),
+        "ms_per_query_after_startup": round(
+            1000 * (statistics.median(walls) - startup) / (n - 1), 2
+        ),
+        "startup_cpu_s": round(startup_cpu, 3),
+        "cpu_ms_per_query_after_startup": round(1000 * (cpu - startup_cpu) / (n - 1), 2),
+        "cpu_ms_per_query_with_startup": round(1000 * cpu / n, 2),
         "queries": n,
         "ms_per_query_with_startup": round(1000 * ordered[0] / n, 2),
         "ms_per_query_with_startup_median": round(1000 * statistics.median(walls) / n, 2),
@@ -719,8 +741,9 @@ def render(r: dict) -> str:
     head = (
         "| chapters | ingest /s (peak RSS) | Redis B/chapter (RSS) | check ms/query with start-up "
         "(median) | the first library's in the same rounds | ratio (median of rounds) | "
+        "start-up s (the first library's) | ms/query after start-up (the first library's) | "
         "amortised | CPU ms/query: command + servers | recall | wrong ids | MinHashLSH ms/query "
-        "(recall) |\n|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|\n"
+        "(recall) |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|\n"
     )
     rows = []
     for p in r["points"]:
@@ -735,6 +758,10 @@ def render(r: dict) -> str:
             f"{c['ms_per_query_with_startup']} ({c['ms_per_query_with_startup_median']}) | "
             f"{f['ms_per_query_with_startup']} ({f['ms_per_query_with_startup_median']}) | "
             f"×{a['ratio_median_of_rounds']} ({a['ratio_per_round']}) | "
+            f"{c['startup_s']}, CPU {c['startup_cpu_s']} ({f['startup_s']}, CPU "
+            f"{f['startup_cpu_s']}) | {c['ms_per_query_after_startup']}, CPU "
+            f"{c['cpu_ms_per_query_after_startup']} ({f['ms_per_query_after_startup']}, CPU "
+            f"{f['cpu_ms_per_query_after_startup']}) | "
             f"{c['ms_per_query_amortised']} | {c['cpu_ms_per_query']} + {servers} | "
             f"{c['recall']} | {c['wrong_ids']} | {lsh} |"
         )

@@ -32,20 +32,21 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from scrapy import Spider
 from scrapy.crawler import Crawler
-from scrapy.exceptions import DropItem
 
 from pipelines import SERVER_ERRORS, Tally, close_batcher, stage_batcher
 from spiders.base import canonical_of
 from tracker.config import Settings
 from tracker.crawling.context import tracker_context
 from tracker.crawling.items import PageItem
+from tracker.crawling.outcomes import SKIPPED, UNREAD, Ended
 from tracker.crawling.process_pool import PoolBatcher, ProcessPool
 from tracker.crawling.rendering import SCRIPTED_GAIN_CHARS, placeholder_only
 from tracker.crawling.resources import PageResources
+from tracker.enforcement.capture import exchange_from_data
 from tracker.reading.extract import ExtractionRules, PageContext, extract_pages, warm_up
 
 log = logging.getLogger(__name__)
@@ -95,35 +96,51 @@ class ExtractPipeline:
             return item
         rules = ExtractionRules.from_dict(item.get("rules"))
         context = await self._context(item)
-        try:
-            page = await self.extractions.submit((item["html"], item["url"], rules, context))
-        except Exception as exc:  # hostile markup must not stop the crawl
-            log.warning("extraction failed for %s: %r", item["url"], exc)
-            self.stats.inc_value("tracker/errors/extract")
-            raise DropItem(f"extraction failed: {item['url']}") from exc
+        page = await self._extract(item, item["html"], rules, context)
+        plain_html = item.pop("plain_html", None)
+        plain_exchanges = item.pop("plain_exchanges", None)
+        kept_plain = False
+        if plain_html is not None and len(page.normalized) < (item.get("plain_chars") or 0):
+            # Rendering may add text, never take the static text away: the plain page it was
+            # fetched as carried more, so that is the page read (and its exchanges the
+            # evidence); the browser's did not help.
+            plain = await self._extract(item, plain_html, rules, context)
+            if len(plain.normalized) > len(page.normalized):
+                self.stats.inc_value("tracker/render/plain_kept")
+                page, item["html"], kept_plain = plain, plain_html, True
+                if plain_exchanges:
+                    item["exchanges"] = [exchange_from_data(e) for e in plain_exchanges]
         extracted, normalized = page.extracted, page.normalized
         for what, count in extracted.reading.items():
             self.stats.inc_value(f"tracker/reading/{what}", count)
         if rules and (rules.css or rules.xpath) and extracted.extractor not in ("css", "xpath"):
             self.stats.inc_value("tracker/reading/extract/selector_missed")
         if item.get("render_reason"):  # a page that may need the browser (spiders.base)
-            body = len(normalized) >= self.min_chars and not placeholder_only(extracted.text)
+            body = (
+                len(normalized) >= self.min_chars
+                and not placeholder_only(extracted.text)
+                and not kept_plain  # the browser did not help
+            )
+            plain = item.get("plain_chars")  # its text when fetched plainly, if it was
+            if plain is None:
+                item["plain_chars"] = len(normalized)
             if item["render_reason"] == "scripted":
                 # the text around an empty element a script fills: render it; the rendering
                 # helped (teaches that the site needs it) only when it added text
-                plain = item.get("plain_chars")
-                if plain is None:
-                    item["plain_chars"] = len(normalized)
                 body = body and plain is not None and len(normalized) >= plain + SCRIPTED_GAIN_CHARS
-            if self.crawler.spider.after_reading(item, body):
-                raise DropItem(f"no body without its scripts, rendering: {item['url']}")
+            if (drop := self.crawler.spider.after_reading(item, body)) is not None:
+                raise drop
         if extracted.is_list and not (rules and rules.articles):
             self.stats.inc_value("tracker/skipped/list_page")
-            raise DropItem(f"list page (main text mostly links): {item['url']}")
+            raise Ended(f"list page (main text mostly links): {item['url']}", SKIPPED, "list_page")
         self.stats.inc_value(f"tracker/extractor/{extracted.extractor}")
         if len(normalized) < self.min_chars:
             self.stats.inc_value("tracker/pages_without_text")
-            raise DropItem(f"no body text ({len(normalized)} characters): {item['url']}")
+            raise Ended(
+                f"no body text ({len(normalized)} characters): {item['url']}",
+                SKIPPED,
+                "without_text",
+            )
         await self._drop_canonical_copy(
             item["url"], page.content_hash, extracted.metadata.get("canonical")
         )
@@ -139,6 +156,18 @@ class ExtractPipeline:
         item["simhash_votes"] = page.votes
         item["simhash"] = page.simhash
         return item
+
+    async def _extract(
+        self, item: PageItem, html: str, rules: ExtractionRules | None, context: Any
+    ) -> Any:
+        """``html`` of ``item`` extracted in a worker (an ``ExtractedPage``); a failure ends
+        the page unread (``extract_failed``)."""
+        try:
+            return await self.extractions.submit((html, item["url"], rules, context))
+        except Exception as exc:  # hostile markup must not stop the crawl
+            log.warning("extraction failed for %s: %r", item["url"], exc)
+            self.stats.inc_value("tracker/errors/extract")
+            raise Ended(f"extraction failed: {item['url']}", UNREAD, "extract_failed") from exc
 
     async def _context(self, item: PageItem) -> PageContext | None:
         """The page's parts, stylesheets and web-font glyphs; the parts alone when gathering
@@ -165,11 +194,15 @@ class ExtractPipeline:
                 known = self.recent.get(canonical, stored)  # met meanwhile: that text wins
             if known == digest:
                 self.stats.inc_value("tracker/pages_canonical_copy")
-                raise DropItem(f"same text as its canonical {canonical}: {url}")
+                raise Ended(
+                    f"same text as its canonical {canonical}: {url}", SKIPPED, "canonical_copy"
+                )
             _remember(self.variants, canonical, set()).add(digest)
         elif digest in self.variants.get(url, ()):
             self.stats.inc_value("tracker/pages_canonical_copy")
-            raise DropItem(f"same text as a page naming it canonical, kept: {url}")
+            raise Ended(
+                f"same text as a page naming it canonical, kept: {url}", SKIPPED, "canonical_copy"
+            )
         _remember(self.recent, url, digest)
 
     def _stored_digests(self, urls: list[str]) -> list[tuple[str | None, Tally]]:

@@ -22,12 +22,11 @@ import io
 import logging
 from typing import Any
 
-from scrapy.exceptions import DropItem
-
 from pipelines import SERVER_ERRORS, BatchedStage, Tally
 from tracker.config import Settings
 from tracker.crawling.context import tracker_context
 from tracker.crawling.items import PageItem
+from tracker.crawling.outcomes import UNREAD, Ended
 from tracker.files.archives import Limits, Unreadable
 from tracker.files.books import FileChapter, read_book_file
 
@@ -56,7 +55,7 @@ class FilePipeline(BatchedStage):
         if unread is not None:
             reason, detail = unread
             spider.unread.unread(item["url"], reason, detail)
-            raise DropItem(f"file unread ({reason}): {item['url']}: {detail}")
+            raise Ended(f"file unread ({reason}): {item['url']}: {detail}", UNREAD, reason)
         spider.unread.read(item["url"])
         return item
 

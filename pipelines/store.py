@@ -74,6 +74,7 @@ class StorePipeline(BatchedStage):
             except SERVER_ERRORS as exc:  # the store is away: these pages are not stored
                 for k in matched:
                     tallies[k].failure(exc, "storing", "unstored")
+                    items[k]["unstored"] = True
                 saving = [k for k in saving if records[k].matched is None]
         if not saving:
             return
@@ -84,6 +85,7 @@ class StorePipeline(BatchedStage):
         except SERVER_ERRORS as exc:  # the store is away: count each page, keep crawling
             for k in saving:
                 tallies[k].failure(exc, "storing", "unstored")
+                items[k]["unstored"] = True
             return
         for k, new_text in zip(saving, changed, strict=True):
             tallies[k].inc("tracker/pages_stored")

@@ -19,11 +19,10 @@ from __future__ import annotations
 import hashlib
 from datetime import UTC, datetime
 
-from scrapy.exceptions import DropItem
-
 from pipelines import SERVER_ERRORS, BatchedStage, Tally
 from tracker.crawling.context import TrackerContext, tracker_context
 from tracker.crawling.items import PageItem
+from tracker.crawling.outcomes import UNCHANGED, UNREAD, Ended
 from tracker.model import content_hash
 from tracker.stores.pages import OK
 from tracker.stores.rematch import RematchMark
@@ -35,8 +34,9 @@ class UnchangedPagePipeline(BatchedStage):
     async def process_item(self, item: PageItem) -> PageItem:
         drop, tally = await self.batcher.submit(item)
         tally.apply(self.stats)
-        if drop:
-            raise DropItem(drop)
+        if drop:  # unchanged, or cut short with a complete copy stored (kept, never replaced)
+            end, reason = (UNCHANGED, "") if drop.startswith("unchanged") else (UNREAD, "truncated")
+            raise Ended(drop, end, reason)
         return item
 
     def process_batch(self, items: list[PageItem]) -> list[tuple[str | None, Tally]]:

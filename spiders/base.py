@@ -55,6 +55,7 @@ from scrapy.exceptions import (
     DownloadConnectionRefusedError,
     DownloadFailedError,
     DownloadTimeoutError,
+    DropItem,
     IgnoreRequest,
     ResponseDataLossError,
 )
@@ -71,11 +72,12 @@ from tracker.crawling.challenges import challenge_of
 from tracker.crawling.items import PageItem
 from tracker.crawling.middlewares.redirect import RedirectLoop
 from tracker.crawling.middlewares.traps import strip_session_ids
+from tracker.crawling.outcomes import REFETCH, SKIPPED, UNREAD, Ended, HandedOn, UrlLedger
 from tracker.crawling.profiles import check_choice, check_impersonate
 from tracker.crawling.rendering import MODES, RenderPolicy, RenderUnavailable
 from tracker.crawling.resources import linked_resources, merge_resources
 from tracker.crawling.unread import UnreadLedger
-from tracker.enforcement.capture import exchange_of
+from tracker.enforcement.capture import exchange_data, exchange_from_data, exchange_of
 from tracker.files.links import (
     FILE_SUFFIXES,
     file_name,
@@ -95,6 +97,9 @@ from tracker.reading.pagination import (
     same_chapter_title,
 )
 from tracker.text.encoding import DecodeError, decode_page  # decode_page: re-exported
+
+#: In a response's meta: why the spider did not keep it (a skipped page's reason).
+SKIP_REASON = "tracker_skip"
 
 #: Links a spider remembers having given (:meth:`TrackerSpider.links`): ~150 bytes each.
 FOLLOWED_LINKS_MAX = 500_000
@@ -373,6 +378,7 @@ class TrackerSpider(scrapy.Spider):
             learn_days=crawler.settings.getfloat("TRACKER_RENDER_LEARN_DAYS", 30),
         )
         self.unread = UnreadLedger(crawler)
+        self.outcomes = UrlLedger(crawler)
 
     async def closed(self, reason: str) -> None:
         """Finish recording the unread pages and the sites learned to need rendering."""
@@ -420,22 +426,48 @@ class TrackerSpider(scrapy.Spider):
             return False
         return any(host == d or host.endswith("." + d) for d in self.allowed_domains)
 
-    def on_error(self, failure: Failure) -> None:
+    def on_error(self, failure: Failure) -> list[PageItem] | None:
         kind = error_kind(failure)
         request = getattr(failure, "request", None)
         url = request.url if request is not None else "?"
-        if kind == "robots":
+        if kind == "robots":  # not fetched
             self.crawler.stats.inc_value("tracker/skipped/robots")
             self.logger.info("forbidden by robots.txt: %s", url)
             return
+        self.outcomes.fetched(request.meta if request is not None else {})
         if isinstance(failure.value, RenderUnavailable):
             self.rendering.unavailable = True
         self.count_error(kind, url, str(failure.value)[:200])
         reason = unread_reason(failure)
+        plain = request.meta.get("plain_html") if request is not None else None
+        if reason in ("render_failed", "render_unavailable") and plain:
+            # the browser failed on a page that had text without it: that text is read (and
+            # the page asked for again next crawl)
+            self.unread.unread(url, reason, str(failure.value)[:200])
+            self.crawler.stats.inc_value("tracker/render/plain_read")
+            return [self._plain_item(request, plain)]
         if reason is not None:
             self.unread.unread(url, reason, str(failure.value)[:200])
-        elif kind in ("http_404", "http_410"):
-            self.unread.read(url)  # gone: an answer
+            self.outcomes.end(UNREAD, reason)
+        else:
+            if kind in ("http_404", "http_410"):
+                self.unread.read(url)  # gone: an answer
+            self.outcomes.end(SKIPPED, kind)
+        return None
+
+    def _plain_item(self, request: Request, html: str) -> PageItem:
+        """The item of a page as it was fetched plainly, from a browser request's meta."""
+        return PageItem(
+            url=request.url,
+            html=html,
+            status=200,
+            encoding="utf-8",
+            depth=request.meta.get("depth", 0),
+            referer="",
+            truncated=False,
+            rules=self.extraction_rules,
+            exchanges=[exchange_from_data(e) for e in request.meta.get("plain_exchanges") or ()],
+        )
 
     def count_error(self, kind: str, url: str, detail: str = "") -> None:
         self.crawler.stats.inc_value("tracker/errors")
@@ -506,15 +538,19 @@ class TrackerSpider(scrapy.Spider):
         later part reached by a link of its own is left to its first part
         (``tracker/parts/via_first``). A rendered page is read the same way: its parts are
         fetched through the browser too. A file (an attachment, an archive, a TXT download)
-        is one item of its own (:meth:`file_item`)."""
+        is one item of its own (:meth:`file_item`). Every page ends counted
+        (:mod:`tracker.crawling.outcomes`): here when it gives no item, else by the pipelines."""
+        self.outcomes.fetched(response.meta)
         if self.is_file(response):
             return self.file_item(response)
         read = self.read_page(response)
         if read is None:
+            self.outcomes.end(SKIPPED, "not_text")
             return ()
         page, truncated = read
         if challenge := self.challenge(page):
             self.unread.unread(page.url, challenge, f"{challenge} page, status {page.status}")
+            self.outcomes.end(UNREAD, challenge)
             return ()
         text, links = self.text_counts(page)
         candidate = self.render_candidate(page, text, links)
@@ -537,6 +573,8 @@ class TrackerSpider(scrapy.Spider):
             yield canonical
         if kept:
             yield self._rendering_marks(self.page_item(page, truncated), page, candidate)
+        else:
+            self.outcomes.end(SKIPPED, page.meta.pop(SKIP_REASON, "not_kept"))
         yield from self.follow(page)
 
     # -- download files ------------------------------------------------------------------
@@ -603,8 +641,9 @@ class TrackerSpider(scrapy.Spider):
         :meth:`after_reading`), and whether it was read through it."""
         item["render_reason"] = candidate or page.meta.get("render_reason")
         item["rendered"] = bool(page.meta.get("playwright"))
-        if page.meta.get("plain_chars") is not None:
-            item["plain_chars"] = page.meta["plain_chars"]
+        for key in ("plain_chars", "plain_html", "plain_exchanges"):
+            if page.meta.get(key) is not None:
+                item[key] = page.meta[key]
         return item
 
     def first_part(self, page: TextResponse) -> str | None:
@@ -621,6 +660,7 @@ class TrackerSpider(scrapy.Spider):
 
     def _via_first_part(self, page: TextResponse, first: str) -> Iterator[Any]:
         self.crawler.stats.inc_value("tracker/parts/via_first")
+        self.outcomes.end(SKIPPED, "later_part")
         yield self.request(first, page.request.callback if page.request else self.parse)
         yield from self.follow(page)
 
@@ -703,18 +743,22 @@ class TrackerSpider(scrapy.Spider):
             if read is None:
                 parts.unread.append(url)
                 stats.inc_value("tracker/parts/unread")
+                self.outcomes.end(SKIPPED, "not_text")
                 break
             part, truncated = read
             if challenge := self.challenge(part):
                 self.unread.unread(url, challenge, f"{challenge} page, a part of {first.url}")
                 parts.unread.append(url)
                 stats.inc_value("tracker/parts/unread")
+                self.outcomes.end(UNREAD, challenge)
                 break
             if canonicalize_url(part.url) in seen - {canonicalize_url(url)}:
                 stats.inc_value("tracker/parts/loop")  # redirected back into the chapter
+                self.outcomes.end(SKIPPED, "part_loop")
                 break
             if verdict != "yes" and not same_chapter_title(first, part):
                 stats.inc_value("tracker/parts/not_a_part")
+                self.outcomes.end(SKIPPED, "not_a_part")  # fetched again as a page
                 parts.stray = url
                 break
             parts.pages.append(part)
@@ -742,8 +786,9 @@ class TrackerSpider(scrapy.Spider):
         browser when it was rendered, impersonating when the site is), or None (counted, and
         recorded unread when the answer says so: a ban, a challenge, a server error)."""
         meta: dict[str, Any] = {"depth": depth}
-        if first.meta.get("playwright"):
-            meta["playwright"] = True
+        for key in ("playwright", REFETCH):  # through the browser; fetched before, plainly
+            if first.meta.get(key):
+                meta[key] = True
         request = self.request(
             url, self.parse, headers={"Referer": referer}, meta=meta, dont_filter=True
         )
@@ -756,10 +801,14 @@ class TrackerSpider(scrapy.Spider):
             parts.unread.append(url)
             self.crawler.stats.inc_value("tracker/parts/unread")
             return None
+        self.outcomes.fetched(meta)
         if response.status >= 400:
             self.count_error(f"http_{response.status}", url, "a part of a chapter")
             if reason := answer_unread_reason(response):
                 self.unread.unread(url, reason, f"status {response.status}, a part of a chapter")
+                self.outcomes.end(UNREAD, reason)
+            else:
+                self.outcomes.end(SKIPPED, f"http_{response.status}")
             parts.unread.append(url)
             self.crawler.stats.inc_value("tracker/parts/unread")
             return None
@@ -797,32 +846,49 @@ class TrackerSpider(scrapy.Spider):
         self._candidate = page if reason else None
         return reason
 
-    def after_reading(self, item: PageItem, read: bool) -> bool:
+    def after_reading(self, item: PageItem, read: bool) -> DropItem | None:
         """What the ExtractPipeline found in a render candidate or in its rendered page
-        (``read``: a body was extracted); True when the page goes to the browser (the plain
-        item is dropped). A rendered page teaches :attr:`rendering` whether its site needs
-        rendering; a candidate that was read is read; one that was not is fetched again
-        through the browser, or recorded unread when the browser is unavailable."""
+        (``read``: a body was extracted); the drop to raise when the plain item goes no
+        further (:class:`HandedOn` to the browser, or :class:`Ended` unread). A rendered page
+        teaches :attr:`rendering` whether its site needs rendering; a candidate that was read
+        is read; one that was not is fetched again through the browser (its plain HTML, text
+        length and exchanges carried along: the rendered page is checked against them), or
+        recorded unread when the browser is unavailable."""
         url = item["url"]
         if item.get("rendered"):
             site = (urlsplit(url).hostname or "").lower()
             if self.rendering.rendered(site, read):
                 self.crawler.stats.inc_value("tracker/render/learned")
                 self.logger.info("%s needs rendering: its next pages go to the browser", site)
-            return False
+            return None
         if read:
             self.unread.read(url)
-            return False
+            return None
+        min_chars = self.crawler.settings.getint("TRACKER_MIN_TEXT_CHARS", 80)
+        has_body = (item.get("plain_chars") or 0) >= min_chars
         if self.rendering.unavailable:
             self.unread.unread(url, "render_unavailable", "needs rendering")
-            return True
+            if has_body:  # its text without the browser is read meanwhile
+                self.crawler.stats.inc_value("tracker/render/plain_read")
+                return None
+            return Ended(f"needs rendering, no browser: {url}", UNREAD, "render_unavailable")
         reason = item.get("render_reason") or "empty"
         self.crawler.stats.inc_value(f"tracker/render/requested/{reason}")
-        meta = {"playwright": True, "render_reason": reason, "depth": item.get("depth", 0)}
+        meta = {
+            "playwright": True,
+            "render_reason": reason,
+            "depth": item.get("depth", 0),
+            REFETCH: True,
+        }
         if item.get("plain_chars") is not None:
             meta["plain_chars"] = item["plain_chars"]
+        if has_body and not item.get("parts"):
+            # its static text, a body: read instead when the rendered page carries less, or
+            # when the browser fails on it
+            meta["plain_html"] = item["html"]
+            meta["plain_exchanges"] = [exchange_data(e) for e in item.get("exchanges") or ()]
         self.crawler.engine.crawl(self.request(url, self.parse, meta=meta, dont_filter=True))
-        return True
+        return HandedOn(f"no body without its scripts, rendering: {url}")
 
     def keeps(self, page: TextResponse) -> bool:
         """Whether the page goes on to the pipelines: by default, any page but an obvious list
@@ -843,6 +909,7 @@ class TrackerSpider(scrapy.Spider):
         if links <= MAX_LINK_TEXT_SHARE * total or total - links >= MIN_PROSE_CHARS:
             return False
         self.crawler.stats.inc_value("tracker/skipped/list_page")
+        response.meta.setdefault(SKIP_REASON, "list_page")
         return True
 
     def links(self, response: TextResponse, extractor: Any) -> Iterator[Any]:

@@ -50,6 +50,8 @@ from tracker.booksources.rules import Analyzer, RuleError, apply_replace, html_t
 from tracker.booksources.source import BookSource, source_from
 from tracker.booksources.urls import UrlError, search_request
 from tracker.crawling.items import PageItem
+from tracker.crawling.outcomes import SKIPPED
+from tracker.crawling.outcomes import UNREAD as URL_UNREAD
 from tracker.enforcement.capture import exchange_of
 from tracker.model import site_key
 
@@ -57,6 +59,12 @@ from tracker.model import site_key
 CONTENT_ID = "booksource-content"
 #: Reasons a source's summary keeps.
 MAX_REASONS = 20
+#: How the pages a source reads for their links end in the crawl's accounting (skipped).
+SOURCE_PAGES = {
+    "search page": "source_search",
+    "book page": "source_book",
+    "table of contents": "source_toc",
+}
 SEARCHED, UNREAD, FAILED = "searched", "unread", "failed"
 _TITLE_NOISE = re.compile(r"[\s《》【】「」『』<>\"'“”·:：,，.。!！?？_\-—]+")
 _TITLE_SUFFIX = re.compile(r"[(（\[【][^)）\]】]*[)）\]】]$")
@@ -211,19 +219,24 @@ class BookSourceSpider(WatchesCopies, TrackerSpider):
         """The page decoded, or None (its reason recorded) when it is not text or is a
         challenge; recorded read or unread as a crawl records it."""
         self.site_tally(response.url, run).fetched += 1
+        self.outcomes.fetched(response.meta)
         read = self.read_page(response)
         if read is None:
             self.fail(run, f"{what} {response.url} is not text")
+            self.outcomes.end(SKIPPED, "not_text")
             return None
         page, truncated = read
         if challenge := self.challenge(page):
             self.unread.unread(page.url, challenge, f"{challenge} page, status {page.status}")
             self.fail(run, f"{what} {page.url} is a {challenge} page: unread", unread=True)
+            self.outcomes.end(URL_UNREAD, challenge)
             return None
         if truncated and "dataloss" in response.flags:
             self.unread.unread(page.url, "truncated", "body cut short in transfer")
         else:
             self.unread.read(page.url)
+        if what != "chapter":  # a search, book or contents page: read for its links
+            self.outcomes.end(SKIPPED, SOURCE_PAGES.get(what, "source_page"))
         return page
 
     def rules(self, run: int, group: str) -> dict[str, str]:
@@ -340,6 +353,7 @@ class BookSourceSpider(WatchesCopies, TrackerSpider):
                 self.crawler.stats.inc_value("tracker/booksource/content_missed")
                 yield self.page_item(page)  # read as a crawl reads a page
                 return
+            self.outcomes.end(SKIPPED, "without_text")  # a later page the rules read nothing on
         else:
             pages = [*pages, (page, text)]
         current = self.runs[run]

@@ -43,6 +43,7 @@ from spiders.base import argument, split_list
 from spiders.copies import WatchesCopies
 from spiders.novel import NovelSpider, is_continuation
 from tracker.crawling.items import PageItem
+from tracker.crawling.outcomes import SKIPPED
 from tracker.model import is_licensed, site_key
 from tracker.text.chapters import CHAPTER_NUMBER
 
@@ -165,6 +166,8 @@ class DiscoverSpider(WatchesCopies, NovelSpider):
         if is_licensed(response.url, self.licensed):
             # A result redirected to a licensed site: its pages are not checked.
             self.crawler.stats.inc_value("tracker/discover/licensed_skipped")
+            self.outcomes.fetched(response.meta)
+            self.outcomes.end(SKIPPED, "licensed")
             self.logger.info("%s is on a licensed site: not checked", response.url)
             return iter(())
         self.tally(site_key(response.url), response.url).fetched += 1

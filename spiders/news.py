@@ -26,6 +26,7 @@ from scrapy.utils.sitemap import Sitemap
 
 from spiders.base import IGNORED_EXTENSIONS, TrackerSpider
 from tracker.crawling.items import PageItem
+from tracker.crawling.outcomes import SKIPPED
 from tracker.enforcement.capture import exchange_of
 from tracker.reading.feeds import FeedError, looks_like_feed, parse_feed
 
@@ -75,6 +76,8 @@ class NewsSpider(TrackerSpider):
 
     def parse_start(self, response: Response) -> Iterator[Any]:
         kind = document_kind(response.body)
+        self.outcomes.fetched(response.meta)  # a list of articles: its entries are the pages
+        self.outcomes.end(SKIPPED, "front_page" if kind == "html" else kind)
         if kind == "sitemap":
             yield from self.parse_sitemap(response)
         elif kind == "feed":
@@ -129,6 +132,7 @@ class NewsSpider(TrackerSpider):
                 truncated=False,
                 rules=self.extraction_rules,
                 exchanges=[feed],  # the item's text was served in the feed
+                fetched=False,  # an entry of the feed, which was the URL fetched
             )
 
     def parse_front(self, response: Response) -> Iterator[Any]:

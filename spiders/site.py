@@ -14,7 +14,7 @@ from typing import Any
 from scrapy.http import Response, TextResponse
 from scrapy.linkextractors import LinkExtractor
 
-from spiders.base import IGNORED_EXTENSIONS, TrackerSpider
+from spiders.base import IGNORED_EXTENSIONS, SKIP_REASON, TrackerSpider
 from spiders.novel import is_continuation
 from spiders.siteconfig import SiteConfig, load_site_config
 
@@ -72,6 +72,7 @@ class SiteSpider(TrackerSpider):
         if self.site.is_page(page.url) and (self.site.pages_allow or not self.is_list_page(page)):
             return True
         self.crawler.stats.inc_value("tracker/skipped/not_a_page")
+        page.meta.setdefault(SKIP_REASON, "not_a_page")
         return False
 
     def follow(self, page: TextResponse) -> Iterator[Any]:

@@ -3,6 +3,8 @@ reading half's defences, split chapters, hidden junk and web fonts, live elsewhe
 
 * :func:`script_site`: chapters loaded by script: an XHR for JSON, ``document.write(atob(…))``,
   a packed ``eval(function(p,a,c,k,e,d)…)``;
+* :func:`static_text_site`: news pages with their text in the HTML, scripts that make them
+  look like shells, and less text once rendered;
 * :func:`ban_site`: answers bursts with 429 or 503 and ``Retry-After`` (seconds or an HTTP
   date), and bans one page for a day;
 * :func:`challenge_site`: a Cloudflare-style challenge (503, ``cf-mitigated``, "Just a
@@ -163,6 +165,40 @@ def script_site() -> SitePlan:
     plan.extra["innocent"] = ["/s/99.html"]
     plan.extra["unread"] = []
     plan.extra["rendered"] = [path for path, _ in chapters if path != "/s/7.html"]
+    return plan
+
+
+def static_text_site() -> SitePlan:
+    """News pages whose text is in the HTML and whose scripts make them look like shells (the
+    Xinhua case, issue 40): a share box a script fills (an empty element looked up by id), and
+    once rendered the article cut to a teaser ("打开客户端阅读全文"). ``/n/1.html`` copies a
+    master, ``/n/2.html`` is innocent, ``/n/3.html`` copies one with no script at all. A
+    crawl must read each from its static text (``extra["rendered_less"]``: rendered, with
+    less text than plain)."""
+    masters = book_masters(3, work="新闻稿", chars=850, seed=4040)
+    site = DefendedSite()
+    plan = SitePlan(site, masters)
+
+    def article(title: str, text: str) -> bytes:
+        main = (
+            f'<h1>{html.escape(title)}</h1><div id="detail">{_chapter_html(text)}</div>'
+            '<div id="share"></div><script>'
+            "document.getElementById('share').innerHTML = '<a href=\"#\">分享到微博</a>';"
+            "document.getElementById('detail').innerHTML = '<p>打开客户端，阅读全文</p>';"
+            "</script>"
+        )
+        return html_page(title, main).encode()
+
+    site.pages["/n/1.html"] = Page(article(masters[0].title, masters[0].text))
+    site.pages["/n/2.html"] = Page(article("本地新闻", prose(4141, 850)))
+    site.pages["/n/3.html"] = Page(_plain(masters[2].title, masters[2].text))
+    links = [("/n/1.html", masters[0].title), ("/n/2.html", "本地新闻"), ("/n/3.html", "稿")]
+    site.pages["/"] = Page(html_page("新闻网", link_list(links)).encode())
+    site.pages["/robots.txt"] = Page(b"User-agent: *\nAllow: /\n", "text/plain")
+    plan.matched = {"/n/1.html": [masters[0].doc_id], "/n/3.html": [masters[2].doc_id]}
+    plan.extra["innocent"] = ["/n/2.html"]
+    plan.extra["unread"] = []
+    plan.extra["rendered_less"] = ["/n/1.html", "/n/2.html"]
     return plan
 
 

@@ -80,6 +80,8 @@ def test_sources_find_every_copy_with_no_search_engine(
     assert done["by_source"]["测试书城"]["read"] == 2 * CHAPTERS
     assert done["by_source"]["某某阅读API"]["read"] == CHAPTERS
     assert done["copies"] == 3 * CHAPTERS
+    for crawl in runtime.db["crawl_runs"].find():  # every URL the sources fetched ended one way
+        assert crawl["urls"]["fetched"] > 0 and crawl["urls"]["unaccounted"] == 0, crawl["urls"]
 
     assert main(["report", "--format", "json"]) == 0
     report = json.loads(capsys.readouterr().out)
@@ -87,9 +89,9 @@ def test_sources_find_every_copy_with_no_search_engine(
     expected = {}
     for book_id, work in (("1001", "星海归途"), ("1002", "青云剑录")):
         for k in range(1, CHAPTERS + 1):
-            expected[f"{reading.url}book/{book_id}/{k}.html"] = [f"{work}/{k:04d}"]
+            expected[f"{reading.url}book/{book_id}/{k}.html"] = [f"{work}/{k}"]
     for k in range(1, CHAPTERS + 1):
-        expected[f"{api.url}api/content?id=x7&cid={k}"] = [f"星海归途/{k:04d}"]
+        expected[f"{api.url}api/content?id=x7&cid={k}"] = [f"星海归途/{k}"]
     assert flagged == expected  # all 16 + 8, no innocent page, no wrong master id
     # the innocent books beside them were never read: their names are not the works'
     assert not any("/book/1501/" in path or "/book/1502/" in path for path in reading.fetched())

@@ -494,17 +494,32 @@ def test_the_end_of_crawl_summary_is_short_and_says_where_the_report_is():
         "tracker/errors/http_404": 3,
         "tracker/errors/timeout": 1,
         "tracker/degraded": 2,
+        # how each URL fetched ended (tracker.crawling.outcomes)
+        "tracker/urls/fetched": 120,
+        "tracker/urls/stored": 100,
+        "tracker/urls/unread": 1,
+        "tracker/urls/unread/timeout": 1,
+        "tracker/urls/skipped": 19,
+        "tracker/urls/skipped/list_page": 16,
+        "tracker/urls/skipped/http_404": 3,
     }
     lines = summary("novel", stats).splitlines()
     assert lines[0].startswith("crawl novel: finished; 120 pages fetched, 100 stored")
     assert "40 matched (35 new matches)" in lines[0]
     assert lines[1] == "errors: http_404 3, timeout 1"
-    assert lines[2].startswith("status: degraded, 2 page(s)") and "tracker rematch" in lines[2]
-    assert lines[3].startswith("report: tracker report --date ")
+    assert lines[2] == (
+        "URLs: 120 URLs fetched = 100 stored + 0 unchanged + 1 unread (timeout 1) "
+        "+ 19 skipped (http_404 3, list_page 16)"
+    )
+    assert lines[3].startswith("status: degraded, 2 page(s)") and "tracker rematch" in lines[3]
+    assert lines[4].startswith("report: tracker report --date ")
+    # URLs that did not end one way are said to be unaccounted.
+    stats["tracker/urls/fetched"] = 122
+    assert summary("novel", stats).splitlines()[2].endswith("; UNACCOUNTED: 2")
     # Pages it could not read get a line of their own, by reason.
     stats.update({"tracker/unread": 3, "tracker/unread/challenge": 2, "tracker/unread/banned": 1})
     lines = summary("novel", stats).splitlines()
-    assert lines[2] == (
+    assert lines[3] == (
         "unread: 3 page(s) (banned 1, challenge 2), never counted as clean; "
         "the next crawl asks for them again"
     )

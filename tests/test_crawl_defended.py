@@ -23,6 +23,7 @@ from tests.sites_defended import (
     decoy_site,
     outcome,
     script_site,
+    static_text_site,
     tls_decoy_site,
 )
 from tests.test_crawl_novel import crawl
@@ -47,7 +48,13 @@ def assert_read_well(result: dict, plan) -> None:
 
 
 def run_record(runtime) -> dict:
-    return next(iter(runtime.db["crawl_runs"].find().sort("finished_at", -1)))
+    """The last crawl's record; every URL it fetched ended one way (tracker.crawling.outcomes)."""
+    record = next(iter(runtime.db["crawl_runs"].find().sort("finished_at", -1)))
+    urls = record["urls"]
+    assert urls["fetched"] > 0
+    assert urls["unaccounted"] == 0, urls
+    assert urls["fetched"] == sum(urls[end] for end in ("stored", "unchanged", "unread", "skipped"))
+    return record
 
 
 @needs_chromium
@@ -127,6 +134,7 @@ def test_bursts_answered_with_429_and_503_are_waited_out_for_that_site_only(
     assert result["recall"] == 1.0
     assert result["unread"] == {"/b/banned.html": "banned"}
     assert all(fetched_other[f"/o/{i}.html"] == 1 for i in range(8))
+    assert run_record(runtime)["urls"]["unread_reasons"] == {"banned": 1}
     # The other site did not wait for this one: its pages were all fetched before this
     # site's last chapter was (a pause of the banned site's download slot only).
     other_done = max(t for ts in other.times.values() for t in ts)
@@ -169,6 +177,7 @@ def test_a_bot_decoy_is_not_served_to_the_crawl(runtime, settings, tmp_path):
     with plan.site:
         crawl("novel", settings, tmp_path, {"start_url": plan.site.url})
         assert plan.extra["decoys"] == {}  # every chapter was served as to a reader
+        run_record(runtime)
         result = outcome(plan, runtime.db)
         assert_read_well(result, plan)
         assert result["recall"] == 1.0
@@ -205,3 +214,51 @@ def test_tls_impersonation_is_an_opt_in_tier_of_the_site_file(runtime, settings,
         crawl("novel", settings, tmp_path, {"start_url": plan.site.url}, name="plain")
     assert sum(plan.extra["decoys"].values()) == 6
     assert outcome(plan, runtime.db)["recall"] == 0.0
+
+
+@needs_chromium
+def test_static_text_is_never_lost_to_rendering(runtime, settings, tmp_path):
+    """A page judged a possible script shell is rendered; when the rendered page carries less
+    text than the plain one, the plain one is read (the Xinhua case of issue 40)."""
+    plan = static_text_site()
+    MasterLibrary.from_runtime(runtime).ingest(plan.masters)
+    with plan.site:
+        crawl("novel", settings, tmp_path, {"start_url": plan.site.url})
+        fetched = plan.site.fetched()
+    result = outcome(plan, runtime.db)
+    assert_read_well(result, plan)
+    assert result["recall"] == 1.0
+    for path in plan.extra["rendered_less"]:
+        assert fetched[path] == 2  # plainly, then by the browser
+        assert "打开客户端" not in result["stored"][path]["text"]
+    record = run_record(runtime)
+    assert record["stats"]["tracker__render__plain_kept"] == len(plan.extra["rendered_less"])
+    assert "tracker__render__learned" not in record["stats"]  # the browser did not help
+    # the index (a list), three articles and the menu's /about.html (404): each URL once,
+    # however often fetched
+    assert record["urls"]["fetched"] == 5
+    assert record["urls"]["stored"] == 3
+    assert record["urls"]["skipped_reasons"] == {"http_404": 1, "list_page": 1}
+
+
+def test_static_text_is_read_when_the_browser_fails(runtime, settings, tmp_path):
+    """A page with a body in its HTML that was to be rendered is read from that body when the
+    browser cannot start (and asked for again next crawl)."""
+    plan = static_text_site()
+    MasterLibrary.from_runtime(runtime).ingest(plan.masters)
+    missing = tmp_path / "no-such-chromium"
+    with plan.site:
+        crawl(
+            "novel",
+            settings,
+            tmp_path,
+            {"start_url": plan.site.url},
+            {"TRACKER_BROWSER_PATH": missing},
+        )
+    result = outcome(plan, runtime.db)
+    assert result["stored"]["/n/1.html"]["matched_doc_ids"] == plan.matched["/n/1.html"]
+    assert result["innocent_flagged"] == [] and result["wrong"] == []
+    assert result["unread"] == dict.fromkeys(plan.extra["rendered_less"], "render_unavailable")
+    record = run_record(runtime)
+    assert record["stats"]["tracker__render__plain_read"] == len(plan.extra["rendered_less"])
+    assert record["urls"]["stored"] == 3

@@ -100,6 +100,9 @@ def unreadable_files_are_unread_with_their_reason_and_the_crawl_goes_on(crawled,
     assert f"a broken member {WORK_B}.txt" in logged  # the member's GBK name, read back
     [run] = list(runtime.db["crawl_runs"].find())
     assert run["reason"] == "finished"
+    # every URL fetched ended one way; each unreadable file among the unread, with its reason
+    assert run["urls"]["unaccounted"] == 0, run["urls"]
+    assert run["urls"]["unread"] >= len(plan.unread), run["urls"]
     # password, bomb, RAR, damaged: by the file stage; the cut download by the spider
     assert run["stats"]["tracker__files__unread"] == 4
     assert run["stats"]["tracker__errors__truncated"] == 1

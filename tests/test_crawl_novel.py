@@ -116,6 +116,14 @@ def test_novel_site_crawl(runtime, settings, tmp_path):
     assert run["pages"]["matched"] == len(plan.matched)
     assert run["stats"]["tracker__skipped__robots"] == 1
     assert run["stats"]["tracker__pages_truncated_kept"] == 1
+    # Every URL fetched ended one way (tracker.crawling.outcomes): the broken pages unread or
+    # skipped with their reasons, each fetched page once however often retried.
+    urls = run["urls"]
+    assert urls["unaccounted"] == 0, urls
+    assert urls["fetched"] == len(expected)  # the planned pages (robots.txt aside)
+    # the stored pages and the further parts read with them
+    assert urls["stored"] == len(plan.stored) + run["stats"]["tracker__parts__pages"]
+    assert urls["unread_reasons"] == {"connection": 1, "http_500": 1, "timeout": 1, "truncated": 1}
 
 
 def chain_site(n: int) -> TestSite:

@@ -63,6 +63,7 @@ def test_real_pages_through_a_crawl(runtime, settings, tmp_path):
             {"start_url": site.url, "max_depth": "1"},
             extra={"DOWNLOAD_TIMEOUT": 60},
         )
+        served = set(site.fetched()) & set(site.pages)  # the pages (no stylesheets, no 404s)
     base = site.url.rstrip("/")
     stored = {doc["_id"][len(base) :]: doc for doc in runtime.db["pages"].find()}
     for entry in ARTICLES:
@@ -73,3 +74,13 @@ def test_real_pages_through_a_crawl(runtime, settings, tmp_path):
         assert paths[name] not in stored
     [run] = list(runtime.db["crawl_runs"].find())
     assert run["stats"]["tracker__skipped__list_page"] >= 3
+    # Every URL fetched ended one way (tracker.crawling.outcomes), each counted once however
+    # often it was fetched (a render candidate, again by the browser); besides the pages, a
+    # page's own links may 404 (its stylesheets are not pages).
+    urls = run["urls"]
+    assert len(served) == len(PAGES) + 1
+    assert urls["fetched"] == len(served) + urls["skipped_reasons"].get("http_404", 0)
+    assert urls["unaccounted"] == 0, urls
+    assert urls["stored"] == len(stored)
+    assert urls["stored"] + urls["unchanged"] + urls["unread"] + urls["skipped"] == urls["fetched"]
+    assert urls["unread"] == 0, urls["unread_reasons"]

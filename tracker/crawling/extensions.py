@@ -18,6 +18,7 @@ from scrapy.crawler import Crawler
 
 from tracker.crawling.context import tracker_context
 from tracker.crawling.distributed import crawl_id_for
+from tracker.crawling.outcomes import accounting, describe
 from tracker.model import site_of
 from tracker.stores.crawl_runs import CrawlRunStore
 
@@ -62,6 +63,8 @@ def run_summary(stats: dict[str, Any]) -> dict[str, Any]:
             for key, value in stats.items()
             if key.startswith("tracker/traps/")
         },
+        # how every fetched URL ended (see tracker.crawling.outcomes)
+        "urls": accounting(stats),
         # pages that could not be read, by reason (see tracker.crawling.unread)
         "unread": {
             key[len(UNREAD_PREFIX) :]: value
@@ -106,6 +109,8 @@ class CrawlRunRecorder:
             ", ".join(f"{k}={v}" for k, v in summary["unread"].items()) or "none",
             f"; DEGRADED: {degraded} page(s) not matched or not stored" if degraded else "",
         )
+        urls = summary["urls"]
+        (log.warning if urls["unaccounted"] else log.info)("crawl URLs: %s", describe(urls))
         settings = self.crawler.settings
         site = getattr(spider, "site", None)
         record = {

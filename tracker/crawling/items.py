@@ -26,11 +26,15 @@ class PageItem(scrapy.Item):
     render_reason = scrapy.Field()  # may need the browser (tracker.crawling.rendering), why
     plain_chars = scrapy.Field()  # a rendered page's text length when fetched plainly
     rendered = scrapy.Field()  # read from the browser's rendered DOM
-    found_by = scrapy.Field()
+    found_by = scrapy.Field()  # the search query that led to the page (spiders/discover.py)
+    fetched = scrapy.Field()  # False: an entry of a feed (the feed was the URL fetched)
+    # A page sent to the browser: its plain HTML and exchanges (tracker.crawling.rendering).
+    plain_html = scrapy.Field()
+    plain_exchanges = scrapy.Field()
     # A download file (tracker.files): its bytes, read by pipelines.files and let go, and
     # what reading found (name, size, SHA-256, members, chapters).
     file_body = scrapy.Field()
-    file = scrapy.Field()  # the search query that led to the page (spiders/discover.py)
+    file = scrapy.Field()
     # Set by the pipelines:
     title = scrapy.Field()
     chapter_title = scrapy.Field()
@@ -45,3 +49,4 @@ class PageItem(scrapy.Item):
     simhash_votes = scrapy.Field()  # its tracker.fingerprints.simhash.Votes, when known
     matches = scrapy.Field()  # list of match dicts; None when matching failed
     library_version = scrapy.Field()  # the library version the page was matched against
+    unstored = scrapy.Field()  # True: the store failed (tracker.crawling.outcomes)

@@ -144,6 +144,7 @@ TRACKER_EXTRACT_BATCH = _model.extract_batch
 
 EXTENSIONS = {
     "tracker.crawling.extensions.CrawlRunRecorder": 500,
+    "tracker.crawling.outcomes.UrlOutcomes": 505,  # how each fetched URL ended
     "tracker.crawling.alerts.AlertExtension": 510,  # only with alert_webhook
 }
 ADDONS = {"tracker.crawling.distributed.DistributedAddon": 0}

@@ -102,6 +102,17 @@ def keep_exchange(request: Any, exchange: Exchange) -> None:
     _KEPT[request] = exchange
 
 
+def exchange_data(exchange: Exchange) -> dict[str, Any]:
+    """``exchange`` as plain data (a request's meta, which a distributed crawl queues as JSON:
+    :mod:`tracker.crawling.request_codec`); :func:`exchange_from_data` makes it again."""
+    return {name: getattr(exchange, name) for name in Exchange.__slots__}
+
+
+def exchange_from_data(data: dict[str, Any]) -> Exchange:
+    headers = ("request_headers", "response_headers")
+    return Exchange(**{**data, **{h: [tuple(pair) for pair in data[h]] for h in headers}})
+
+
 def exchange_of(response: Any) -> Exchange:
     """The exchange the crawl kept for ``response``'s request (:func:`keep_exchange`), else
     one made from the response as it is now (its body possibly decompressed already)."""

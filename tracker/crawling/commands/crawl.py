@@ -84,6 +84,7 @@ def _refuse(message: str) -> NoReturn:
 def summary(spider: str, stats: dict[str, Any]) -> str:
     """The crawl in a few lines, for the operator who ran it."""
     from tracker.crawling.extensions import run_summary
+    from tracker.crawling.outcomes import describe
 
     figures = run_summary(stats)
     pages, matches = figures["pages"], figures["matches"]
@@ -96,6 +97,7 @@ def summary(spider: str, stats: dict[str, Any]) -> str:
         f"fetched, {pages['stored']:,} stored, {pages['unchanged']:,} unchanged, "
         f"{pages['matched']:,} matched ({matches['new']:,} new matches)",
         f"errors: {errors}",
+        f"URLs: {describe(figures['urls'])}",
         *(
             [
                 f"unread: {sum(unread.values()):,} page(s) ("
