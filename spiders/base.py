@@ -620,6 +620,7 @@ class TrackerSpider(scrapy.Spider):
         if "dataloss" in response.flags:
             self.count_error("truncated", response.url, "a download cut short")
             self.unread.unread(response.url, "truncated", "a download cut short in transfer")
+            self.outcomes.end(UNREAD, "truncated")
             return
         referer = response.request.headers.get("Referer") if response.request else None
         yield PageItem(

@@ -205,8 +205,9 @@ class SitePlan:
 def book_masters(
     n: int = 6, work: str = "测试书", chars: int = 1600, seed: int = 1000
 ) -> list[MasterDocument]:
+    """A book's chapters, with the ids ``tracker ingest`` gives 第N章 headings (``WORK/N``)."""
     return [
-        MasterDocument(f"{work}/{i:04d}", work, f"第{i}章 测试章节{i}", prose(seed + i, chars))
+        MasterDocument(f"{work}/{i}", work, f"第{i}章 测试章节{i}", prose(seed + i, chars))
         for i in range(1, n + 1)
     ]
 

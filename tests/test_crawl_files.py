@@ -83,7 +83,7 @@ def every_chapter_of_every_file_is_reported_under_its_download_url(crawled, runt
         assert copy["label"] == f"40 chapters of {copy['work']} in {row['file']['name']} (1–40)"
     assert rows["/get/1"]["file"]["name"] == f"{WORK_A}.txt"  # filename*= of the attachment
     assert rows["/get/5"]["file"]["members"] == [f"{WORK_A}.zip/{WORK_A}.txt"]  # nested
-    [notice] = to_notices(report).values()  # the notice lists download URLs like pages
+    [notice] = to_notices(report, runtime.db, runtime.settings).values()  # URLs as for pages
     assert all(base + path in notice for path in plan.expected)
     html = to_html(report)
     for row in rows.values():
