@@ -79,6 +79,8 @@ class Settings:
     min_coverage: float = _within(0.2, 0.0, 1.0)
     min_passage_chars: int = _within(100, 1)
     min_span_chars: int = _within(12, 1)
+    # Rewritten copies (洗稿): pages' sentences aligned with masters' (tracker.matching.rewrite).
+    rewrite_detection: bool = True
 
     # Scheduler (``tracker schedule``, see tracker.scheduler): master sources, job times, sites.
     drop_dir: str = ""  # drop folder of new .txt/.jsonl master files; "" = <data_dir>/inbox

@@ -41,6 +41,7 @@ from tracker.fingerprints.anchors import gram_hashes
 from tracker.fingerprints.simhash import segment_lines, simhash_segmented
 from tracker.index.master_index import METHODS, Candidates, MasterIndex
 from tracker.matching.align import Alignment, Passage, Shingles, align, merge
+from tracker.matching.rewrites import find_rewrites
 from tracker.matching.segments import LONG_PAGE_TOKENS, chapter_starts, segments
 from tracker.matching.shared import own_shares
 from tracker.stores.masters import MasterStore
@@ -88,6 +89,8 @@ class CachedMaster:
     meta: dict  # the masters document without its text
     text: NormalizedText
     shingles: Shingles  # of the tokens, for alignment
+    # what other detectors derive from it once, while cached (its sentences: rewrites.py)
+    derived: dict = field(default_factory=dict, compare=False, repr=False)
 
 
 class MasterCache:
@@ -203,13 +206,26 @@ class Detector:
         short = [i for i, page in enumerate(pages) if 0 < len(page) <= LONG_PAGE_TOKENS]
         if short:
             texts = [pages[i] for i in short]
-            hashes = self._simhashes(texts) if simhashes is None else [simhashes[i] for i in short]
+            # jieba words, cut on another core meanwhile: for the SimHash and the sentences
+            words = self._segmenter().submit(segment_lines, texts)
+            hashes = (
+                self._simhashes(texts, words)
+                if simhashes is None
+                else [simhashes[i] for i in short]
+            )
             found = self._align(self._lookup([page.tokens for page in texts], hashes))
+            copied: list[set[int]] = []  # the masters each page copies verbatim
             for i, aligned in zip(short, found, strict=True):
                 own = own_shares(
                     {a.doc: a.alignment for a in aligned},
                     versions_by_simhash({a.doc: a.master.meta for a in aligned}),
                 )
+                reported = [
+                    a
+                    for a in aligned
+                    if self.is_copy(a.alignment, a.near_duplicate, own.get(a.doc, 1.0))
+                ]
+                copied.append({a.doc for a in reported})
                 results[i] = [
                     self._match(
                         a.alignment,
@@ -219,9 +235,12 @@ class Detector:
                         a.method,
                         _master_span(a.master.text),
                     )
-                    for a in aligned
-                    if self.is_copy(a.alignment, a.near_duplicate, own.get(a.doc, 1.0))
+                    for a in reported
                 ]
+            if self.settings.rewrite_detection:
+                rewritten = find_rewrites(self.index, self.masters, texts, words.result(), copied)
+                for i, matches in zip(short, rewritten, strict=True):
+                    results[i].extend(matches)
         for i, page in enumerate(pages):
             if len(page) > LONG_PAGE_TOKENS:
                 results[i] = self._check_long(page, progress)
@@ -229,10 +248,12 @@ class Detector:
             matches.sort(key=lambda m: (-m.score, -m.coverage, m.doc_id))
         return results
 
-    def _simhashes(self, texts: list[NormalizedText]) -> Callable[[], Sequence[int]]:
-        """The SimHash of ``texts``, to be summed when called: their jieba words are cut
+    @staticmethod
+    def _simhashes(
+        texts: list[NormalizedText], words: Future[list[list[str]]]
+    ) -> Callable[[], Sequence[int]]:
+        """The SimHash of ``texts``, to be summed when called: their jieba ``words`` are cut
         meanwhile on another core."""
-        words = self._segmenter().submit(segment_lines, texts)
         return lambda: simhash_segmented([t.chars for t in texts], words.result()).tolist()
 
     def _check_long(self, page: NormalizedText, progress: Progress | None) -> list[Match]:

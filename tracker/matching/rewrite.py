@@ -1,0 +1,295 @@
+"""Rewritten copies (洗稿): the page's sentences aligned with a master's, words swapped.
+
+A rewriter keeps the story and changes the words: synonyms, connectives, fillers, cut
+clauses, sentences split, merged or re-ordered, sentences of its own. The verbatim detector's
+shingles do not survive that; the sentences do. The alignment follows the seed–extend–filter
+text aligner of Sanchez-Perez, Sidorov and Gelbukh ("A Winning Approach to Text Alignment for
+Text Reuse Detection at PAN 2014", CLEF 2014), on the canonical words of
+:mod:`tracker.fingerprints.sentences` rather than raw ones:
+
+1. **Seeds.** Every page unit is compared with every master unit as vectors of their codes,
+   weighted by IDF: a pair is a seed when the cosine is at least ``SEED_COSINE`` *and* the
+   Dice coefficient of the code sets at least ``SEED_DICE`` (the two agreeing, as in the PAN
+   2014 system: cosine alone is fooled by one rare shared name, Dice alone by many common
+   words), sharing ``MIN_SHARED`` codes of which ``MIN_SHARED_COMMON`` are no anchor: two
+   reports of one event share its names and numbers, not how they say the rest. Seeds are
+   taken best first, each unit once (1:1), in any order.
+2. **Split and merged sentences.** A master unit left over is compared with each two
+   adjacent page units taken together (a sentence split at a comma, 1:2), a page unit left
+   over with two adjacent master units (two merged, 2:1), at the seed thresholds.
+3. **Extension.** A pair of units, each next to a side of an aligned pair, is aligned at the
+   lower ``EXTEND_COSINE``/``EXTEND_DICE``: a sentence rewritten more heavily than its
+   neighbours is proved by them (PAN 2014 extends seeds across gaps the same way).
+4. **Filter.** Aligned pairs are grouped by their place on the page (gaps of at most
+   ``MAX_GAP_UNITS`` units); groups of fewer than ``MIN_FRAGMENT_PAIRS`` pairs are chance and
+   dropped. The page's *rewritten share* is the share of the master's characters its aligned
+   units cover; :func:`is_rewrite` decides.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import pairwise
+
+import numpy as np
+
+from tracker.fingerprints.sentences import Sentences, Unit
+from tracker.text.normalize import NormalizedText
+
+SEED_COSINE = 0.5
+SEED_DICE = 0.4
+EXTEND_COSINE = 0.35
+EXTEND_DICE = 0.3
+SEED_COMMON_DICE = 0.45
+EXTEND_COMMON_DICE = 0.3
+MIN_SHARED = 3
+EXTEND_MIN_SHARED = 2
+MAX_GAP_UNITS = 4
+MIN_FRAGMENT_PAIRS = 3
+# The decision (see is_rewrite): set on the development set of tests/rewrites.py.
+MIN_PAIRS = 4
+MIN_REWRITE_CHARS = 80
+MOST_OF_THE_MASTER = 0.5
+MIN_PARTIAL_SHARE = 0.25
+MIN_PARTIAL_CHARS = 250
+
+
+@dataclass(frozen=True)
+class Pair:
+    """Aligned units: page units ``[page_first, page_last]`` with master units
+    ``[master_first, master_last]`` (two on one side for a split or merged sentence)."""
+
+    page_first: int
+    page_last: int
+    master_first: int
+    master_last: int
+    cosine: float
+    dice: float
+
+
+@dataclass(frozen=True)
+class RewriteAlignment:
+    pairs: list[Pair]
+    coverage: float  # share of the master's characters in aligned units
+    master_chars: int  # the master's characters in aligned units
+    page_chars: int  # the page's characters in aligned units
+
+
+@dataclass
+class _Scores:
+    cosine: np.ndarray
+    dice: np.ndarray  # of the code sets
+    common: np.ndarray  # Dice of the code sets without anchors
+    shared: np.ndarray  # codes in common
+
+
+@dataclass(frozen=True)
+class _Side:
+    """One text's units as rows over the codes both texts hold: IDF weights, presence, and
+    presence of the non-anchor codes; with each unit's norm and set sizes (over all its
+    codes: the codes only one text holds count in the denominators)."""
+
+    weighted: np.ndarray
+    present: np.ndarray
+    common: np.ndarray
+    norms: np.ndarray
+    sizes: np.ndarray
+    common_sizes: np.ndarray
+
+    @classmethod
+    def of(cls, units: list[Unit], index: dict[int, int]) -> _Side:
+        weighted = np.zeros((len(units), len(index)), dtype=np.float32)
+        common = np.zeros((len(units), len(index)), dtype=np.float32)
+        for row, u in enumerate(units):
+            for code, weight in zip(u.codes, u.weights, strict=True):
+                col = index.get(code)
+                if col is not None:
+                    weighted[row, col] = weight
+                    common[row, col] = code not in u.anchors
+        return cls(
+            weighted,
+            (weighted > 0).astype(np.float32),
+            common,
+            np.array([_norm(u.weights) for u in units], dtype=np.float32),
+            np.array([len(u.codes) for u in units], dtype=np.float32),
+            np.array([len(u.codes) - len(u.anchors) for u in units], dtype=np.float32),
+        )
+
+    @classmethod
+    def merged(cls, units: list[Unit], side: _Side) -> _Side:
+        """Each two adjacent units as one (the union of their codes)."""
+        pairs = list(pairwise(units))
+        unions = [
+            dict(zip(a.codes + b.codes, a.weights + b.weights, strict=True)) for a, b in pairs
+        ]
+        anchors = [a.anchors | b.anchors for a, b in pairs]
+        return cls(
+            np.maximum(side.weighted[:-1], side.weighted[1:]),
+            np.maximum(side.present[:-1], side.present[1:]),
+            np.maximum(side.common[:-1], side.common[1:]),
+            np.array([_norm(u.values()) for u in unions], dtype=np.float32),
+            np.array([len(u) for u in unions], dtype=np.float32),
+            np.array([len(u.keys() - a) for u, a in zip(unions, anchors, strict=True)], np.float32),
+        )
+
+
+def _scores(a: _Side, b: _Side) -> _Scores:
+    shared = a.present @ b.present.T
+    common = a.common @ b.common.T
+    return _Scores(
+        cosine=(a.weighted @ b.weighted.T) / np.maximum(np.outer(a.norms, b.norms), 1e-9),
+        dice=2 * shared / np.maximum(a.sizes[:, None] + b.sizes[None, :], 1),
+        common=2 * common / np.maximum(a.common_sizes[:, None] + b.common_sizes[None, :], 1),
+        shared=shared,
+    )
+
+
+def _passing(s: _Scores, cosine: float, dice: float, common: float, shared: int) -> np.ndarray:
+    return (s.cosine >= cosine) & (s.dice >= dice) & (s.common >= common) & (s.shared >= shared)
+
+
+def _seeds(s: _Scores) -> np.ndarray:
+    return _passing(s, SEED_COSINE, SEED_DICE, SEED_COMMON_DICE, MIN_SHARED)
+
+
+def align_sentences(page: Sentences, master: Sentences) -> RewriteAlignment:
+    """The units of ``master`` that ``page`` rewrites (see the module's docstring)."""
+    none = RewriteAlignment([], 0.0, 0, 0)
+    if not page.units or not master.units:
+        return none
+    codes = {c for u in page.units for c in u.codes} & {c for u in master.units for c in u.codes}
+    if len(codes) < MIN_SHARED:
+        return none
+    index = {c: k for k, c in enumerate(sorted(codes))}
+    ours, theirs = _Side.of(page.units, index), _Side.of(master.units, index)
+    one = _scores(ours, theirs)
+    page_used = np.zeros(len(page.units), dtype=bool)
+    master_used = np.zeros(len(master.units), dtype=bool)
+    pairs: list[Pair] = []
+
+    def take(mask: np.ndarray, s: _Scores, page_span: int, master_span: int) -> int:
+        """Pairs of ``mask``, best cosine first, each unit once; how many."""
+        rows, cols = np.nonzero(mask)
+        order = np.argsort(-s.cosine[rows, cols], kind="stable")
+        taken = 0
+        for i, j in zip(rows[order].tolist(), cols[order].tolist(), strict=True):
+            pi, mj = slice(i, i + page_span), slice(j, j + master_span)
+            if page_used[pi].any() or master_used[mj].any():
+                continue
+            page_used[pi] = master_used[mj] = True
+            c, d = float(s.cosine[i, j]), float(s.dice[i, j])
+            pairs.append(Pair(i, i + page_span - 1, j, j + master_span - 1, c, d))
+            taken += 1
+        return taken
+
+    take(_seeds(one), one, 1, 1)
+    if len(page.units) > 1:  # 1:2, a master sentence split in two on the page
+        split = _scores(_Side.merged(page.units, ours), theirs)
+        take(_seeds(split), split, 2, 1)
+    if len(master.units) > 1:  # 2:1, two master sentences merged into one on the page
+        merged = _scores(ours, _Side.merged(master.units, theirs))
+        take(_seeds(merged), merged, 1, 2)
+    # Extension: units next to aligned ones, at the lower thresholds, until none is added.
+    weak = _passing(one, EXTEND_COSINE, EXTEND_DICE, EXTEND_COMMON_DICE, EXTEND_MIN_SHARED)
+    for _ in range(len(page.units)):
+        mask = weak & _near(page_used)[:, None] & _near(master_used)[None, :]
+        mask &= ~page_used[:, None] & ~master_used[None, :]
+        if not mask.any() or not take(mask, one, 1, 1):
+            break
+    pairs = _filtered(pairs)
+    master_chars = sum(
+        master.units[j].chars for p in pairs for j in range(p.master_first, p.master_last + 1)
+    )
+    page_chars = sum(
+        page.units[i].chars for p in pairs for i in range(p.page_first, p.page_last + 1)
+    )
+    pairs.sort(key=lambda p: p.page_first)
+    coverage = min(1.0, master_chars / master.chars) if master.chars else 0.0
+    return RewriteAlignment(pairs, coverage, master_chars, page_chars)
+
+
+def _norm(weights) -> float:
+    return float(np.sqrt(sum(w * w for w in weights)))
+
+
+def _near(used: np.ndarray) -> np.ndarray:
+    """Units next to a used one."""
+    near = np.zeros_like(used)
+    near[1:] |= used[:-1]
+    near[:-1] |= used[1:]
+    return near
+
+
+def _filtered(pairs: list[Pair]) -> list[Pair]:
+    """Pairs in groups of at least ``MIN_FRAGMENT_PAIRS`` close on the page."""
+    kept: list[Pair] = []
+    group: list[Pair] = []
+    for p in sorted(pairs, key=lambda p: p.page_first):
+        if group and p.page_first - group[-1].page_last > MAX_GAP_UNITS:
+            if len(group) >= MIN_FRAGMENT_PAIRS:
+                kept.extend(group)
+            group = []
+        group.append(p)
+    if len(group) >= MIN_FRAGMENT_PAIRS:
+        kept.extend(group)
+    return kept
+
+
+def is_rewrite(alignment: RewriteAlignment) -> bool:
+    """Whether the aligned sentences prove a rewritten copy: most of the master, or a share
+    of it long enough that it cannot be a few quoted or stock sentences."""
+    if len(alignment.pairs) < MIN_PAIRS or alignment.master_chars < MIN_REWRITE_CHARS:
+        return False
+    if alignment.coverage >= MOST_OF_THE_MASTER:
+        return True
+    return alignment.coverage >= MIN_PARTIAL_SHARE and alignment.master_chars >= MIN_PARTIAL_CHARS
+
+
+def evidence(
+    alignment: RewriteAlignment,
+    page: NormalizedText,
+    page_units: Sentences,
+    master: NormalizedText,
+    master_units: Sentences,
+    max_text: int = 2000,
+) -> list[dict]:
+    """The aligned pairs as spans: the page's sentence beside the master's, with the words
+    swapped (same canonical code, other word), added by the page and left out of the master."""
+    spans = []
+    for p in alignment.pairs:
+        pu = page_units.units[p.page_first : p.page_last + 1]
+        mu = master_units.units[p.master_first : p.master_last + 1]
+        page_start, page_end = _source_span(page, pu[0].start, pu[-1].end)
+        master_start, master_end = _source_span(master, mu[0].start, mu[-1].end)
+        page_words = {c: w for u in pu for w, c in zip(u.words, u.word_codes, strict=True)}
+        master_words = {c: w for u in mu for w, c in zip(u.words, u.word_codes, strict=True)}
+        swaps = [
+            [page_words[c], master_words[c]]
+            for c in page_words
+            if c in master_words and page_words[c] != master_words[c]
+        ]
+        spans.append(
+            {
+                "page_start": page_start,
+                "page_end": page_end,
+                "master_start": master_start,
+                "master_end": master_end,
+                "text": page.source[page_start:page_end][:max_text],
+                "master_text": master.source[master_start:master_end][:max_text],
+                "swapped": swaps,
+                "added": [w for c, w in page_words.items() if c not in master_words],
+                "dropped": [w for c, w in master_words.items() if c not in page_words],
+                "cosine": round(p.cosine, 3),
+                "dice": round(p.dice, 3),
+            }
+        )
+    return spans
+
+
+def _source_span(text: NormalizedText, start: int, end: int) -> tuple[int, int]:
+    """Source offsets of folded characters ``[start, end)``."""
+    if not len(text.chars):
+        return 0, 0
+    first = int(text.char_pos[min(start, len(text.chars) - 1)])
+    last = int(text.char_pos[max(min(end, len(text.chars)) - 1, 0)]) + 1
+    return first, last

@@ -1,0 +1,89 @@
+"""Find the rewritten copies among a batch of pages: candidates from the sentence keys,
+proved by aligned sentences (:mod:`tracker.matching.rewrite`).
+
+Runs in every check (``tracker check``, the crawl's pipelines and ``tracker rematch`` all go
+through :class:`tracker.matching.detector.Detector`), after the verbatim detector: a master
+found copied verbatim keeps its verbatim evidence and is not aligned again. A master is a
+candidate when the page looks up ``MIN_VOTES`` of its sentence keys; the ``MAX_CANDIDATES``
+with the most, and at least ``RELATIVE_VOTES`` of the best one's, are aligned.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from tracker.fingerprints.sentences import Sentences, query_keys, sentences_of
+from tracker.index.master_index import MasterIndex
+from tracker.matching.rewrite import align_sentences, evidence, is_rewrite
+from tracker.text.normalize import NormalizedText
+
+if TYPE_CHECKING:
+    from tracker.matching.detector import CachedMaster, MasterCache, Match
+
+METHOD = "rewrite"
+MIN_VOTES = 2
+MAX_CANDIDATES = 6
+RELATIVE_VOTES = 0.2
+
+
+def master_sentences(master: CachedMaster) -> Sentences:
+    """A cached master's units, cut once while it stays cached."""
+    found = master.derived.get("sentences")
+    if found is None:
+        found = master.derived["sentences"] = sentences_of(master.text)
+    return found
+
+
+def ranked(votes: dict[int, int], skip: set[int]) -> list[int]:
+    eligible = [d for d, v in votes.items() if v >= MIN_VOTES and d not in skip]
+    eligible.sort(key=lambda d: (-votes[d], d))
+    if not eligible:
+        return []
+    floor = RELATIVE_VOTES * votes[eligible[0]]
+    return [d for d in eligible[:MAX_CANDIDATES] if votes[d] >= floor]
+
+
+def find_rewrites(
+    index: MasterIndex,
+    masters: MasterCache,
+    pages: Sequence[NormalizedText],
+    words: Sequence[list[str] | None],
+    skip: Sequence[set[int]],
+) -> list[list[Match]]:
+    """The rewritten copies of each page (``words``: its jieba words cut line by line, or
+    None), leaving out the masters in its ``skip`` (found copied verbatim)."""
+    from tracker.matching.detector import Match
+
+    units = [sentences_of(page, w) for page, w in zip(pages, words, strict=True)]
+    votes = index.sentence_candidates([query_keys(u) for u in units])
+    chosen = [ranked(v, s) for v, s in zip(votes, skip, strict=True)]
+    wanted = sorted({d for docs in chosen for d in docs})
+    if not wanted:
+        return [[] for _ in pages]
+    loaded = masters.get(wanted)
+    results: list[list[Match]] = []
+    for page, page_units, docs in zip(pages, units, chosen, strict=True):
+        found = []
+        for doc in docs:
+            master = loaded.get(doc)
+            if master is None:
+                continue  # deleted since it was indexed
+            theirs = master_sentences(master)
+            alignment = align_sentences(page_units, theirs)
+            if not is_rewrite(alignment):
+                continue
+            shorter = max(1, min(page_units.chars, theirs.chars))
+            found.append(
+                Match(
+                    doc_id=master.meta["_id"],
+                    work=master.meta.get("work", ""),
+                    title=master.meta.get("title", ""),
+                    score=round(min(1.0, alignment.master_chars / shorter), 4),
+                    coverage=round(alignment.coverage, 4),
+                    method=METHOD,
+                    spans=evidence(alignment, page, page_units, master.text, theirs),
+                )
+            )
+        results.append(found)
+    return results
