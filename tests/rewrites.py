@@ -401,17 +401,22 @@ def _facts(rng: random.Random) -> dict[str, str]:
     }
 
 
-def news(seed: int, facts: dict[str, str] | None = None, writer: int = 0) -> str:
-    """A news article: a dateline, then the sentences of one event's ``writer`` in a random
-    order and choice of words, in 2–4 paragraphs."""
+def news(
+    seed: int, facts: dict[str, str] | None = None, writer: int = 0, kind: str | None = None
+) -> str:
+    """A news article: a dateline, then four sentences of one event's ``writer`` (its
+    formulas: other articles of the kind share them) and six of the free grammar about the
+    event's people and places, in a random order and choice of words, in 2–4 paragraphs."""
     rng = random.Random(seed)
-    kind = rng.choice(sorted(EVENTS))
+    kind = kind or rng.choice(sorted(EVENTS))
     facts = facts or _facts(rng)
     pool = list(EVENTS[kind][writer])
     rng.shuffle(pool)
-    sentences = [
-        _pick(rng, t).format(**facts) for t in pool[: rng.randint(len(pool) - 1, len(pool))]
-    ]
+    sentences = [_pick(rng, t).format(**facts) for t in pool[:4]]
+    people = {"H": facts["p1"], "C": facts["p2"], "V": facts["org"]}
+    for _ in range(6):
+        sentences.insert(rng.randint(1, len(sentences)), _free(rng, people))
+    sentences = [s if s.endswith(("。", "！", "？", "”")) else s + "。" for s in sentences]
     cuts = sorted(rng.sample(range(1, len(sentences)), rng.randint(1, 3)))
     paragraphs = [
         "".join(sentences[a:b]) for a, b in zip([0, *cuts], [*cuts, len(sentences)], strict=True)
@@ -430,10 +435,8 @@ def event_of(seed: int) -> tuple[str, dict[str, str]]:
 def same_event(seed: int, other_seed: int) -> str:
     """Another writer's report of the event of :func:`news` of ``seed``: the same names,
     places and numbers, written otherwise."""
-    _, facts = event_of(seed)
-    rng = random.Random(seed)
-    rng.choice(sorted(EVENTS))
-    text = news(seed, facts, writer=1)
+    kind, facts = event_of(seed)
+    text = news(1_000_003 + other_seed, facts, writer=1, kind=kind)
     return text.replace("本报", "本刊", 1) if other_seed % 2 else text
 
 

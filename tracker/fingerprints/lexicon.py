@@ -18,9 +18,11 @@ mapped to a *canonical code* that those swaps leave alone:
   value: 三百二十 and 320 agree.
 * **Rarity** is jieba's dictionary frequency (over a 60M-character corpus): a code weighs
   its inverse document frequency, ``log(total / freq)``, a synonym group the frequency of all
-  its members. Names, places, organisations, numbers and words the dictionary does not hold
-  are *anchors*: a rewriter keeps them, and two texts sharing many of them in one sentence
-  are rarely unrelated.
+  its members.
+* **Anchors** are the words jieba tags as names of people, places, organisations or other
+  proper names, of two characters or more and without synonyms in Cilin (but countries and
+  capitals), and numbers from ``SMALL_NUMBER`` up: a rewriter keeps them, and two sentences
+  holding other ones tell of other things.
 
 Codes are 64-bit hashes of the canonical string (blake2b, the same in every process).
 """
@@ -65,15 +67,18 @@ NUMERALS = {
     "九": 9,
 }
 UNITS = {"十": 10, "百": 100, "千": 1000, "万": 10_000, "亿": 100_000_000}
-SMALL_NUMBER = 10
-_NUMERAL_WORD = re.compile(r"^[0-9.〇零一二两三四五六七八九十百千万亿]+.?$")
-_NUMBER = re.compile(r"^([0-9]+(?:\.[0-9]+)?|[〇零一二两三四五六七八九十百千万亿]+)(.?)$")
+SMALL_NUMBER = 32  # below: counts, months, days, hours (一只, 10月5日): no evidence
+PLACE_CLASS = "Di"  # Cilin's 社会·政法 class holding countries and capitals (中国, 北京)
+_NUMERAL_WORD = re.compile(r"^[0-9.〇零一二两三四五六七八九十百千万亿]+.{0,2}$")
+_NUMBER = re.compile(
+    r"^([0-9]+(?:\.[0-9]+)?|[〇零一二两三四五六七八九十百千万亿]+)([万亿]?)(.{0,2})$"
+)
 
 
 @dataclass(frozen=True)
 class Canon:
     """A word's canonical ``code`` (64-bit), its ``weight`` (IDF) and whether it is an
-    ``anchor`` (a name, place, number or word the dictionary does not hold)."""
+    ``anchor`` (a name, place, organisation or number)."""
 
     code: int
     weight: float
@@ -108,11 +113,16 @@ def number_code(word: str) -> str | None:
     m = _NUMBER.match(word)
     if m is None:
         return None
-    value = m.group(1)
+    value, scale = m.group(1), UNITS.get(m.group(2), 1)
     if value[0].isdigit():
-        return "#" + (value.lstrip("0") or "0")
-    number = chinese_number(value)
-    return None if number is None else f"#{number}"
+        number: float | None = float(value)
+    else:
+        number = chinese_number(value + m.group(2))
+        scale = 1
+    if number is None:
+        return None
+    number *= scale
+    return f"#{int(number)}" if number == int(number) else f"#{number}"
 
 
 def _package_file(distribution: str, name: str) -> Path:
@@ -183,8 +193,8 @@ class Lexicon:
             return None
         number = number_code(word)
         if number is not None:
-            # 320, 2024, 三百二十 are anchors; 一只, 三个 are how Chinese counts, no evidence.
-            large = word[0].isdigit() or int(number[1:].partition(".")[0]) >= SMALL_NUMBER
+            # 320, 2024, 三百二十 are anchors; 一只, 三个, 10月 are how Chinese counts and dates.
+            large = int(number[1:].partition(".")[0]) >= SMALL_NUMBER
             return Canon(code_of(number), self.max_weight * (0.8 if large else 0.3), large)
         freq, pos = self.words.get(word, (0, ""))
         if pos in FUNCTION_POS or pos == "m":
@@ -198,7 +208,12 @@ class Lexicon:
         if freq == 0 and len(word) == 1 and "\u4e00" <= word <= "\u9fff":
             return None  # a lone character the dictionary lacks: a cut-up name or a typo
         weight = math.log(self.total / (freq + 1))
-        anchor = pos in ANCHOR_POS or freq == 0
+        # jieba tags some common words as names (洪水 nr, 江河 ns): a word with synonyms in
+        # Cilin is no proper name, unless Cilin files it with the countries and capitals (Di).
+        # A lone character (华, 秦) is a piece of a name the dictionary lacks: no evidence.
+        anchor = (
+            pos in ANCHOR_POS and len(word) > 1 and (group is None or group.startswith(PLACE_CLASS))
+        )
         return Canon(code_of(canonical), weight, anchor)
 
 

@@ -11,9 +11,11 @@ Text Reuse Detection at PAN 2014", CLEF 2014), on the canonical words of
    weighted by IDF: a pair is a seed when the cosine is at least ``SEED_COSINE`` *and* the
    Dice coefficient of the code sets at least ``SEED_DICE`` (the two agreeing, as in the PAN
    2014 system: cosine alone is fooled by one rare shared name, Dice alone by many common
-   words), sharing ``MIN_SHARED`` codes of which ``MIN_SHARED_COMMON`` are no anchor: two
-   reports of one event share its names and numbers, not how they say the rest. Seeds are
-   taken best first, each unit once (1:1), in any order.
+   words), sharing ``MIN_SHARED`` codes, with a Dice of ``SEED_COMMON_DICE`` over the codes
+   that are no anchor (two reports of one event share its names and numbers, not how they
+   say the rest), and no *conflict*: when both units hold anchors, they share one (two
+   reports of two events in one agency's formulas say the same of other names, places and
+   numbers). Seeds are taken best first, each unit once, in any order.
 2. **Split and merged sentences.** A master unit left over is compared with each two
    adjacent page units taken together (a sentence split at a comma, 1:2), a page unit left
    over with two adjacent master units (two merged, 2:1), at the seed thresholds.
@@ -23,7 +25,12 @@ Text Reuse Detection at PAN 2014", CLEF 2014), on the canonical words of
 4. **Filter.** Aligned pairs are grouped by their place on the page (gaps of at most
    ``MAX_GAP_UNITS`` units); groups of fewer than ``MIN_FRAGMENT_PAIRS`` pairs are chance and
    dropped. The page's *rewritten share* is the share of the master's characters its aligned
-   units cover; :func:`is_rewrite` decides.
+   units cover; :func:`is_rewrite` decides. A rewrite keeps the master's names, places and
+   numbers: one aligned pair must share one, when the master has ``MIN_ANCHORED_UNITS``
+   units holding anchors or when there are *conflicts*, master units left unaligned as
+   similar to a page unit left unaligned as a seed but for other anchors (two articles of
+   one agency's formulas about two events align their anchor-free sentences, and conflict
+   on the rest).
 """
 
 from __future__ import annotations
@@ -48,6 +55,8 @@ MAX_GAP_UNITS = 4
 MIN_FRAGMENT_PAIRS = 3
 # The decision (see is_rewrite): set on the development set of tests/rewrites.py.
 MIN_PAIRS = 4
+MIN_ANCHORED_UNITS = 2  # a master with this many units holding anchors: one pair must share one
+OWN_MARGIN = 0.02  # a pair is a master's own unless another aligns its page units better
 MIN_REWRITE_CHARS = 80
 MOST_OF_THE_MASTER = 0.5
 MIN_PARTIAL_SHARE = 0.25
@@ -65,6 +74,7 @@ class Pair:
     master_last: int
     cosine: float
     dice: float
+    anchored: bool  # the two sides share an anchor (a name, place or number)
 
 
 @dataclass(frozen=True)
@@ -73,6 +83,12 @@ class RewriteAlignment:
     coverage: float  # share of the master's characters in aligned units
     master_chars: int  # the master's characters in aligned units
     page_chars: int  # the page's characters in aligned units
+    conflicts: int = 0  # master units like a page unit but for other anchors
+    anchored_units: int = 0  # master units holding an anchor
+
+    @property
+    def anchored(self) -> int:
+        return sum(p.anchored for p in self.pairs)
 
 
 @dataclass
@@ -81,6 +97,8 @@ class _Scores:
     dice: np.ndarray  # of the code sets
     common: np.ndarray  # Dice of the code sets without anchors
     shared: np.ndarray  # codes in common
+    common_shared: np.ndarray  # non-anchor codes in common
+    conflict: np.ndarray  # both hold anchors, none the same: other names, other numbers
 
 
 @dataclass(frozen=True)
@@ -136,16 +154,24 @@ class _Side:
 def _scores(a: _Side, b: _Side) -> _Scores:
     shared = a.present @ b.present.T
     common = a.common @ b.common.T
+    anchors_a, anchors_b = a.sizes - a.common_sizes, b.sizes - b.common_sizes
+    conflict = (anchors_a[:, None] > 0) & (anchors_b[None, :] > 0) & (shared - common < 0.5)
     return _Scores(
         cosine=(a.weighted @ b.weighted.T) / np.maximum(np.outer(a.norms, b.norms), 1e-9),
         dice=2 * shared / np.maximum(a.sizes[:, None] + b.sizes[None, :], 1),
         common=2 * common / np.maximum(a.common_sizes[:, None] + b.common_sizes[None, :], 1),
         shared=shared,
+        common_shared=common,
+        conflict=conflict,
     )
 
 
-def _passing(s: _Scores, cosine: float, dice: float, common: float, shared: int) -> np.ndarray:
-    return (s.cosine >= cosine) & (s.dice >= dice) & (s.common >= common) & (s.shared >= shared)
+def _passing(
+    s: _Scores, cosine: float, dice: float, common: float, shared: int, conflicts: bool = False
+) -> np.ndarray:
+    """The pairs at these thresholds, those with conflicting anchors too if ``conflicts``."""
+    found = (s.cosine >= cosine) & (s.dice >= dice) & (s.common >= common) & (s.shared >= shared)
+    return found if conflicts else found & ~s.conflict
 
 
 def _seeds(s: _Scores) -> np.ndarray:
@@ -167,45 +193,91 @@ def align_sentences(page: Sentences, master: Sentences) -> RewriteAlignment:
     master_used = np.zeros(len(master.units), dtype=bool)
     pairs: list[Pair] = []
 
-    def take(mask: np.ndarray, s: _Scores, page_span: int, master_span: int) -> int:
-        """Pairs of ``mask``, best cosine first, each unit once; how many."""
-        rows, cols = np.nonzero(mask)
-        order = np.argsort(-s.cosine[rows, cols], kind="stable")
+    def take(found: list[tuple[np.ndarray, _Scores, int, int]]) -> int:
+        """The pairs each mask of ``found`` passes (with their scores and spans on the page
+        and in the master), best cosine first whatever their shape, each unit once; how
+        many were taken."""
+        candidates = []
+        for mask, s, page_span, master_span in found:
+            rows, cols = np.nonzero(mask)
+            for i, j in zip(rows.tolist(), cols.tolist(), strict=True):
+                shape = page_span + master_span  # 1:1 first on a tie
+                candidates.append((-float(s.cosine[i, j]), shape, i, j, page_span, master_span, s))
+        candidates.sort(key=lambda c: c[:4])
         taken = 0
-        for i, j in zip(rows[order].tolist(), cols[order].tolist(), strict=True):
+        for cosine, _, i, j, page_span, master_span, s in candidates:
             pi, mj = slice(i, i + page_span), slice(j, j + master_span)
             if page_used[pi].any() or master_used[mj].any():
                 continue
             page_used[pi] = master_used[mj] = True
-            c, d = float(s.cosine[i, j]), float(s.dice[i, j])
-            pairs.append(Pair(i, i + page_span - 1, j, j + master_span - 1, c, d))
+            last_i, last_j = i + page_span - 1, j + master_span - 1
+            anchored = bool(s.shared[i, j] - s.common_shared[i, j] > 0.5)
+            pairs.append(Pair(i, last_i, j, last_j, -cosine, float(s.dice[i, j]), anchored))
             taken += 1
         return taken
 
-    take(_seeds(one), one, 1, 1)
+    seeds = [(_seeds(one), one, 1, 1)]
     if len(page.units) > 1:  # 1:2, a master sentence split in two on the page
         split = _scores(_Side.merged(page.units, ours), theirs)
-        take(_seeds(split), split, 2, 1)
+        seeds.append((_seeds(split), split, 2, 1))
     if len(master.units) > 1:  # 2:1, two master sentences merged into one on the page
         merged = _scores(ours, _Side.merged(master.units, theirs))
-        take(_seeds(merged), merged, 1, 2)
+        seeds.append((_seeds(merged), merged, 1, 2))
+    take(seeds)
     # Extension: units next to aligned ones, at the lower thresholds, until none is added.
     weak = _passing(one, EXTEND_COSINE, EXTEND_DICE, EXTEND_COMMON_DICE, EXTEND_MIN_SHARED)
     for _ in range(len(page.units)):
         mask = weak & _near(page_used)[:, None] & _near(master_used)[None, :]
         mask &= ~page_used[:, None] & ~master_used[None, :]
-        if not mask.any() or not take(mask, one, 1, 1):
+        if not mask.any() or not take([(mask, one, 1, 1)]):
             break
-    pairs = _filtered(pairs)
+    unlike = _passing(one, SEED_COSINE, SEED_DICE, SEED_COMMON_DICE, MIN_SHARED, True)
+    unlike &= one.conflict & ~page_used[:, None] & ~master_used[None, :]  # left unaligned
+    conflicts = int(unlike.any(axis=0).sum())
+    anchored_units = sum(1 for u in master.units if u.anchors)
+    return summary(pairs, page, master, conflicts, anchored_units)
+
+
+def summary(
+    pairs: list[Pair], page: Sentences, master: Sentences, conflicts: int, anchored_units: int
+) -> RewriteAlignment:
+    """The alignment of these pairs (filtered: see the module's docstring)."""
+    pairs = sorted(_filtered(pairs), key=lambda p: p.page_first)
     master_chars = sum(
         master.units[j].chars for p in pairs for j in range(p.master_first, p.master_last + 1)
     )
     page_chars = sum(
         page.units[i].chars for p in pairs for i in range(p.page_first, p.page_last + 1)
     )
-    pairs.sort(key=lambda p: p.page_first)
     coverage = min(1.0, master_chars / master.chars) if master.chars else 0.0
-    return RewriteAlignment(pairs, coverage, master_chars, page_chars)
+    return RewriteAlignment(pairs, coverage, master_chars, page_chars, conflicts, anchored_units)
+
+
+def own_pairs(
+    alignments: dict[int, RewriteAlignment], page: Sentences, masters: dict[int, Sentences]
+) -> dict[int, RewriteAlignment]:
+    """Each alignment with only the pairs whose page units no other master aligns better: a
+    sentence in a formula many masters share (an agency's way of saying a flood or an
+    opening) proves a copy of none of them, as the verbatim detector's partial-copy rule
+    counts only the evidence no other master explains (:mod:`tracker.matching.shared`)."""
+    best: dict[int, float] = {}
+    for alignment in alignments.values():
+        for p in alignment.pairs:
+            for i in range(p.page_first, p.page_last + 1):
+                best[i] = max(best.get(i, 0.0), p.cosine)
+    own = {}
+    for doc, alignment in alignments.items():
+        kept = [
+            p
+            for p in alignment.pairs
+            if all(p.cosine >= best[i] - OWN_MARGIN for i in range(p.page_first, p.page_last + 1))
+        ]
+        own[doc] = (
+            alignment
+            if len(kept) == len(alignment.pairs)
+            else summary(kept, page, masters[doc], alignment.conflicts, alignment.anchored_units)
+        )
+    return own
 
 
 def _norm(weights) -> float:
@@ -239,6 +311,12 @@ def is_rewrite(alignment: RewriteAlignment) -> bool:
     """Whether the aligned sentences prove a rewritten copy: most of the master, or a share
     of it long enough that it cannot be a few quoted or stock sentences."""
     if len(alignment.pairs) < MIN_PAIRS or alignment.master_chars < MIN_REWRITE_CHARS:
+        return False
+    if not alignment.anchored and (
+        alignment.conflicts or alignment.anchored_units >= MIN_ANCHORED_UNITS
+    ):
+        # the same formulas about other names, places and numbers; or a master telling of
+        # names and numbers "rewritten" without any of them
         return False
     if alignment.coverage >= MOST_OF_THE_MASTER:
         return True

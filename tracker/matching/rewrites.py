@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from tracker.fingerprints.sentences import Sentences, query_keys, sentences_of
 from tracker.index.master_index import MasterIndex
-from tracker.matching.rewrite import align_sentences, evidence, is_rewrite
+from tracker.matching.rewrite import align_sentences, evidence, is_rewrite, own_pairs
 from tracker.text.normalize import NormalizedText
 
 if TYPE_CHECKING:
@@ -35,13 +35,15 @@ def master_sentences(master: CachedMaster) -> Sentences:
     return found
 
 
-def ranked(votes: dict[int, int], skip: set[int]) -> list[int]:
-    eligible = [d for d, v in votes.items() if v >= MIN_VOTES and d not in skip]
-    eligible.sort(key=lambda d: (-votes[d], d))
+def ranked(votes: dict[int, int], found: set[int]) -> list[int]:
+    """The candidates to align: the masters found copied verbatim (``found``: they are
+    aligned too, for :func:`tracker.matching.rewrite.own_pairs`), then the best voted."""
+    eligible = [d for d, v in votes.items() if v >= MIN_VOTES and d not in found]
     if not eligible:
-        return []
+        return []  # nothing to find beside the verbatim copies
+    eligible.sort(key=lambda d: (-votes[d], d))
     floor = RELATIVE_VOTES * votes[eligible[0]]
-    return [d for d in eligible[:MAX_CANDIDATES] if votes[d] >= floor]
+    return sorted(found) + [d for d in eligible[:MAX_CANDIDATES] if votes[d] >= floor]
 
 
 def find_rewrites(
@@ -52,7 +54,7 @@ def find_rewrites(
     skip: Sequence[set[int]],
 ) -> list[list[Match]]:
     """The rewritten copies of each page (``words``: its jieba words cut line by line, or
-    None), leaving out the masters in its ``skip`` (found copied verbatim)."""
+    None), but the masters in its ``skip`` (found copied verbatim: they keep that evidence)."""
     from tracker.matching.detector import Match
 
     units = [sentences_of(page, w) for page, w in zip(pages, words, strict=True)]
@@ -63,16 +65,18 @@ def find_rewrites(
         return [[] for _ in pages]
     loaded = masters.get(wanted)
     results: list[list[Match]] = []
-    for page, page_units, docs in zip(pages, units, chosen, strict=True):
+    for page, page_units, docs, verbatim in zip(pages, units, chosen, skip, strict=True):
+        sentences = {d: master_sentences(loaded[d]) for d in docs if d in loaded}
+        aligned = own_pairs(
+            {d: align_sentences(page_units, theirs) for d, theirs in sentences.items()},
+            page_units,
+            sentences,
+        )
         found = []
-        for doc in docs:
-            master = loaded.get(doc)
-            if master is None:
-                continue  # deleted since it was indexed
-            theirs = master_sentences(master)
-            alignment = align_sentences(page_units, theirs)
-            if not is_rewrite(alignment):
+        for doc, alignment in aligned.items():
+            if doc in verbatim or not is_rewrite(alignment):
                 continue
+            master, theirs = loaded[doc], sentences[doc]
             shorter = max(1, min(page_units.chars, theirs.chars))
             found.append(
                 Match(
