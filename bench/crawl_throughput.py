@@ -12,6 +12,8 @@ database, with AutoThrottle off and 16 requests in flight:
 * ``full``: extract → unchanged check → site boilerplate → fingerprint → match → store, the
   server work in worker threads, batched; extraction in a worker process;
 * ``full, extraction in process``: the same with ``TRACKER_EXTRACT_PROCESSES=0``;
+* ``full, no rewrite detection``: the full crawl with ``rewrite_detection`` off (what finding
+  rewritten copies costs a crawl);
 * ``re-crawl unchanged``: the full crawl again over the stored pages (content-hash skip).
 
 Pages/s is responses over the spider's open time (from the run record in ``crawl_runs``, so
@@ -172,6 +174,7 @@ VARIANTS = {
     "+ extract": {"ITEM_PIPELINES": json.dumps({"pipelines.extract.ExtractPipeline": 100})},
     "full": {},
     "full, extraction in process": {"TRACKER_EXTRACT_PROCESSES": 0},
+    "full, no rewrite detection": {},  # rewrite_detection off (issue 39: its cost, same run)
     "re-crawl unchanged": {},  # over the pages the full crawl stored
 }
 STAGES = ("extract", "unchanged", "boilerplate", "fingerprint", "match", "store")
@@ -398,6 +401,8 @@ def main(argv: list[str] | None = None) -> int:
                     own = "full" if name == "re-crawl unchanged" else name
                     db = f"{tag}_{round_no}_{list(VARIANTS).index(own)}"
                     settings = replace(base, mongo_db=db, redis_prefix=f"{tag}:{db}:")
+                    if name == "full, no rewrite detection":
+                        settings = replace(settings, rewrite_detection=False)
                     runtime = Runtime(settings)
                     if name.startswith("full") and not runtime.db["masters"].count_documents({}):
                         MasterLibrary.from_runtime(runtime).ingest(masters)

@@ -128,7 +128,7 @@ def test_units_are_sentences_and_long_ones_are_cut_at_clauses():
 def test_keys_are_order_free_and_survive_swaps():
     master = sentences_of(normalize("李明华在临江市见到了三百二十名工人，大家返回了工厂。"))
     page = sentences_of(normalize("大家回到工厂，320名工友在临江市见到了李明华。"))
-    assert set(master_keys(master).tolist()) <= set(query_keys(page).tolist())
+    assert set(master_keys(master).tolist()) <= set(query_keys(page)[0].tolist())
 
 
 def test_alignment_proves_a_rewrite_with_split_and_merged_sentences():
@@ -156,8 +156,8 @@ def test_the_sentence_keys_are_indexed_and_removed(storage):
     assert len(fp.sentences) >= 10
     index.add([(7, fp)])
     page = sentences_of(normalize(r.rewrite(r.chapter(530), 1, r.HELD, "no8")))
-    [votes] = index.sentence_candidates([query_keys(page)])
-    assert votes.get(7, 0) >= 2
+    [hits] = index.sentence_candidates([query_keys(page)])
+    assert len(hits.get(7, [])) >= 2
     index.remove(7, fp)
     assert index.sentence_candidates([query_keys(page)]) == [{}]
 

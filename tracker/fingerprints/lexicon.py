@@ -69,6 +69,7 @@ NUMERALS = {
 UNITS = {"十": 10, "百": 100, "千": 1000, "万": 10_000, "亿": 100_000_000}
 SMALL_NUMBER = 32  # below: counts, months, days, hours (一只, 10月5日): no evidence
 PLACE_CLASS = "Di"  # Cilin's 社会·政法 class holding countries and capitals (中国, 北京)
+_NUMERAL_START = frozenset("0123456789.〇零一二两三四五六七八九十百千万亿")
 _NUMERAL_WORD = re.compile(r"^[0-9.〇零一二两三四五六七八九十百千万亿]+.{0,2}$")
 _NUMBER = re.compile(
     r"^([0-9]+(?:\.[0-9]+)?|[〇零一二两三四五六七八九十百千万亿]+)([万亿]?)(.{0,2})$"
@@ -223,7 +224,8 @@ def join_numbers(words: list[str]) -> list[str]:
     out: list[str] = []
     for word in words:
         if (
-            out
+            word[0] in _NUMERAL_START
+            and out
             and _NUMERAL_WORD.match(word)
             and _NUMERAL_WORD.match(out[-1])
             and (out[-1][-1].isdigit() or out[-1][-1] in NUMERALS or out[-1][-1] in UNITS)

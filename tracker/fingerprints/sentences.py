@@ -22,6 +22,7 @@ the master's pair).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from itertools import combinations
 
@@ -54,6 +55,7 @@ class Unit:
     codes: tuple[int, ...]
     weights: tuple[float, ...]
     anchors: frozenset[int]  # the codes that are anchors
+    norm: float = 0.0  # of the weights, as a vector
 
     @property
     def chars(self) -> int:
@@ -142,6 +144,7 @@ def sentences_of(
                 tuple(ranked),
                 tuple(weights[c] for c in ranked),
                 frozenset(anchors),
+                math.sqrt(sum(w * w for w in weights.values())),
             )
         )
     return Sentences([u for u in units if u.codes], len(text.chars))
@@ -180,12 +183,16 @@ def master_keys(sentences: Sentences) -> np.ndarray:
     return np.array(sorted(keys), dtype=np.uint64)
 
 
-def query_keys(sentences: Sentences) -> np.ndarray:
-    """The keys a page looks up: pairs of its units' ``QUERY_RAREST`` rarest codes."""
-    keys = set()
-    for u in sentences.units:
+def query_keys(sentences: Sentences) -> tuple[np.ndarray, np.ndarray]:
+    """The keys a page looks up: pairs of its units' ``QUERY_RAREST`` rarest codes, with the
+    unit each comes from (uint64 keys, int64 units)."""
+    keys: dict[int, int] = {}
+    for k, u in enumerate(sentences.units):
         if len(u.codes) < MIN_KEY_CODES - 1:
             continue
         for a, b in combinations(u.codes[:QUERY_RAREST], 2):
-            keys.add(pair_key(a, b))
-    return np.array(sorted(keys), dtype=np.uint64)
+            keys.setdefault(pair_key(a, b), k)
+    return (
+        np.fromiter(keys.keys(), np.uint64, len(keys)),
+        np.fromiter(keys.values(), np.int64, len(keys)),
+    )

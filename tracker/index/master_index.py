@@ -414,10 +414,13 @@ class MasterIndex:
             holders.append(tally(np.concatenate(docs)))
         return holders
 
-    def sentence_candidates(self, keys: Sequence[np.ndarray]) -> list[dict[int, int]]:
-        """For each page's sentence keys (:func:`tracker.fingerprints.sentences.query_keys`),
-        the masters filing some of them, with how many (one round trip for all)."""
-        plans = [self.sentences.plan(k) for k in keys]
+    def sentence_candidates(
+        self, queries: Sequence[tuple[np.ndarray, np.ndarray]]
+    ) -> list[dict[int, np.ndarray]]:
+        """For each page's sentence keys and their units
+        (:func:`tracker.fingerprints.sentences.query_keys`), the masters filing some of them,
+        with the page units of those keys (one round trip for all)."""
+        plans = [self.sentences.plan(keys, units) for keys, units in queries]
         found = self.storage.get(
             [
                 self.version_key,
@@ -427,12 +430,12 @@ class MasterIndex:
             ]
         )
         if self._follow(*found[:3]):
-            return self.sentence_candidates(keys)
-        votes, at = [], 3
+            return self.sentence_candidates(queries)
+        hits, at = [], 3
         for plan in plans:
             buckets, at = found[at : at + len(plan.keys)], at + len(plan.keys)
-            votes.append(self.sentences.votes(plan, buckets, self.anchors.stop_after))
-        return votes
+            hits.append(self.sentences.hits(plan, buckets, self.anchors.stop_after))
+        return hits
 
     def compact(self) -> None:
         """Split the tables that outgrew their buckets, and rewrite the buckets appended to

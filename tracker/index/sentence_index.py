@@ -39,8 +39,22 @@ class SentenceIndex:
         if len(keys):
             self.postings.remove(doc, spread(keys))
 
-    def plan(self, keys: np.ndarray) -> Lookup:
-        return self.postings.lookup(spread(keys))
+    def plan(self, keys: np.ndarray, units: np.ndarray) -> Lookup:
+        """A lookup of a page's keys, with the unit each comes from."""
+        return self.postings.lookup(spread(keys), units)
 
-    def votes(self, lookup: Lookup, found: Sequence[bytes], stop_after: int) -> dict[int, int]:
-        return self.postings.votes(lookup, found, stop_after, posting_budget(lookup))
+    def hits(
+        self, lookup: Lookup, found: Sequence[bytes], stop_after: int
+    ) -> dict[int, np.ndarray]:
+        """The masters holding some of the keys, with the page units of the keys they hold."""
+        docs, at = self.postings.hits(lookup, found, stop_after, posting_budget(lookup))
+        if not len(docs):
+            return {}
+        units = lookup.positions[at] if lookup.positions is not None else at
+        order = np.argsort(docs, kind="stable")
+        docs, units = docs[order], units[order]
+        starts = np.flatnonzero(np.r_[True, docs[1:] != docs[:-1]])
+        return {
+            int(docs[a]): np.sort(units[a:b])
+            for a, b in zip(starts.tolist(), [*starts[1:].tolist(), len(docs)], strict=True)
+        }

@@ -35,6 +35,7 @@ Text Reuse Detection at PAN 2014", CLEF 2014), on the canonical words of
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import pairwise
 
@@ -56,7 +57,7 @@ MIN_FRAGMENT_PAIRS = 3
 # The decision (see is_rewrite): set on the development set of tests/rewrites.py.
 MIN_PAIRS = 4
 MIN_ANCHORED_UNITS = 2  # a master with this many units holding anchors: one pair must share one
-OWN_MARGIN = 0.02  # a pair is a master's own unless another aligns its page units better
+OWN_MARGIN = 0.02  # a pair is a master's own unless another aligns its page units as well
 MIN_REWRITE_CHARS = 80
 MOST_OF_THE_MASTER = 0.5
 MIN_PARTIAL_SHARE = 0.25
@@ -103,34 +104,48 @@ class _Scores:
 
 @dataclass(frozen=True)
 class _Side:
-    """One text's units as rows over the codes both texts hold: IDF weights, presence, and
-    presence of the non-anchor codes; with each unit's norm and set sizes (over all its
-    codes: the codes only one text holds count in the denominators)."""
+    """One text's units as a sparse matrix over the codes both texts hold: one entry per
+    (unit, code), with the code's IDF weight and whether it is no anchor; with each unit's
+    norm and set sizes (over all its codes: the codes only one text holds count in the
+    denominators). Sparse, as a long page has thousands of units and a unit a dozen codes."""
 
-    weighted: np.ndarray
-    present: np.ndarray
-    common: np.ndarray
+    rows: np.ndarray  # int64, sorted by column
+    cols: np.ndarray  # int64
+    weights: np.ndarray  # float64
+    common: np.ndarray  # bool
     norms: np.ndarray
     sizes: np.ndarray
     common_sizes: np.ndarray
 
+    def __len__(self) -> int:
+        return len(self.norms)
+
+    @classmethod
+    def _sorted(cls, rows, cols, weights, common, norms, sizes, common_sizes) -> _Side:
+        order = np.lexsort((rows, cols))
+        return cls(
+            rows[order], cols[order], weights[order], common[order], norms, sizes, common_sizes
+        )
+
     @classmethod
     def of(cls, units: list[Unit], index: dict[int, int]) -> _Side:
-        weighted = np.zeros((len(units), len(index)), dtype=np.float32)
-        common = np.zeros((len(units), len(index)), dtype=np.float32)
+        rows, cols, weights, common = [], [], [], []
         for row, u in enumerate(units):
             for code, weight in zip(u.codes, u.weights, strict=True):
                 col = index.get(code)
                 if col is not None:
-                    weighted[row, col] = weight
-                    common[row, col] = code not in u.anchors
-        return cls(
-            weighted,
-            (weighted > 0).astype(np.float32),
-            common,
-            np.array([_norm(u.weights) for u in units], dtype=np.float32),
-            np.array([len(u.codes) for u in units], dtype=np.float32),
-            np.array([len(u.codes) - len(u.anchors) for u in units], dtype=np.float32),
+                    rows.append(row)
+                    cols.append(col)
+                    weights.append(weight)
+                    common.append(code not in u.anchors)
+        return cls._sorted(
+            np.array(rows, dtype=np.int64),
+            np.array(cols, dtype=np.int64),
+            np.array(weights, dtype=np.float64),
+            np.array(common, dtype=bool),
+            np.array([u.norm for u in units], dtype=np.float64),
+            np.array([len(u.codes) for u in units], dtype=np.float64),
+            np.array([len(u.codes) - len(u.anchors) for u in units], dtype=np.float64),
         )
 
     @classmethod
@@ -141,23 +156,55 @@ class _Side:
             dict(zip(a.codes + b.codes, a.weights + b.weights, strict=True)) for a, b in pairs
         ]
         anchors = [a.anchors | b.anchors for a, b in pairs]
-        return cls(
-            np.maximum(side.weighted[:-1], side.weighted[1:]),
-            np.maximum(side.present[:-1], side.present[1:]),
-            np.maximum(side.common[:-1], side.common[1:]),
-            np.array([_norm(u.values()) for u in unions], dtype=np.float32),
-            np.array([len(u) for u in unions], dtype=np.float32),
-            np.array([len(u.keys() - a) for u, a in zip(unions, anchors, strict=True)], np.float32),
+        # unit r's entries go to merged rows r - 1 and r (when they exist)
+        first = side.rows < len(pairs)
+        second = side.rows >= 1
+        rows = np.concatenate([side.rows[first], side.rows[second] - 1])
+        cols = np.concatenate([side.cols[first], side.cols[second]])
+        weights = np.concatenate([side.weights[first], side.weights[second]])
+        common = np.concatenate([side.common[first], side.common[second]])
+        keys = rows * (cols.max(initial=0) + 1) + cols
+        keys, at = np.unique(keys, return_index=True)  # a code both units hold, once
+        return cls._sorted(
+            rows[at],
+            cols[at],
+            weights[at],
+            common[at],
+            np.array([_norm(u.values()) for u in unions], dtype=np.float64),
+            np.array([len(u) for u in unions], dtype=np.float64),
+            np.array([len(u.keys() - a) for u, a in zip(unions, anchors, strict=True)], np.float64),
         )
 
 
+def _products(a: _Side, b: _Side) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Sums over the codes each (a-unit, b-unit) pair shares, as dense matrices: of the
+    weights' products, of ones, and of ones for non-anchor codes. Entries are joined by code
+    (both sides sorted by it): the work is the number of shared (unit, unit, code) triples."""
+    n, m = len(a), len(b)
+    dot = np.zeros(n * m)
+    shared = np.zeros(n * m)
+    common = np.zeros(n * m)
+    if len(a.cols) and len(b.cols):
+        lo = np.searchsorted(b.cols, a.cols, side="left")
+        hi = np.searchsorted(b.cols, a.cols, side="right")
+        counts = hi - lo
+        if counts.sum():
+            left = np.repeat(np.arange(len(a.cols)), counts)
+            right = np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
+            flat = a.rows[left] * m + b.rows[right]
+            dot = np.bincount(flat, a.weights[left] * b.weights[right], n * m)
+            shared = np.bincount(flat, minlength=n * m).astype(np.float64)
+            both = a.common[left] & b.common[right]
+            common = np.bincount(flat[both], minlength=n * m).astype(np.float64)
+    return dot.reshape(n, m), shared.reshape(n, m), common.reshape(n, m)
+
+
 def _scores(a: _Side, b: _Side) -> _Scores:
-    shared = a.present @ b.present.T
-    common = a.common @ b.common.T
+    dot, shared, common = _products(a, b)
     anchors_a, anchors_b = a.sizes - a.common_sizes, b.sizes - b.common_sizes
     conflict = (anchors_a[:, None] > 0) & (anchors_b[None, :] > 0) & (shared - common < 0.5)
     return _Scores(
-        cosine=(a.weighted @ b.weighted.T) / np.maximum(np.outer(a.norms, b.norms), 1e-9),
+        cosine=dot / np.maximum(np.outer(a.norms, b.norms), 1e-9),
         dice=2 * shared / np.maximum(a.sizes[:, None] + b.sizes[None, :], 1),
         common=2 * common / np.maximum(a.common_sizes[:, None] + b.common_sizes[None, :], 1),
         shared=shared,
@@ -178,19 +225,50 @@ def _seeds(s: _Scores) -> np.ndarray:
     return _passing(s, SEED_COSINE, SEED_DICE, SEED_COMMON_DICE, MIN_SHARED)
 
 
-def align_sentences(page: Sentences, master: Sentences) -> RewriteAlignment:
-    """The units of ``master`` that ``page`` rewrites (see the module's docstring)."""
+def _rows(units: list[Unit], codes: set[int], among: np.ndarray) -> np.ndarray:
+    """The units ``among`` these worth scoring: those sharing ``EXTEND_MIN_SHARED`` codes with
+    the other text, and their neighbours sharing one (the other half of a split sentence)."""
+    hits = np.zeros(len(units), dtype=np.int32)
+    for i in among.tolist():
+        hits[i] = sum(c in codes for c in units[i].codes)
+    keep = hits >= EXTEND_MIN_SHARED
+    near = keep.copy()
+    near[1:] |= keep[:-1]
+    near[:-1] |= keep[1:]
+    return np.flatnonzero(near & (hits >= 1))
+
+
+def _adjacent(rows: np.ndarray) -> np.ndarray:
+    """Whether each two consecutive kept rows are neighbours in the text."""
+    return rows[1:] == rows[:-1] + 1
+
+
+def align_sentences(
+    page: Sentences, master: Sentences, among: np.ndarray | None = None
+) -> RewriteAlignment:
+    """The units of ``master`` that ``page`` rewrites (see the module's docstring); only the
+    page's units ``among`` these, if given (on a long page: those near its key hits)."""
     none = RewriteAlignment([], 0.0, 0, 0)
     if not page.units or not master.units:
         return none
-    codes = {c for u in page.units for c in u.codes} & {c for u in master.units for c in u.codes}
+    if among is None:
+        among = np.arange(len(page.units))
+    codes = {c for i in among.tolist() for c in page.units[i].codes}
+    codes &= {c for u in master.units for c in u.codes}
     if len(codes) < MIN_SHARED:
         return none
+    prows = _rows(page.units, codes, among)
+    mrows = _rows(master.units, codes, np.arange(len(master.units)))
+    if not len(prows) or not len(mrows):
+        return none
+    page_units = [page.units[i] for i in prows.tolist()]
+    master_units = [master.units[j] for j in mrows.tolist()]
     index = {c: k for k, c in enumerate(sorted(codes))}
-    ours, theirs = _Side.of(page.units, index), _Side.of(master.units, index)
+    ours, theirs = _Side.of(page_units, index), _Side.of(master_units, index)
     one = _scores(ours, theirs)
-    page_used = np.zeros(len(page.units), dtype=bool)
-    master_used = np.zeros(len(master.units), dtype=bool)
+    # Rows from here on are the kept units' (prows/mrows give their place in the texts).
+    page_used = np.zeros(len(prows), dtype=bool)
+    master_used = np.zeros(len(mrows), dtype=bool)
     pairs: list[Pair] = []
 
     def take(found: list[tuple[np.ndarray, _Scores, int, int]]) -> int:
@@ -210,24 +288,33 @@ def align_sentences(page: Sentences, master: Sentences) -> RewriteAlignment:
             if page_used[pi].any() or master_used[mj].any():
                 continue
             page_used[pi] = master_used[mj] = True
-            last_i, last_j = i + page_span - 1, j + master_span - 1
             anchored = bool(s.shared[i, j] - s.common_shared[i, j] > 0.5)
-            pairs.append(Pair(i, last_i, j, last_j, -cosine, float(s.dice[i, j]), anchored))
+            pairs.append(
+                Pair(
+                    int(prows[i]),
+                    int(prows[i + page_span - 1]),
+                    int(mrows[j]),
+                    int(mrows[j + master_span - 1]),
+                    -cosine,
+                    float(s.dice[i, j]),
+                    anchored,
+                )
+            )
             taken += 1
         return taken
 
     seeds = [(_seeds(one), one, 1, 1)]
-    if len(page.units) > 1:  # 1:2, a master sentence split in two on the page
-        split = _scores(_Side.merged(page.units, ours), theirs)
-        seeds.append((_seeds(split), split, 2, 1))
-    if len(master.units) > 1:  # 2:1, two master sentences merged into one on the page
-        merged = _scores(ours, _Side.merged(master.units, theirs))
-        seeds.append((_seeds(merged), merged, 1, 2))
+    if len(prows) > 1:  # 1:2, a master sentence split in two on the page
+        split = _scores(_Side.merged(page_units, ours), theirs)
+        seeds.append((_seeds(split) & _adjacent(prows)[:, None], split, 2, 1))
+    if len(mrows) > 1:  # 2:1, two master sentences merged into one on the page
+        merged = _scores(ours, _Side.merged(master_units, theirs))
+        seeds.append((_seeds(merged) & _adjacent(mrows)[None, :], merged, 1, 2))
     take(seeds)
     # Extension: units next to aligned ones, at the lower thresholds, until none is added.
     weak = _passing(one, EXTEND_COSINE, EXTEND_DICE, EXTEND_COMMON_DICE, EXTEND_MIN_SHARED)
-    for _ in range(len(page.units)):
-        mask = weak & _near(page_used)[:, None] & _near(master_used)[None, :]
+    for _ in range(len(prows)):
+        mask = weak & _near(page_used, prows)[:, None] & _near(master_used, mrows)[None, :]
         mask &= ~page_used[:, None] & ~master_used[None, :]
         if not mask.any() or not take([(mask, one, 1, 1)]):
             break
@@ -254,41 +341,50 @@ def summary(
 
 
 def own_pairs(
-    alignments: dict[int, RewriteAlignment], page: Sentences, masters: dict[int, Sentences]
+    alignments: dict[int, RewriteAlignment],
+    page: Sentences,
+    masters: dict[int, Sentences],
+    versions: Callable[[int, int], bool] = lambda a, b: False,
 ) -> dict[int, RewriteAlignment]:
-    """Each alignment with only the pairs whose page units no other master aligns better: a
-    sentence in a formula many masters share (an agency's way of saying a flood or an
-    opening) proves a copy of none of them, as the verbatim detector's partial-copy rule
-    counts only the evidence no other master explains (:mod:`tracker.matching.shared`)."""
-    best: dict[int, float] = {}
-    for alignment in alignments.values():
+    """Each alignment with only the pairs whose page units no other master aligns as well
+    (within ``OWN_MARGIN`` of the cosine), unless that master is a ``version`` of it (the same
+    text registered twice): a sentence in a formula many masters share (an agency's way of
+    telling a flood) proves a copy of none of them, as the verbatim detector's partial-copy
+    rule counts only the evidence no other master explains (:mod:`tracker.matching.shared`)."""
+    by_unit: dict[int, list[tuple[float, int]]] = {}
+    for doc, alignment in alignments.items():
         for p in alignment.pairs:
             for i in range(p.page_first, p.page_last + 1):
-                best[i] = max(best.get(i, 0.0), p.cosine)
-    own = {}
+                by_unit.setdefault(i, []).append((p.cosine, doc))
+
+    def own(doc: int, p: Pair) -> bool:
+        return not any(
+            other != doc and cosine >= p.cosine - OWN_MARGIN and not versions(doc, other)
+            for i in range(p.page_first, p.page_last + 1)
+            for cosine, other in by_unit[i]
+        )
+
+    found = {}
     for doc, alignment in alignments.items():
-        kept = [
-            p
-            for p in alignment.pairs
-            if all(p.cosine >= best[i] - OWN_MARGIN for i in range(p.page_first, p.page_last + 1))
-        ]
-        own[doc] = (
+        kept = [p for p in alignment.pairs if own(doc, p)]
+        found[doc] = (
             alignment
             if len(kept) == len(alignment.pairs)
             else summary(kept, page, masters[doc], alignment.conflicts, alignment.anchored_units)
         )
-    return own
+    return found
 
 
 def _norm(weights) -> float:
     return float(np.sqrt(sum(w * w for w in weights)))
 
 
-def _near(used: np.ndarray) -> np.ndarray:
-    """Units next to a used one."""
+def _near(used: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Kept units next to a used one in the text."""
     near = np.zeros_like(used)
-    near[1:] |= used[:-1]
-    near[:-1] |= used[1:]
+    adjacent = _adjacent(rows)
+    near[1:] |= used[:-1] & adjacent
+    near[:-1] |= used[1:] & adjacent
     return near
 
 

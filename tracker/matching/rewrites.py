@@ -4,14 +4,18 @@ proved by aligned sentences (:mod:`tracker.matching.rewrite`).
 Runs in every check (``tracker check``, the crawl's pipelines and ``tracker rematch`` all go
 through :class:`tracker.matching.detector.Detector`), after the verbatim detector: a master
 found copied verbatim keeps its verbatim evidence and is not aligned again. A master is a
-candidate when the page looks up ``MIN_VOTES`` of its sentence keys; the ``MAX_CANDIDATES``
-with the most, and at least ``RELATIVE_VOTES`` of the best one's, are aligned.
+candidate when the page looks up ``MIN_VOTES`` of its sentence keys within ``LOCAL_UNITS``
+sentences of one another; the ``MAX_CANDIDATES`` with the most, and at least
+``RELATIVE_VOTES`` of the best one's, are aligned, each with the page's sentences within
+``LOCAL_UNITS`` of its hits only (a long page is aligned where the passage can be).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
+
+import numpy as np
 
 from tracker.fingerprints.sentences import Sentences, query_keys, sentences_of
 from tracker.index.master_index import MasterIndex
@@ -25,6 +29,7 @@ METHOD = "rewrite"
 MIN_VOTES = 2
 MAX_CANDIDATES = 6
 RELATIVE_VOTES = 0.2
+LOCAL_UNITS = 24  # page units (sentences) a rewritten passage's key hits are counted within
 
 
 def master_sentences(master: CachedMaster) -> Sentences:
@@ -35,15 +40,36 @@ def master_sentences(master: CachedMaster) -> Sentences:
     return found
 
 
-def ranked(votes: dict[int, int], found: set[int]) -> list[int]:
+def local_votes(units: np.ndarray) -> int:
+    """The most of a master's key hits within ``LOCAL_UNITS`` page units of one another: a
+    rewritten passage's hits sit together, a long page's chance ones are spread over it."""
+    if not len(units):
+        return 0
+    reach = np.searchsorted(units, units + LOCAL_UNITS, side="right") - np.arange(len(units))
+    return int(reach.max())
+
+
+def near_hits(units: np.ndarray, length: int) -> np.ndarray:
+    """The page units within ``LOCAL_UNITS`` of a hit (where a rewritten passage can be)."""
+    near = np.zeros(length + 1, dtype=np.int32)
+    np.add.at(near, np.maximum(units - LOCAL_UNITS, 0), 1)
+    np.add.at(near, np.minimum(units + LOCAL_UNITS + 1, length), -1)
+    return np.flatnonzero(np.cumsum(near)[:length] > 0)
+
+
+def ranked(hits: dict[int, np.ndarray], found: set[int]) -> list[int]:
     """The candidates to align: the masters found copied verbatim (``found``: they are
-    aligned too, for :func:`tracker.matching.rewrite.own_pairs`), then the best voted."""
+    aligned too, for :func:`tracker.matching.rewrite.own_pairs`), then the best by local
+    votes."""
+    votes = {d: local_votes(units) for d, units in hits.items()}
     eligible = [d for d, v in votes.items() if v >= MIN_VOTES and d not in found]
     if not eligible:
         return []  # nothing to find beside the verbatim copies
     eligible.sort(key=lambda d: (-votes[d], d))
     floor = RELATIVE_VOTES * votes[eligible[0]]
-    return sorted(found) + [d for d in eligible[:MAX_CANDIDATES] if votes[d] >= floor]
+    return sorted(d for d in found if d in hits) + [
+        d for d in eligible[:MAX_CANDIDATES] if votes[d] >= floor
+    ]
 
 
 def find_rewrites(
@@ -55,22 +81,26 @@ def find_rewrites(
 ) -> list[list[Match]]:
     """The rewritten copies of each page (``words``: its jieba words cut line by line, or
     None), but the masters in its ``skip`` (found copied verbatim: they keep that evidence)."""
-    from tracker.matching.detector import Match
+    from tracker.matching.detector import Match, versions_by_simhash
 
     units = [sentences_of(page, w) for page, w in zip(pages, words, strict=True)]
-    votes = index.sentence_candidates([query_keys(u) for u in units])
-    chosen = [ranked(v, s) for v, s in zip(votes, skip, strict=True)]
+    hits = index.sentence_candidates([query_keys(u) for u in units])
+    chosen = [ranked(h, s) for h, s in zip(hits, skip, strict=True)]
     wanted = sorted({d for docs in chosen for d in docs})
     if not wanted:
         return [[] for _ in pages]
     loaded = masters.get(wanted)
     results: list[list[Match]] = []
-    for page, page_units, docs, verbatim in zip(pages, units, chosen, skip, strict=True):
+    for page, page_units, docs, verbatim, near in zip(
+        pages, units, chosen, skip, hits, strict=True
+    ):
         sentences = {d: master_sentences(loaded[d]) for d in docs if d in loaded}
+        among = {d: near_hits(near[d], len(page_units)) for d in sentences}
         aligned = own_pairs(
-            {d: align_sentences(page_units, theirs) for d, theirs in sentences.items()},
+            {d: align_sentences(page_units, m, among[d]) for d, m in sentences.items()},
             page_units,
             sentences,
+            versions_by_simhash({d: loaded[d].meta for d in sentences}),
         )
         found = []
         for doc, alignment in aligned.items():
