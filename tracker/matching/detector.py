@@ -15,6 +15,10 @@
    (:mod:`tracker.matching.shared`): the formulas a news library repeats in many articles match
    all of them and prove no copy of one.
 
+5. Rewritten copies (:mod:`tracker.matching.rewrites`): a page up to ``LONG_PAGE_TOKENS``
+   that its verbatim copies cover less than ``COVERED_PAGE`` of has its sentences aligned
+   with the masters its sentence keys name, reported with ``method`` ``"rewrite"``.
+
 A page longer than ``LONG_PAGE_TOKENS`` (a whole book on one page) goes through steps 2–3 in
 segments, a batch at a time (:mod:`tracker.matching.segments`): each segment ranks its own
 candidates, so there is no cap on how many masters one page may be found to copy, and memory
@@ -54,6 +58,7 @@ MOST_OF_THE_MASTER = 0.5
 MAX_SPAN_TEXT = 2000
 MASK64 = (1 << 64) - 1
 SEGMENT_BATCH = 32  # segments of a long page looked up together (one round trip)
+COVERED_PAGE = 0.9  # a page its verbatim copies cover this much is not checked for rewrites
 
 Progress = Callable[[int, int], None]  # (characters checked, characters in all)
 
@@ -215,6 +220,7 @@ class Detector:
             )
             found = self._align(self._lookup([page.tokens for page in texts], hashes))
             copied: list[set[int]] = []  # the masters each page copies verbatim
+            covered: list[float] = []  # the share of each page they cover
             for i, aligned in zip(short, found, strict=True):
                 own = own_shares(
                     {a.doc: a.alignment for a in aligned},
@@ -226,6 +232,7 @@ class Detector:
                     if self.is_copy(a.alignment, a.near_duplicate, own.get(a.doc, 1.0))
                 ]
                 copied.append({a.doc for a in reported})
+                covered.append(_covered(pages[i], reported))
                 results[i] = [
                     self._match(
                         a.alignment,
@@ -237,10 +244,19 @@ class Detector:
                     )
                     for a in reported
                 ]
-            if self.settings.rewrite_detection:
-                rewritten = find_rewrites(self.index, self.masters, texts, words.result(), copied)
-                for i, matches in zip(short, rewritten, strict=True):
-                    results[i].extend(matches)
+            # A page its verbatim copies cover leaves no room for a rewritten one.
+            rest = [k for k, share in enumerate(covered) if share < COVERED_PAGE]
+            if self.settings.rewrite_detection and rest:
+                cut = words.result()
+                rewritten = find_rewrites(
+                    self.index,
+                    self.masters,
+                    [texts[k] for k in rest],
+                    [cut[k] for k in rest],
+                    [copied[k] for k in rest],
+                )
+                for k, matches in zip(rest, rewritten, strict=True):
+                    results[short[k]].extend(matches)
         for i, page in enumerate(pages):
             if len(page) > LONG_PAGE_TOKENS:
                 results[i] = self._check_long(page, progress)
@@ -462,6 +478,18 @@ def versions_by_simhash(metas: dict[int, dict]) -> Callable[[int, int], bool]:
         )
 
     return versions
+
+
+def _covered(page: NormalizedText, aligned: Sequence[_Aligned]) -> float:
+    """The share of the page's tokens inside the passages of these alignments."""
+    if not len(page):
+        return 1.0
+    inside = np.zeros(len(page) + 1, dtype=np.int32)
+    for a in aligned:
+        for p in a.alignment.passages:
+            inside[min(p.page_start, len(page))] += 1
+            inside[min(p.page_end, len(page))] -= 1
+    return float((np.cumsum(inside)[: len(page)] > 0).mean())
 
 
 def _master_span(text: NormalizedText) -> Callable[[int, int], tuple[int, int]] | None:
