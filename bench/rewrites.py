@@ -204,6 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cases", type=int, default=10, help="disguised copies per disguise (cost)")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--seed", type=int, default=39)
+    p.add_argument("--cost-only", action="store_true", help="only the cost and the index bytes")
     p.add_argument("--out", type=Path, default=RESULTS / "rewrites.json")
     args = p.parse_args(argv)
     corpus = load()
@@ -223,6 +224,12 @@ def main(argv: list[str] | None = None) -> int:
         log(f"cost: {len(cases)} disguised copies, {args.rounds} rounds")
         costs = cost(engine, cases, args.rounds)
         log(f"cost: {costs}")
+        bytes_ = index_bytes(engine, len(corpus.masters))
+        if args.cost_only:
+            result = {"load": os.getloadavg(), "cost": costs, "index": bytes_}
+            args.out.with_suffix(".cost.json").write_text(f"{result}\n", encoding="utf-8")
+            print(result)
+            return 0
         rows = recall(engine, [("chapter", chapters), ("news", news)], args.n, args.seed)
         fillers = [
             p for i in corpus.innocents if i.kind == "nahan" for p in i.text.split("\n") if p
@@ -231,7 +238,6 @@ def main(argv: list[str] | None = None) -> int:
         innocent_texts = [i.text for i in corpus.innocents]
         random.Random(args.seed).shuffle(innocent_texts)
         fp = innocents(engine, innocent_texts[: args.innocents], args.seed)
-        bytes_ = index_bytes(engine, len(corpus.masters))
         load_avg = os.getloadavg()
     finally:
         engine.close(stop_servers=True)
