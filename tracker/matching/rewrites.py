@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 METHOD = "rewrite"
 MIN_VOTES = 2
-MAX_CANDIDATES = 6
+MAX_CANDIDATES = 4
 RELATIVE_VOTES = 0.2
 LOCAL_UNITS = 24  # page units (sentences) a rewritten passage's key hits are counted within
 
