@@ -30,6 +30,7 @@ Writes ``bench/results/rewrites.json`` and ``.md``.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import statistics
@@ -227,7 +228,9 @@ def main(argv: list[str] | None = None) -> int:
         bytes_ = index_bytes(engine, len(corpus.masters))
         if args.cost_only:
             result = {"load": os.getloadavg(), "cost": costs, "index": bytes_}
-            args.out.with_suffix(".cost.json").write_text(f"{result}\n", encoding="utf-8")
+            args.out.with_suffix(".cost.json").write_text(
+                json.dumps(result, indent=2) + "\n", encoding="utf-8"
+            )
             print(result)
             return 0
         rows = recall(engine, [("chapter", chapters), ("news", news)], args.n, args.seed)
