@@ -115,18 +115,17 @@ def sentences_of(
     if words is None or sum(map(len, words)) != len(text.chars):
         words = cut_lines(text.lines())
     bounds = boundaries(text)
+    lengths = np.fromiter(map(len, words), np.int64, len(words))
+    # unit k holds the words starting before its end, from where unit k - 1's stopped
+    last = np.searchsorted(np.cumsum(lengths) - lengths, [end for _, end in bounds]).tolist()
+    canon_of = lex.canon
     units: list[Unit] = []
-    at, w = 0, 0
-    for start, end in bounds:
+    for (start, end), first, stop in zip(bounds, [0, *last[:-1]], last, strict=True):
         unit_words, unit_codes = [], []
         weights: dict[int, float] = {}
         anchors = set()
-        first = w
-        while w < len(words) and at < end:
-            at += len(words[w])
-            w += 1
-        for word in join_numbers(words[first:w]):
-            canon = lex.canon(word)
+        for word in join_numbers(words[first:stop]):
+            canon = canon_of(word)
             if canon is None:
                 continue
             unit_words.append(word)
