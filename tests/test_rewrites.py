@@ -125,6 +125,11 @@ def test_units_are_sentences_and_long_ones_are_cut_at_clauses():
     assert len(units) >= 4 and all(u.chars <= 60 for u in units)
 
 
+def test_texts_without_sentences_have_no_units():
+    for text in ("", "，。！", "的了吗"):
+        assert sentences_of(normalize(text)).units == []
+
+
 def test_keys_are_order_free_and_survive_swaps():
     master = sentences_of(normalize("李明华在临江市见到了三百二十名工人，大家返回了工厂。"))
     page = sentences_of(normalize("大家回到工厂，320名工友在临江市见到了李明华。"))

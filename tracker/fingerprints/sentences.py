@@ -120,7 +120,7 @@ def sentences_of(
     last = np.searchsorted(np.cumsum(lengths) - lengths, [end for _, end in bounds]).tolist()
     canon_of = lex.canon
     units: list[Unit] = []
-    for (start, end), first, stop in zip(bounds, [0, *last[:-1]], last, strict=True):
+    for (start, end), first, stop in zip(bounds, [0, *last][:-1], last, strict=True):
         unit_words, unit_codes = [], []
         weights: dict[int, float] = {}
         anchors = set()
