@@ -16,6 +16,8 @@ per variant, each into a fresh database, with AutoThrottle off and 16 requests i
 * ``full``: the crawl as a user runs it (extract → unchanged → boilerplate → fingerprint →
   match → evidence → store);
 * ``full, extraction in process``: the same with ``TRACKER_EXTRACT_PROCESSES=0``;
+* ``full, no rewrite detection``: the full crawl with ``rewrite_detection`` off (what finding
+  rewritten copies costs a crawl);
 * ``re-crawl unchanged``: the full crawl again over the stored pages (content-hash skip).
 
 The headline is pages/s from process start to exit over the baseline's in the same round
@@ -227,6 +229,7 @@ VARIANTS = {
     "+ extract": {"ITEM_PIPELINES": json.dumps({"pipelines.extract.ExtractPipeline": 100})},
     "full": {},
     "full, extraction in process": {"TRACKER_EXTRACT_PROCESSES": 0},
+    "full, no rewrite detection": {},  # rewrite_detection off (issue 39: its cost, same run)
     "re-crawl unchanged": {},  # over the pages the full crawl stored
 }
 DEFAULT_VARIANTS = (BARE, "full")
@@ -519,6 +522,8 @@ def main(argv: list[str] | None = None) -> int:
                         own = "full" if name == "re-crawl unchanged" else name
                         db = f"{tag}_{round_no}_{list(VARIANTS).index(own)}"
                         settings = replace(base, mongo_db=db, redis_prefix=f"{tag}:{db}:")
+                        if name == "full, no rewrite detection":
+                            settings = replace(settings, rewrite_detection=False)
                         runtime = Runtime(settings)
                         if name.startswith("full") and not runtime.db["masters"].count_documents(
                             {}

@@ -154,6 +154,11 @@ class Settings:
         range=(1, None),
     )
     min_span_chars: int = setting(12, "shorter aligned passages are not evidence", range=(1, None))
+    rewrite_detection: bool = setting(
+        True,
+        "rewritten copies (洗稿) found too: page sentences aligned with the masters' through "
+        "synonym codes (see [checking](checking.md)); false: verbatim and disguised copies only",
+    )
 
     # Scheduler (``tracker schedule``, see tracker.scheduler): master sources, job times, sites.
     drop_dir: str = setting(

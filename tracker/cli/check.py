@@ -53,7 +53,12 @@ def register(commands: argparse._SubParsersAction) -> None:
         "library included (nothing to check against); with --jsonl, 0 unless the command "
         "failed.",
         epilog=settings_help(
-            "min_coverage", "min_passage_chars", "min_span_chars", "max_input_mb", "check_warm_s"
+            "min_coverage",
+            "min_passage_chars",
+            "min_span_chars",
+            "rewrite_detection",
+            "max_input_mb",
+            "check_warm_s",
         ),
     )
     parser.add_argument(

@@ -29,6 +29,7 @@ SETTINGS = (
     "min_coverage",
     "min_passage_chars",
     "min_span_chars",
+    "rewrite_detection",
     "max_input_mb",
     "page_index_days",
     "evidence_dir",

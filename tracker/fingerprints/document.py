@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from bson import Binary
 
-from tracker.fingerprints.simhash import simhash_normalized
+from tracker.fingerprints.sentences import master_keys, sentences_of
+from tracker.fingerprints.simhash import segment_lines, simhash_normalized, simhash_segmented
 from tracker.index.anchor_index import AnchorIndex
 from tracker.index.dna_index import master_windows_many
 from tracker.text.normalize import NormalizedText, normalize
@@ -17,9 +18,9 @@ from tracker.text.normalize import NormalizedText, normalize
 # word hashes computed in bulk; 3: words segmented without jieba's HMM, anchors winnowed with
 # a window of 95; 4: every anchor winnowed, windows of 31 and 48, so that any passage of 100
 # tokens shares two; 5: SimHash words cut line by line; 6: the dense sample for masters under
-# 1,024 tokens, not 2,000: a chapter is filed sparse); ``tracker index rebuild`` recomputes
-# older ones from the text.
-VERSION = 6
+# 1,024 tokens, not 2,000: a chapter is filed sparse; 7: sentence keys for rewritten copies);
+# ``tracker index rebuild`` recomputes older ones from the text.
+VERSION = 7
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,8 @@ class DocumentFingerprint:
     dna: np.ndarray  # uint64 pinyin-DNA window values, in text order
     anchors: np.ndarray  # uint64 anchor shingle hashes kept in the index
     length: int  # tokens after normalisation
+    # uint64 sentence keys (:mod:`tracker.fingerprints.sentences`), for rewritten copies
+    sentences: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint64))
 
     def to_mongo(self) -> dict:
         # MongoDB integers are signed 64-bit: store the two's-complement value.
@@ -36,6 +39,7 @@ class DocumentFingerprint:
             "dna": [int(v) for v in self.dna],
             "anchors": Binary(self.anchors.astype("<u8").tobytes()),
             "length": self.length,
+            "sentences": Binary(self.sentences.astype("<u8").tobytes()),
             "version": VERSION,
         }
 
@@ -46,6 +50,7 @@ class DocumentFingerprint:
             dna=np.array(doc.get("dna", []), dtype=np.uint64),
             anchors=np.frombuffer(doc.get("anchors", b""), dtype="<u8").astype(np.uint64),
             length=int(doc.get("length", 0)),
+            sentences=np.frombuffer(doc.get("sentences", b""), dtype="<u8").astype(np.uint64),
         )
 
 
@@ -62,12 +67,14 @@ def fingerprint_many(
     per-call cost (~0.15 ms a text, as much as fingerprinting a 500-character article)."""
     normalized = [t if isinstance(t, NormalizedText) else normalize(t) for t in texts]
     tokens = [n.tokens for n in normalized]
-    simhashes = simhash_normalized(normalized).tolist()
+    words = segment_lines(normalized)  # for the SimHash and the sentences
+    simhashes = simhash_segmented([n.chars for n in normalized], words).tolist()
     windows = master_windows_many(tokens)
     anchors = AnchorIndex.master_anchors_many(tokens)
+    keys = [master_keys(sentences_of(n, w)) for n, w in zip(normalized, words, strict=True)]
     return [
-        (n, DocumentFingerprint(simhash=h, dna=d, anchors=a, length=len(n)))
-        for n, h, d, a in zip(normalized, simhashes, windows, anchors, strict=True)
+        (n, DocumentFingerprint(simhash=h, dna=d, anchors=a, length=len(n), sentences=k))
+        for n, h, d, a, k in zip(normalized, simhashes, windows, anchors, keys, strict=True)
     ]
 
 

@@ -41,7 +41,8 @@ if TYPE_CHECKING:
 MIN_BUCKET_BITS, MAX_BUCKET_BITS = BUCKET_BITS_RANGE  # the index_bucket_bits setting's range
 SIMHASH_BUCKET_BITS = 12  # per permuted table, at 16 postings bits
 DNA_BITS_BELOW = 3  # the DNA table's base, below the anchors' (see Tables)
-TABLES = ("and", "ans", "dna", "sh")  # dense and sparse anchors, DNA windows, SimHash
+# dense and sparse anchors, DNA windows, SimHash, sentence keys (rewritten copies)
+TABLES = ("and", "ans", "dna", "sh", "rw")
 REFERENCE_CHAPTERS = 300_000  # the library 2^16 buckets were measured at
 
 
@@ -107,7 +108,7 @@ class Tables:
         tables were stored, where every postings table has the layout's bits."""
         b, s = layout.bucket_bits, layout.simhash_bucket_bits
         dna = b if legacy else b - DNA_BITS_BELOW
-        return cls({"and": (b, b), "ans": (b, b), "dna": (dna, dna), "sh": (s, s)})
+        return cls({"and": (b, b), "ans": (b, b), "dna": (dna, dna), "sh": (s, s), "rw": (b, b)})
 
     def base(self, name: str) -> int:
         return self.bits[name][0]
@@ -123,7 +124,12 @@ class Tables:
 
     @classmethod
     def decode(cls, raw: bytes) -> Tables:
-        return cls({k: (int(v[0]), int(v[1])) for k, v in json.loads(raw).items()})
+        """The stored tables; a table added since they were stored (the sentence keys) at
+        the anchors' base, unsplit: an index built before it holds none of its postings."""
+        bits = {k: (int(v[0]), int(v[1])) for k, v in json.loads(raw).items()}
+        if "rw" not in bits and "and" in bits:
+            bits["rw"] = (bits["and"][0], bits["and"][0])
+        return cls(bits)
 
     def __str__(self) -> str:
         return ", ".join(f"{name} 2^{self.depth(name)}" for name in TABLES if name in self.bits)

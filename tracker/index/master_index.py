@@ -23,6 +23,8 @@ from tracker.index.dna_index import DnaIndex, query_windows
 from tracker.index.dna_index import spread as dna_spread
 from tracker.index.layout import ORIGINAL, IndexLayout, Tables
 from tracker.index.postings import CHECK_BITS, HashPostings, Lookup, posting_budget, tally
+from tracker.index.sentence_index import SentenceIndex
+from tracker.index.sentence_index import spread as sentence_spread
 from tracker.index.simhash_index import SimHashIndex
 from tracker.index.storage import Storage
 
@@ -188,6 +190,7 @@ class MasterIndex:
         )
         self.anchors = AnchorIndex(self.storage, layout=layout, tables=self.tables)
         self.dna = DnaIndex(self.storage, layout=layout, tables=self.tables)
+        self.sentences = SentenceIndex(self.storage, layout=layout, tables=self.tables)
 
     def follow_stored_layout(self, wanted: IndexLayout | None = None) -> None:
         """Use the stored layout and tables, should another process have rebuilt or grown the
@@ -248,6 +251,10 @@ class MasterIndex:
                 [(d, spread(fp.anchors)) for d, fp in items if fp.length >= DENSE_BELOW_TOKENS],
             ),
             (self.dna.postings, [(d, dna_spread(fp.dna)) for d, fp in items]),
+            (
+                self.sentences.postings,
+                [(d, sentence_spread(fp.sentences)) for d, fp in items if len(fp.sentences)],
+            ),
         ):
             found, counts[postings.name] = postings.chunks(chosen)
             chunks.update(found)
@@ -281,6 +288,7 @@ class MasterIndex:
             self.simhash.remove([(doc, fp.simhash)])
         self.anchors.remove(doc, fp.length, fp.anchors)
         self.dna.remove(doc, fp.dna)
+        self.sentences.remove(doc, fp.sentences)
 
     def state(self) -> tuple[int | None, int | None]:
         """``(library version, master count)`` the index holds; None where never set (an
@@ -406,6 +414,29 @@ class MasterIndex:
             holders.append(tally(np.concatenate(docs)))
         return holders
 
+    def sentence_candidates(
+        self, queries: Sequence[tuple[np.ndarray, np.ndarray]]
+    ) -> list[dict[int, np.ndarray]]:
+        """For each page's sentence keys and their units
+        (:func:`tracker.fingerprints.sentences.query_keys`), the masters filing some of them,
+        with the page units of those keys (one round trip for all)."""
+        plans = [self.sentences.plan(keys, units) for keys, units in queries]
+        found = self.storage.get(
+            [
+                self.version_key,
+                self.layout_key,
+                self.tables_key,
+                *(k for p in plans for k in p.keys),
+            ]
+        )
+        if self._follow(*found[:3]):
+            return self.sentence_candidates(queries)
+        hits, at = [], 3
+        for plan in plans:
+            buckets, at = found[at : at + len(plan.keys)], at + len(plan.keys)
+            hits.append(self.sentences.hits(plan, buckets, self.anchors.stop_after))
+        return hits
+
     def compact(self) -> None:
         """Split the tables that outgrew their buckets, and rewrite the buckets appended to
         since the last compaction in the others at their exact size (a split writes every
@@ -418,7 +449,7 @@ class MasterIndex:
             touched = appended.get(name)
             if not touched or name in grown:
                 continue
-            cap = self.anchors.stop_after if name in ("and", "ans") else None
+            cap = self.anchors.stop_after if name in ("and", "ans", "rw") else None
             if name == "sh":
                 for t, part in enumerate(table):
                     buckets = np.array([b & 0xFFFFFFFF for b in touched if b >> 32 == t])
@@ -453,7 +484,7 @@ class MasterIndex:
             wanted = growth.depth_for(records, depth, per_bucket, most)
             if wanted == depth:
                 continue
-            cap = self.anchors.stop_after if name in ("and", "ans") else None
+            cap = self.anchors.stop_after if name in ("and", "ans", "rw") else None
             parts = table if name == "sh" else [table]
             written = sum(growth.split(p, wanted, p.at_depth(wanted), cap) for p in parts)
             tables = tables.grown(name, wanted)
@@ -486,6 +517,7 @@ class MasterIndex:
             ("ans", self.anchors.sparse),
             ("dna", self.dna.postings),
             ("sh", self.simhash.tables),
+            ("rw", self.sentences.postings),
         ]
 
     def clear(self) -> None:

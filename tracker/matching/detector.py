@@ -15,6 +15,10 @@
    (:mod:`tracker.matching.shared`): the formulas a news library repeats in many articles match
    all of them and prove no copy of one.
 
+5. Rewritten copies (:mod:`tracker.matching.rewrites`): a page up to ``LONG_PAGE_TOKENS``
+   that its verbatim copies cover less than ``COVERED_PAGE`` of has its sentences aligned
+   with the masters its sentence keys name, reported with ``method`` ``"rewrite"``.
+
 A page longer than ``LONG_PAGE_TOKENS`` (a whole book on one page) goes through steps 2–3 in
 segments, a batch at a time (:mod:`tracker.matching.segments`): each segment ranks its own
 candidates, so there is no cap on how many masters one page may be found to copy, and memory
@@ -41,6 +45,7 @@ from tracker.fingerprints.anchors import gram_hashes
 from tracker.fingerprints.simhash import segment_lines, simhash_segmented
 from tracker.index.master_index import METHODS, Candidates, MasterIndex
 from tracker.matching.align import Alignment, Passage, Shingles, align, merge
+from tracker.matching.rewrites import find_rewrites
 from tracker.matching.segments import LONG_PAGE_TOKENS, chapter_starts, segments
 from tracker.matching.shared import own_shares
 from tracker.stores.masters import MasterStore
@@ -53,6 +58,7 @@ MOST_OF_THE_MASTER = 0.5
 MAX_SPAN_TEXT = 2000
 MASK64 = (1 << 64) - 1
 SEGMENT_BATCH = 32  # segments of a long page looked up together (one round trip)
+COVERED_PAGE = 0.9  # a page its verbatim copies cover this much is not checked for rewrites
 
 Progress = Callable[[int, int], None]  # (characters checked, characters in all)
 
@@ -88,6 +94,8 @@ class CachedMaster:
     meta: dict  # the masters document without its text
     text: NormalizedText
     shingles: Shingles  # of the tokens, for alignment
+    # what other detectors derive from it once, while cached (its sentences: rewrites.py)
+    derived: dict = field(default_factory=dict, compare=False, repr=False)
 
 
 class MasterCache:
@@ -203,13 +211,28 @@ class Detector:
         short = [i for i, page in enumerate(pages) if 0 < len(page) <= LONG_PAGE_TOKENS]
         if short:
             texts = [pages[i] for i in short]
-            hashes = self._simhashes(texts) if simhashes is None else [simhashes[i] for i in short]
+            # jieba words, cut on another core meanwhile: for the SimHash and the sentences
+            words = self._segmenter().submit(segment_lines, texts)
+            hashes = (
+                self._simhashes(texts, words)
+                if simhashes is None
+                else [simhashes[i] for i in short]
+            )
             found = self._align(self._lookup([page.tokens for page in texts], hashes))
+            copied: list[set[int]] = []  # the masters each page copies verbatim
+            covered: list[float] = []  # the share of each page they cover
             for i, aligned in zip(short, found, strict=True):
                 own = own_shares(
                     {a.doc: a.alignment for a in aligned},
                     versions_by_simhash({a.doc: a.master.meta for a in aligned}),
                 )
+                reported = [
+                    a
+                    for a in aligned
+                    if self.is_copy(a.alignment, a.near_duplicate, own.get(a.doc, 1.0))
+                ]
+                copied.append({a.doc for a in reported})
+                covered.append(_covered(pages[i], reported))
                 results[i] = [
                     self._match(
                         a.alignment,
@@ -219,9 +242,21 @@ class Detector:
                         a.method,
                         _master_span(a.master.text),
                     )
-                    for a in aligned
-                    if self.is_copy(a.alignment, a.near_duplicate, own.get(a.doc, 1.0))
+                    for a in reported
                 ]
+            # A page its verbatim copies cover leaves no room for a rewritten one.
+            rest = [k for k, share in enumerate(covered) if share < COVERED_PAGE]
+            if self.settings.rewrite_detection and rest:
+                cut = words.result()
+                rewritten = find_rewrites(
+                    self.index,
+                    self.masters,
+                    [texts[k] for k in rest],
+                    [cut[k] for k in rest],
+                    [copied[k] for k in rest],
+                )
+                for k, matches in zip(rest, rewritten, strict=True):
+                    results[short[k]].extend(matches)
         for i, page in enumerate(pages):
             if len(page) > LONG_PAGE_TOKENS:
                 results[i] = self._check_long(page, progress)
@@ -229,10 +264,12 @@ class Detector:
             matches.sort(key=lambda m: (-m.score, -m.coverage, m.doc_id))
         return results
 
-    def _simhashes(self, texts: list[NormalizedText]) -> Callable[[], Sequence[int]]:
-        """The SimHash of ``texts``, to be summed when called: their jieba words are cut
+    @staticmethod
+    def _simhashes(
+        texts: list[NormalizedText], words: Future[list[list[str]]]
+    ) -> Callable[[], Sequence[int]]:
+        """The SimHash of ``texts``, to be summed when called: their jieba ``words`` are cut
         meanwhile on another core."""
-        words = self._segmenter().submit(segment_lines, texts)
         return lambda: simhash_segmented([t.chars for t in texts], words.result()).tolist()
 
     def _check_long(self, page: NormalizedText, progress: Progress | None) -> list[Match]:
@@ -441,6 +478,18 @@ def versions_by_simhash(metas: dict[int, dict]) -> Callable[[int, int], bool]:
         )
 
     return versions
+
+
+def _covered(page: NormalizedText, aligned: Sequence[_Aligned]) -> float:
+    """The share of the page's tokens inside the passages of these alignments."""
+    if not len(page):
+        return 1.0
+    inside = np.zeros(len(page) + 1, dtype=np.int32)
+    for a in aligned:
+        for p in a.alignment.passages:
+            inside[min(p.page_start, len(page))] += 1
+            inside[min(p.page_end, len(page))] -= 1
+    return float((np.cumsum(inside)[: len(page)] > 0).mean())
 
 
 def _master_span(text: NormalizedText) -> Callable[[int, int], tuple[int, int]] | None:

@@ -1,0 +1,60 @@
+"""Inverted index of sentence keys (:mod:`tracker.fingerprints.sentences`): key → masters
+with a sentence whose two rarest canonical words make it. The candidates of a rewritten copy:
+its sentences keep their rare words whatever else the rewriter changed.
+
+Filed like the anchors (:class:`tracker.index.postings.HashPostings`, 5-byte records), with
+the same stop set (a key filed for more than ``STOP_CAP`` masters is a stock pair) and posting
+budget (rarest keys first), so a lookup reads about the same records however large the
+library grows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from tracker.fingerprints.anchors import mix
+from tracker.index.layout import ORIGINAL, IndexLayout, Tables
+from tracker.index.postings import HashPostings, Lookup, posting_budget
+from tracker.index.storage import Storage
+
+NAME = "rw"
+
+
+def spread(keys: np.ndarray) -> np.ndarray:
+    """Keys re-hashed for the postings (a salt of their own: no bucket shared with anchors)."""
+    with np.errstate(over="ignore"):
+        return mix(np.asarray(keys, dtype=np.uint64) ^ np.uint64(0x6A09E667F3BCC908))
+
+
+class SentenceIndex:
+    def __init__(
+        self, storage: Storage, layout: IndexLayout = ORIGINAL, tables: Tables | None = None
+    ) -> None:
+        tables = tables or Tables.initial(layout)
+        self.postings = HashPostings(storage, NAME, layout.record, *tables.bits[NAME])
+
+    def remove(self, doc: int, keys: np.ndarray) -> None:
+        if len(keys):
+            self.postings.remove(doc, spread(keys))
+
+    def plan(self, keys: np.ndarray, units: np.ndarray) -> Lookup:
+        """A lookup of a page's keys, with the unit each comes from."""
+        return self.postings.lookup(spread(keys), units)
+
+    def hits(
+        self, lookup: Lookup, found: Sequence[bytes], stop_after: int
+    ) -> dict[int, np.ndarray]:
+        """The masters holding some of the keys, with the page units of the keys they hold."""
+        docs, at = self.postings.hits(lookup, found, stop_after, posting_budget(lookup))
+        if not len(docs):
+            return {}
+        units = lookup.positions[at] if lookup.positions is not None else at
+        order = np.argsort(docs, kind="stable")
+        docs, units = docs[order], units[order]
+        starts = np.flatnonzero(np.r_[True, docs[1:] != docs[:-1]])
+        return {
+            int(docs[a]): np.sort(units[a:b])
+            for a, b in zip(starts.tolist(), [*starts[1:].tolist(), len(docs)], strict=True)
+        }

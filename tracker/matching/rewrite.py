@@ -1,0 +1,469 @@
+"""Rewritten copies (洗稿): the page's sentences aligned with a master's, words swapped.
+
+A rewriter keeps the story and changes the words: synonyms, connectives, fillers, cut
+clauses, sentences split, merged or re-ordered, sentences of its own. The verbatim detector's
+shingles do not survive that; the sentences do. The alignment follows the seed–extend–filter
+text aligner of Sanchez-Perez, Sidorov and Gelbukh ("A Winning Approach to Text Alignment for
+Text Reuse Detection at PAN 2014", CLEF 2014), on the canonical words of
+:mod:`tracker.fingerprints.sentences` rather than raw ones:
+
+1. **Seeds.** Every page unit is compared with every master unit as vectors of their codes,
+   weighted by IDF: a pair is a seed when the cosine is at least ``SEED_COSINE`` *and* the
+   Dice coefficient of the code sets at least ``SEED_DICE`` (the two agreeing, as in the PAN
+   2014 system: cosine alone is fooled by one rare shared name, Dice alone by many common
+   words), sharing ``MIN_SHARED`` codes, with a Dice of ``SEED_COMMON_DICE`` over the codes
+   that are no anchor (two reports of one event share its names and numbers, not how they
+   say the rest), and no *conflict*: when both units hold anchors, they share one (two
+   reports of two events in one agency's formulas say the same of other names, places and
+   numbers). Seeds are taken best first, each unit once, in any order.
+2. **Split and merged sentences.** A master unit left over is compared with each two
+   adjacent page units taken together (a sentence split at a comma, 1:2), a page unit left
+   over with two adjacent master units (two merged, 2:1), at the seed thresholds.
+3. **Extension.** A pair of units, each next to a side of an aligned pair, is aligned at the
+   lower ``EXTEND_COSINE``/``EXTEND_DICE``: a sentence rewritten more heavily than its
+   neighbours is proved by them (PAN 2014 extends seeds across gaps the same way).
+4. **Filter.** Aligned pairs are grouped by their place on the page (gaps of at most
+   ``MAX_GAP_UNITS`` units); groups of fewer than ``MIN_FRAGMENT_PAIRS`` pairs are chance and
+   dropped. The page's *rewritten share* is the share of the master's characters its aligned
+   units cover; :func:`is_rewrite` decides. A rewrite keeps the master's names, places and
+   numbers: one aligned pair must share one, when the master has ``MIN_ANCHORED_UNITS``
+   units holding anchors or when there are *conflicts*, master units left unaligned as
+   similar to a page unit left unaligned as a seed but for other anchors (two articles of
+   one agency's formulas about two events align their anchor-free sentences, and conflict
+   on the rest).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from itertools import pairwise
+
+import numpy as np
+
+from tracker.fingerprints.sentences import Sentences, Unit
+from tracker.text.normalize import NormalizedText
+
+SEED_COSINE = 0.5
+SEED_DICE = 0.4
+EXTEND_COSINE = 0.35
+EXTEND_DICE = 0.3
+SEED_COMMON_DICE = 0.45
+EXTEND_COMMON_DICE = 0.3
+MIN_SHARED = 3
+EXTEND_MIN_SHARED = 2
+MAX_GAP_UNITS = 4
+MIN_FRAGMENT_PAIRS = 3
+# The decision (see is_rewrite): set on the development set of tests/rewrites.py.
+MIN_PAIRS = 4
+MIN_ANCHORED_UNITS = 2  # a master with this many units holding anchors: one pair must share one
+OWN_MARGIN = 0.02  # a pair is a master's own unless another aligns its page units as well
+MIN_REWRITE_CHARS = 80
+MOST_OF_THE_MASTER = 0.5
+MIN_PARTIAL_SHARE = 0.25
+MIN_PARTIAL_CHARS = 250
+
+
+@dataclass(frozen=True)
+class Pair:
+    """Aligned units: page units ``[page_first, page_last]`` with master units
+    ``[master_first, master_last]`` (two on one side for a split or merged sentence)."""
+
+    page_first: int
+    page_last: int
+    master_first: int
+    master_last: int
+    cosine: float
+    dice: float
+    anchored: bool  # the two sides share an anchor (a name, place or number)
+
+
+@dataclass(frozen=True)
+class RewriteAlignment:
+    pairs: list[Pair]
+    coverage: float  # share of the master's characters in aligned units
+    master_chars: int  # the master's characters in aligned units
+    page_chars: int  # the page's characters in aligned units
+    conflicts: int = 0  # master units like a page unit but for other anchors
+    anchored_units: int = 0  # master units holding an anchor
+
+    @property
+    def anchored(self) -> int:
+        return sum(p.anchored for p in self.pairs)
+
+
+@dataclass
+class _Scores:
+    cosine: np.ndarray
+    dice: np.ndarray  # of the code sets
+    common: np.ndarray  # Dice of the code sets without anchors
+    shared: np.ndarray  # codes in common
+    common_shared: np.ndarray  # non-anchor codes in common
+    conflict: np.ndarray  # both hold anchors, none the same: other names, other numbers
+
+
+@dataclass(frozen=True)
+class _Side:
+    """One text's units as a sparse matrix over the codes both texts hold: one entry per
+    (unit, code), with the code's IDF weight and whether it is no anchor; with each unit's
+    norm and set sizes (over all its codes: the codes only one text holds count in the
+    denominators). Sparse, as a long page has thousands of units and a unit a dozen codes."""
+
+    rows: np.ndarray  # int64, sorted by column
+    cols: np.ndarray  # int64
+    weights: np.ndarray  # float64
+    common: np.ndarray  # bool
+    norms: np.ndarray
+    sizes: np.ndarray
+    common_sizes: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.norms)
+
+    @classmethod
+    def _sorted(cls, rows, cols, weights, common, norms, sizes, common_sizes) -> _Side:
+        order = np.lexsort((rows, cols))
+        return cls(
+            rows[order], cols[order], weights[order], common[order], norms, sizes, common_sizes
+        )
+
+    @classmethod
+    def of(cls, units: list[Unit], index: dict[int, int]) -> _Side:
+        rows, cols, weights, common = [], [], [], []
+        for row, u in enumerate(units):
+            for code, weight in zip(u.codes, u.weights, strict=True):
+                col = index.get(code)
+                if col is not None:
+                    rows.append(row)
+                    cols.append(col)
+                    weights.append(weight)
+                    common.append(code not in u.anchors)
+        return cls._sorted(
+            np.array(rows, dtype=np.int64),
+            np.array(cols, dtype=np.int64),
+            np.array(weights, dtype=np.float64),
+            np.array(common, dtype=bool),
+            np.array([u.norm for u in units], dtype=np.float64),
+            np.array([len(u.codes) for u in units], dtype=np.float64),
+            np.array([len(u.codes) - len(u.anchors) for u in units], dtype=np.float64),
+        )
+
+    @classmethod
+    def merged(cls, units: list[Unit], side: _Side) -> _Side:
+        """Each two adjacent units as one (the union of their codes)."""
+        pairs = list(pairwise(units))
+        unions = [
+            dict(zip(a.codes + b.codes, a.weights + b.weights, strict=True)) for a, b in pairs
+        ]
+        anchors = [a.anchors | b.anchors for a, b in pairs]
+        # unit r's entries go to merged rows r - 1 and r (when they exist)
+        first = side.rows < len(pairs)
+        second = side.rows >= 1
+        rows = np.concatenate([side.rows[first], side.rows[second] - 1])
+        cols = np.concatenate([side.cols[first], side.cols[second]])
+        weights = np.concatenate([side.weights[first], side.weights[second]])
+        common = np.concatenate([side.common[first], side.common[second]])
+        keys = rows * (cols.max(initial=0) + 1) + cols
+        keys, at = np.unique(keys, return_index=True)  # a code both units hold, once
+        return cls._sorted(
+            rows[at],
+            cols[at],
+            weights[at],
+            common[at],
+            np.array([_norm(u.values()) for u in unions], dtype=np.float64),
+            np.array([len(u) for u in unions], dtype=np.float64),
+            np.array([len(u.keys() - a) for u, a in zip(unions, anchors, strict=True)], np.float64),
+        )
+
+
+def _products(a: _Side, b: _Side) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Sums over the codes each (a-unit, b-unit) pair shares, as dense matrices: of the
+    weights' products, of ones, and of ones for non-anchor codes. Entries are joined by code
+    (both sides sorted by it): the work is the number of shared (unit, unit, code) triples."""
+    n, m = len(a), len(b)
+    dot = np.zeros(n * m)
+    shared = np.zeros(n * m)
+    common = np.zeros(n * m)
+    if len(a.cols) and len(b.cols):
+        lo = np.searchsorted(b.cols, a.cols, side="left")
+        hi = np.searchsorted(b.cols, a.cols, side="right")
+        counts = hi - lo
+        if counts.sum():
+            left = np.repeat(np.arange(len(a.cols)), counts)
+            right = np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
+            flat = a.rows[left] * m + b.rows[right]
+            dot = np.bincount(flat, a.weights[left] * b.weights[right], n * m)
+            shared = np.bincount(flat, minlength=n * m).astype(np.float64)
+            both = a.common[left] & b.common[right]
+            common = np.bincount(flat[both], minlength=n * m).astype(np.float64)
+    return dot.reshape(n, m), shared.reshape(n, m), common.reshape(n, m)
+
+
+def _scores(a: _Side, b: _Side) -> _Scores:
+    dot, shared, common = _products(a, b)
+    anchors_a, anchors_b = a.sizes - a.common_sizes, b.sizes - b.common_sizes
+    conflict = (anchors_a[:, None] > 0) & (anchors_b[None, :] > 0) & (shared - common < 0.5)
+    return _Scores(
+        cosine=dot / np.maximum(np.outer(a.norms, b.norms), 1e-9),
+        dice=2 * shared / np.maximum(a.sizes[:, None] + b.sizes[None, :], 1),
+        common=2 * common / np.maximum(a.common_sizes[:, None] + b.common_sizes[None, :], 1),
+        shared=shared,
+        common_shared=common,
+        conflict=conflict,
+    )
+
+
+def _passing(
+    s: _Scores, cosine: float, dice: float, common: float, shared: int, conflicts: bool = False
+) -> np.ndarray:
+    """The pairs at these thresholds, those with conflicting anchors too if ``conflicts``."""
+    found = (s.cosine >= cosine) & (s.dice >= dice) & (s.common >= common) & (s.shared >= shared)
+    return found if conflicts else found & ~s.conflict
+
+
+def _seeds(s: _Scores) -> np.ndarray:
+    return _passing(s, SEED_COSINE, SEED_DICE, SEED_COMMON_DICE, MIN_SHARED)
+
+
+def _rows(units: list[Unit], codes: set[int], among: np.ndarray) -> np.ndarray:
+    """The units ``among`` these worth scoring: those sharing ``EXTEND_MIN_SHARED`` codes with
+    the other text, and their neighbours sharing one (the other half of a split sentence)."""
+    hits = np.zeros(len(units), dtype=np.int32)
+    for i in among.tolist():
+        hits[i] = sum(c in codes for c in units[i].codes)
+    keep = hits >= EXTEND_MIN_SHARED
+    near = keep.copy()
+    near[1:] |= keep[:-1]
+    near[:-1] |= keep[1:]
+    return np.flatnonzero(near & (hits >= 1))
+
+
+def _adjacent(rows: np.ndarray) -> np.ndarray:
+    """Whether each two consecutive kept rows are neighbours in the text."""
+    return rows[1:] == rows[:-1] + 1
+
+
+def align_sentences(
+    page: Sentences, master: Sentences, among: np.ndarray | None = None
+) -> RewriteAlignment:
+    """The units of ``master`` that ``page`` rewrites (see the module's docstring); only the
+    page's units ``among`` these, if given (on a long page: those near its key hits)."""
+    none = RewriteAlignment([], 0.0, 0, 0)
+    if not page.units or not master.units:
+        return none
+    if among is None:
+        among = np.arange(len(page.units))
+    codes = {c for i in among.tolist() for c in page.units[i].codes}
+    codes &= {c for u in master.units for c in u.codes}
+    if len(codes) < MIN_SHARED:
+        return none
+    prows = _rows(page.units, codes, among)
+    mrows = _rows(master.units, codes, np.arange(len(master.units)))
+    if not len(prows) or not len(mrows):
+        return none
+    page_units = [page.units[i] for i in prows.tolist()]
+    master_units = [master.units[j] for j in mrows.tolist()]
+    index = {c: k for k, c in enumerate(sorted(codes))}
+    ours, theirs = _Side.of(page_units, index), _Side.of(master_units, index)
+    one = _scores(ours, theirs)
+    # Rows from here on are the kept units' (prows/mrows give their place in the texts).
+    page_used = np.zeros(len(prows), dtype=bool)
+    master_used = np.zeros(len(mrows), dtype=bool)
+    pairs: list[Pair] = []
+
+    def take(found: list[tuple[np.ndarray, _Scores, int, int]]) -> int:
+        """The pairs each mask of ``found`` passes (with their scores and spans on the page
+        and in the master), best cosine first whatever their shape, each unit once; how
+        many were taken."""
+        candidates = []
+        for mask, s, page_span, master_span in found:
+            rows, cols = np.nonzero(mask)
+            for i, j in zip(rows.tolist(), cols.tolist(), strict=True):
+                shape = page_span + master_span  # 1:1 first on a tie
+                candidates.append((-float(s.cosine[i, j]), shape, i, j, page_span, master_span, s))
+        candidates.sort(key=lambda c: c[:4])
+        taken = 0
+        for cosine, _, i, j, page_span, master_span, s in candidates:
+            pi, mj = slice(i, i + page_span), slice(j, j + master_span)
+            if page_used[pi].any() or master_used[mj].any():
+                continue
+            page_used[pi] = master_used[mj] = True
+            anchored = bool(s.shared[i, j] - s.common_shared[i, j] > 0.5)
+            pairs.append(
+                Pair(
+                    int(prows[i]),
+                    int(prows[i + page_span - 1]),
+                    int(mrows[j]),
+                    int(mrows[j + master_span - 1]),
+                    -cosine,
+                    float(s.dice[i, j]),
+                    anchored,
+                )
+            )
+            taken += 1
+        return taken
+
+    seeds = [(_seeds(one), one, 1, 1)]
+    if len(prows) > 1:  # 1:2, a master sentence split in two on the page
+        split = _scores(_Side.merged(page_units, ours), theirs)
+        seeds.append((_seeds(split) & _adjacent(prows)[:, None], split, 2, 1))
+    if len(mrows) > 1:  # 2:1, two master sentences merged into one on the page
+        merged = _scores(ours, _Side.merged(master_units, theirs))
+        seeds.append((_seeds(merged) & _adjacent(mrows)[None, :], merged, 1, 2))
+    take(seeds)
+    # Extension: units next to aligned ones, at the lower thresholds, until none is added.
+    weak = _passing(one, EXTEND_COSINE, EXTEND_DICE, EXTEND_COMMON_DICE, EXTEND_MIN_SHARED)
+    for _ in range(len(prows)):
+        mask = weak & _near(page_used, prows)[:, None] & _near(master_used, mrows)[None, :]
+        mask &= ~page_used[:, None] & ~master_used[None, :]
+        if not mask.any() or not take([(mask, one, 1, 1)]):
+            break
+    unlike = _passing(one, SEED_COSINE, SEED_DICE, SEED_COMMON_DICE, MIN_SHARED, True)
+    unlike &= one.conflict & ~page_used[:, None] & ~master_used[None, :]  # left unaligned
+    conflicts = int(unlike.any(axis=0).sum())
+    anchored_units = sum(1 for u in master.units if u.anchors)
+    return summary(pairs, page, master, conflicts, anchored_units)
+
+
+def summary(
+    pairs: list[Pair], page: Sentences, master: Sentences, conflicts: int, anchored_units: int
+) -> RewriteAlignment:
+    """The alignment of these pairs (filtered: see the module's docstring)."""
+    pairs = sorted(_filtered(pairs), key=lambda p: p.page_first)
+    master_chars = sum(
+        master.units[j].chars for p in pairs for j in range(p.master_first, p.master_last + 1)
+    )
+    page_chars = sum(
+        page.units[i].chars for p in pairs for i in range(p.page_first, p.page_last + 1)
+    )
+    coverage = min(1.0, master_chars / master.chars) if master.chars else 0.0
+    return RewriteAlignment(pairs, coverage, master_chars, page_chars, conflicts, anchored_units)
+
+
+def own_pairs(
+    alignments: dict[int, RewriteAlignment],
+    page: Sentences,
+    masters: dict[int, Sentences],
+    versions: Callable[[int, int], bool] = lambda a, b: False,
+) -> dict[int, RewriteAlignment]:
+    """Each alignment with only the pairs whose page units no other master aligns as well
+    (within ``OWN_MARGIN`` of the cosine), unless that master is a ``version`` of it (the same
+    text registered twice): a sentence in a formula many masters share (an agency's way of
+    telling a flood) proves a copy of none of them, as the verbatim detector's partial-copy
+    rule counts only the evidence no other master explains (:mod:`tracker.matching.shared`)."""
+    by_unit: dict[int, list[tuple[float, int]]] = {}
+    for doc, alignment in alignments.items():
+        for p in alignment.pairs:
+            for i in range(p.page_first, p.page_last + 1):
+                by_unit.setdefault(i, []).append((p.cosine, doc))
+
+    def own(doc: int, p: Pair) -> bool:
+        return not any(
+            other != doc and cosine >= p.cosine - OWN_MARGIN and not versions(doc, other)
+            for i in range(p.page_first, p.page_last + 1)
+            for cosine, other in by_unit[i]
+        )
+
+    found = {}
+    for doc, alignment in alignments.items():
+        kept = [p for p in alignment.pairs if own(doc, p)]
+        found[doc] = (
+            alignment
+            if len(kept) == len(alignment.pairs)
+            else summary(kept, page, masters[doc], alignment.conflicts, alignment.anchored_units)
+        )
+    return found
+
+
+def _norm(weights) -> float:
+    return float(np.sqrt(sum(w * w for w in weights)))
+
+
+def _near(used: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Kept units next to a used one in the text."""
+    near = np.zeros_like(used)
+    adjacent = _adjacent(rows)
+    near[1:] |= used[:-1] & adjacent
+    near[:-1] |= used[1:] & adjacent
+    return near
+
+
+def _filtered(pairs: list[Pair]) -> list[Pair]:
+    """Pairs in groups of at least ``MIN_FRAGMENT_PAIRS`` close on the page."""
+    kept: list[Pair] = []
+    group: list[Pair] = []
+    for p in sorted(pairs, key=lambda p: p.page_first):
+        if group and p.page_first - group[-1].page_last > MAX_GAP_UNITS:
+            if len(group) >= MIN_FRAGMENT_PAIRS:
+                kept.extend(group)
+            group = []
+        group.append(p)
+    if len(group) >= MIN_FRAGMENT_PAIRS:
+        kept.extend(group)
+    return kept
+
+
+def is_rewrite(alignment: RewriteAlignment) -> bool:
+    """Whether the aligned sentences prove a rewritten copy: most of the master, or a share
+    of it long enough that it cannot be a few quoted or stock sentences."""
+    if len(alignment.pairs) < MIN_PAIRS or alignment.master_chars < MIN_REWRITE_CHARS:
+        return False
+    if not alignment.anchored and (
+        alignment.conflicts or alignment.anchored_units >= MIN_ANCHORED_UNITS
+    ):
+        # the same formulas about other names, places and numbers; or a master telling of
+        # names and numbers "rewritten" without any of them
+        return False
+    if alignment.coverage >= MOST_OF_THE_MASTER:
+        return True
+    return alignment.coverage >= MIN_PARTIAL_SHARE and alignment.master_chars >= MIN_PARTIAL_CHARS
+
+
+def evidence(
+    alignment: RewriteAlignment,
+    page: NormalizedText,
+    page_units: Sentences,
+    master: NormalizedText,
+    master_units: Sentences,
+    max_text: int = 2000,
+) -> list[dict]:
+    """The aligned pairs as spans: the page's sentence beside the master's, with the words
+    swapped (same canonical code, other word), added by the page and left out of the master."""
+    spans = []
+    for p in alignment.pairs:
+        pu = page_units.units[p.page_first : p.page_last + 1]
+        mu = master_units.units[p.master_first : p.master_last + 1]
+        page_start, page_end = _source_span(page, pu[0].start, pu[-1].end)
+        master_start, master_end = _source_span(master, mu[0].start, mu[-1].end)
+        page_words = {c: w for u in pu for w, c in zip(u.words, u.word_codes, strict=True)}
+        master_words = {c: w for u in mu for w, c in zip(u.words, u.word_codes, strict=True)}
+        swaps = [
+            [page_words[c], master_words[c]]
+            for c in page_words
+            if c in master_words and page_words[c] != master_words[c]
+        ]
+        spans.append(
+            {
+                "page_start": page_start,
+                "page_end": page_end,
+                "master_start": master_start,
+                "master_end": master_end,
+                "text": page.source[page_start:page_end][:max_text],
+                "master_text": master.source[master_start:master_end][:max_text],
+                "swapped": swaps,
+                "added": [w for c, w in page_words.items() if c not in master_words],
+                "dropped": [w for c, w in master_words.items() if c not in page_words],
+                "cosine": round(p.cosine, 3),
+                "dice": round(p.dice, 3),
+            }
+        )
+    return spans
+
+
+def _source_span(text: NormalizedText, start: int, end: int) -> tuple[int, int]:
+    """Source offsets of folded characters ``[start, end)``."""
+    if not len(text.chars):
+        return 0, 0
+    first = int(text.char_pos[min(start, len(text.chars) - 1)])
+    last = int(text.char_pos[max(min(end, len(text.chars)) - 1, 0)]) + 1
+    return first, last

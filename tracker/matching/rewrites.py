@@ -1,0 +1,123 @@
+"""Find the rewritten copies among a batch of pages: candidates from the sentence keys,
+proved by aligned sentences (:mod:`tracker.matching.rewrite`).
+
+Runs in every check (``tracker check``, the crawl's pipelines and ``tracker rematch`` all go
+through :class:`tracker.matching.detector.Detector`), after the verbatim detector: a master
+found copied verbatim keeps its verbatim evidence and is not aligned again. A master is a
+candidate when the page looks up ``MIN_VOTES`` of its sentence keys within ``LOCAL_UNITS``
+sentences of one another; the ``MAX_CANDIDATES`` with the most, and at least
+``RELATIVE_VOTES`` of the best one's, are aligned, each with the page's sentences within
+``LOCAL_UNITS`` of its hits only (a long page is aligned where the passage can be).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from tracker.fingerprints.sentences import Sentences, query_keys, sentences_of
+from tracker.index.master_index import MasterIndex
+from tracker.matching.rewrite import align_sentences, evidence, is_rewrite, own_pairs
+from tracker.text.normalize import NormalizedText
+
+if TYPE_CHECKING:
+    from tracker.matching.detector import CachedMaster, MasterCache, Match
+
+METHOD = "rewrite"
+MIN_VOTES = 2
+MAX_CANDIDATES = 4
+RELATIVE_VOTES = 0.2
+LOCAL_UNITS = 24  # page units (sentences) a rewritten passage's key hits are counted within
+
+
+def master_sentences(master: CachedMaster) -> Sentences:
+    """A cached master's units, cut once while it stays cached."""
+    found = master.derived.get("sentences")
+    if found is None:
+        found = master.derived["sentences"] = sentences_of(master.text)
+    return found
+
+
+def local_votes(units: np.ndarray) -> int:
+    """The most of a master's key hits within ``LOCAL_UNITS`` page units of one another: a
+    rewritten passage's hits sit together, a long page's chance ones are spread over it."""
+    if not len(units):
+        return 0
+    reach = np.searchsorted(units, units + LOCAL_UNITS, side="right") - np.arange(len(units))
+    return int(reach.max())
+
+
+def near_hits(units: np.ndarray, length: int) -> np.ndarray:
+    """The page units within ``LOCAL_UNITS`` of a hit (where a rewritten passage can be)."""
+    near = np.zeros(length + 1, dtype=np.int32)
+    np.add.at(near, np.maximum(units - LOCAL_UNITS, 0), 1)
+    np.add.at(near, np.minimum(units + LOCAL_UNITS + 1, length), -1)
+    return np.flatnonzero(np.cumsum(near)[:length] > 0)
+
+
+def ranked(hits: dict[int, np.ndarray], found: set[int]) -> list[int]:
+    """The candidates to align: the masters found copied verbatim (``found``: they are
+    aligned too, for :func:`tracker.matching.rewrite.own_pairs`), then the best by local
+    votes."""
+    votes = {d: local_votes(units) for d, units in hits.items()}
+    eligible = [d for d, v in votes.items() if v >= MIN_VOTES and d not in found]
+    if not eligible:
+        return []  # nothing to find beside the verbatim copies
+    eligible.sort(key=lambda d: (-votes[d], d))
+    floor = RELATIVE_VOTES * votes[eligible[0]]
+    return sorted(d for d in found if d in hits) + [
+        d for d in eligible[:MAX_CANDIDATES] if votes[d] >= floor
+    ]
+
+
+def find_rewrites(
+    index: MasterIndex,
+    masters: MasterCache,
+    pages: Sequence[NormalizedText],
+    words: Sequence[list[str] | None],
+    skip: Sequence[set[int]],
+) -> list[list[Match]]:
+    """The rewritten copies of each page (``words``: its jieba words cut line by line, or
+    None), but the masters in its ``skip`` (found copied verbatim: they keep that evidence)."""
+    from tracker.matching.detector import Match, versions_by_simhash
+
+    units = [sentences_of(page, w) for page, w in zip(pages, words, strict=True)]
+    hits = index.sentence_candidates([query_keys(u) for u in units])
+    chosen = [ranked(h, s) for h, s in zip(hits, skip, strict=True)]
+    wanted = sorted({d for docs in chosen for d in docs})
+    if not wanted:
+        return [[] for _ in pages]
+    loaded = masters.get(wanted)
+    results: list[list[Match]] = []
+    for page, page_units, docs, verbatim, near in zip(
+        pages, units, chosen, skip, hits, strict=True
+    ):
+        sentences = {d: master_sentences(loaded[d]) for d in docs if d in loaded}
+        among = {d: near_hits(near[d], len(page_units)) for d in sentences}
+        aligned = own_pairs(
+            {d: align_sentences(page_units, m, among[d]) for d, m in sentences.items()},
+            page_units,
+            sentences,
+            versions_by_simhash({d: loaded[d].meta for d in sentences}),
+        )
+        found = []
+        for doc, alignment in aligned.items():
+            if doc in verbatim or not is_rewrite(alignment):
+                continue
+            master, theirs = loaded[doc], sentences[doc]
+            shorter = max(1, min(page_units.chars, theirs.chars))
+            found.append(
+                Match(
+                    doc_id=master.meta["_id"],
+                    work=master.meta.get("work", ""),
+                    title=master.meta.get("title", ""),
+                    score=round(min(1.0, alignment.master_chars / shorter), 4),
+                    coverage=round(alignment.coverage, 4),
+                    method=METHOD,
+                    spans=evidence(alignment, page, page_units, master.text, theirs),
+                )
+            )
+        results.append(found)
+    return results
