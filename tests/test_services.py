@@ -58,16 +58,27 @@ def test_a_redis_that_never_finishes_loading_is_an_error():
 # ------------------------------------------------------------------------- stop and restore
 
 
-def test_services_stop_stops_a_warm_checker_still_warming_up(settings, monkeypatch):
+def test_services_stop_stops_a_warm_checker_still_warming_up(settings, monkeypatch, tmp_path):
     """Issue 36: a checker started by a check and not yet answering (its tables loading) is
     stopped too, waited for, and counted only when it was running; a pid file naming another
     program (a pid reused) is only removed."""
     import os
+    from dataclasses import replace
 
     from tracker.cli import _warm
     from tracker.servers.services import _pid_alive
 
-    monkeypatch.setenv("TRACKER_CHECK_WARM_S", "600")
+    # A data directory of its own (the session's holds what earlier tests' checkers left: a
+    # start mark, a pid file of a killed one), the session's servers by URL.
+    settings = replace(settings, data_dir=tmp_path / "data")
+    for name, value in {
+        "MONGO_URL": settings.mongo_url,
+        "REDIS_URL": settings.redis_url,
+        "TRACKER_MONGO_DB": settings.mongo_db,
+        "TRACKER_REDIS_PREFIX": settings.redis_prefix,
+        "TRACKER_CHECK_WARM_S": "600",
+    }.items():
+        monkeypatch.setenv(name, value)
     _warm.start(settings)
     [pid_file] = list(_warm.run_dir(settings).glob("warm-*.pid"))
     pid = int(pid_file.read_text())
