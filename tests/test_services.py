@@ -58,38 +58,48 @@ def test_a_redis_that_never_finishes_loading_is_an_error():
 # ------------------------------------------------------------------------- stop and restore
 
 
-def test_services_stop_stops_a_warm_checker_still_warming_up(settings, monkeypatch, tmp_path):
+def test_services_stop_stops_a_warm_checker_still_warming_up(settings, tmp_path):
     """Issue 36: a checker started by a check and not yet answering (its tables loading) is
     stopped too, waited for, and counted only when it was running; a pid file naming another
-    program (a pid reused) is only removed."""
+    program (a pid reused) is only removed. Run in a fresh interpreter with a data directory of
+    its own: what earlier tests left in this process (signal handlers reaping children, a
+    shared data directory's leftovers) is not the scene a user's ``services stop`` meets."""
     import os
-    from dataclasses import replace
+    import subprocess
+    import sys
 
-    from tracker.cli import _warm
-    from tracker.servers.services import _pid_alive
+    script = """
+import os
+from tracker.cli import _warm
+from tracker.config import Settings
+from tracker.servers.services import _pid_alive
 
-    # A data directory of its own (the session's holds what earlier tests' checkers left: a
-    # start mark, a pid file of a killed one), the session's servers by URL.
-    settings = replace(settings, data_dir=tmp_path / "data")
-    for name, value in {
-        "MONGO_URL": settings.mongo_url,
-        "REDIS_URL": settings.redis_url,
-        "TRACKER_MONGO_DB": settings.mongo_db,
-        "TRACKER_REDIS_PREFIX": settings.redis_prefix,
-        "TRACKER_CHECK_WARM_S": "600",
-    }.items():
-        monkeypatch.setenv(name, value)
-    _warm.start(settings)
-    [pid_file] = list(_warm.run_dir(settings).glob("warm-*.pid"))
-    pid = int(pid_file.read_text())
-    assert _pid_alive(pid)
-    stale = _warm.run_dir(settings) / f"warm-{os.getpid()}.pid"
-    stale.write_text(str(os.getpid()))  # this test's own process: not a checker
-    assert _warm.stop_all(settings) == 1
-    assert not _pid_alive(pid)
-    assert not list(_warm.run_dir(settings).glob("*.pid"))
-    assert not (_warm.run_dir(settings) / "check.starting").exists()
-    assert _warm.stop_all(settings) == 0  # nothing left to stop: none said
+settings = Settings.load()
+_warm.start(settings)
+[pid_file] = list(_warm.run_dir(settings).glob("warm-*.pid"))
+pid = int(pid_file.read_text())
+assert _pid_alive(pid)
+stale = _warm.run_dir(settings) / f"warm-{os.getpid()}.pid"
+stale.write_text(str(os.getpid()))  # this process: not a checker
+assert _warm.stop_all(settings) == 1
+assert not _pid_alive(pid)
+assert not list(_warm.run_dir(settings).glob("*.pid"))
+assert not (_warm.run_dir(settings) / "check.starting").exists()
+assert _warm.stop_all(settings) == 0  # nothing left to stop: none said
+"""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TRACKER_", "SCRAPY"))}
+    env.update(
+        MONGO_URL=settings.mongo_url or "",
+        REDIS_URL=settings.redis_url or "",
+        TRACKER_MONGO_DB=settings.mongo_db,
+        TRACKER_REDIS_PREFIX=settings.redis_prefix,
+        TRACKER_DATA_DIR=str(tmp_path / "data"),
+        TRACKER_CHECK_WARM_S="600",
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
 
 
 @pytest.mark.integration

@@ -131,9 +131,9 @@ def stop_all(settings: Settings, timeout: float = 5.0) -> int:
     directory = run_dir(settings)
     running = set()
     for pid_file in [*directory.glob("warm-*.pid"), *directory.glob("check-*.pid")]:
-        with contextlib.suppress(ValueError, OSError):
-            pid = int(pid_file.read_text())
-            if _is_checker(pid):
+        with contextlib.suppress(OSError):
+            pid = _pid_of(pid_file)
+            if pid is not None and _is_checker(pid):
                 os.kill(pid, signal.SIGTERM)
                 running.add(pid)
         pid_file.unlink(missing_ok=True)
@@ -147,6 +147,16 @@ def stop_all(settings: Settings, timeout: float = 5.0) -> int:
     for leftover in [*directory.glob("check-*.sock"), directory / "check.starting"]:
         leftover.unlink(missing_ok=True)
     return len(running)
+
+
+def _pid_of(pid_file: Path) -> int | None:
+    """The pid a pid file names: its text, else the number in its name (``warm-PID.pid``);
+    the checker writes its own file as it starts, so a read may meet it empty."""
+    try:
+        return int(pid_file.read_text())
+    except (ValueError, OSError):
+        number = pid_file.stem.rpartition("-")[2]
+        return int(number) if number.isdigit() else None
 
 
 def _is_checker(pid: int) -> bool:
