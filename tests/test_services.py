@@ -58,13 +58,12 @@ def test_a_redis_that_never_finishes_loading_is_an_error():
 # ------------------------------------------------------------------------- stop and restore
 
 
-def test_services_stop_stops_a_warm_checker_still_warming_up(settings, tmp_path):
+def test_services_stop_stops_a_warm_checker_still_warming_up(server_env):
     """Issue 36: a checker started by a check and not yet answering (its tables loading) is
     stopped too, waited for, and counted only when it was running; a pid file naming another
     program (a pid reused) is only removed. Run in a fresh interpreter with a data directory of
     its own: what earlier tests left in this process (signal handlers reaping children, a
     shared data directory's leftovers) is not the scene a user's ``services stop`` meets."""
-    import os
     import subprocess
     import sys
 
@@ -87,15 +86,7 @@ assert not list(_warm.run_dir(settings).glob("*.pid"))
 assert not (_warm.run_dir(settings) / "check.starting").exists()
 assert _warm.stop_all(settings) == 0  # nothing left to stop: none said
 """
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("TRACKER_", "SCRAPY"))}
-    env.update(
-        MONGO_URL=settings.mongo_url or "",
-        REDIS_URL=settings.redis_url or "",
-        TRACKER_MONGO_DB=settings.mongo_db,
-        TRACKER_REDIS_PREFIX=settings.redis_prefix,
-        TRACKER_DATA_DIR=str(tmp_path / "data"),
-        TRACKER_CHECK_WARM_S="600",
-    )
+    env = {**server_env, "TRACKER_CHECK_WARM_S": "600"}  # the test's servers, its own data dir
     done = subprocess.run(
         [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120
     )
