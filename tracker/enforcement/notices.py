@@ -9,7 +9,9 @@ URL; the preliminary evidence; the statement of responsibility), or with ``notic
 each URL is its capture (:mod:`tracker.enforcement.bundle`): when it was fetched, the SHA-256
 of the response as served, the RFC 3161 time-stamp over its manifest (its time and TSA: a
 capture not stamped yet is stamped when the notice is sent, with ``tsa_url``), the longest
-copied passage, and the bundle's name; the mail attaches each URL's ``manifest.json`` and
+copied passage, or for a rewritten copy (改写/洗稿) its three most telling aligned sentence
+pairs, the page's beside the master's with the swapped words bracketed
+(:mod:`tracker.reports.pairs`), and the bundle's name; the mail attaches each URL's ``manifest.json`` and
 ``timestamp.tsr``, or with ``notice_attachments: wacz`` its WACZ package
 (:mod:`tracker.enforcement.wacz`), ``datapackage-digest.json`` and a token over it
 (:func:`evidence_files`), which a recipient checks with openssl alone. Times
@@ -60,6 +62,7 @@ from tracker.formats import when, zone_label
 from tracker.model import ARTICLE, CHAPTER
 from tracker.reports.build import INSERTED, UNKNOWN_WORK, chapter_ranges, evidence_passage
 from tracker.reports.notices import plain
+from tracker.reports.pairs import aligned_count, plain_marked, telling_pairs
 from tracker.stores.evidence import CaptureStore
 from tracker.stores.masters import MasterStore
 from tracker.stores.notices import NoticeStore
@@ -119,8 +122,9 @@ class Outcome:
 def infringing_pages(
     db: Any, site: str, urls: Iterable[str] | None = None
 ) -> dict[str, dict[str, Any]]:
-    """``url → {"copies": [(work, doc_id, title)], "passage", "capture", "doc_ids"}`` for the
-    site's pages (those whose latest check carried a match, or ``urls``) with open matches
+    """``url → {"copies": [(work, doc_id, title)], "passage", "pairs", "aligned", "capture",
+    "doc_ids"}`` for the site's pages (``pairs``: a rewritten copy's most telling aligned
+    sentence pairs, of the ``aligned`` it holds) (those whose latest check carried a match, or ``urls``) with open matches
     (``capture``: the newest capture document a match names, or None)."""
     urls = PageStore(db).matched_on(site) if urls is None else urls
     by_url: dict[str, list[dict]] = defaultdict(list)
@@ -145,6 +149,8 @@ def infringing_pages(
                 for m in matches
             ],
             "passage": evidence_passage(matches),
+            "pairs": telling_pairs(matches),
+            "aligned": aligned_count(matches),
             "capture": newest[-1] if newest else None,
             "doc_ids": sorted({str(m["doc_id"]) for m in matches}),
         }
@@ -377,6 +383,8 @@ def compose(
                 "bundle": shown["bundle"],
                 "attachments": shown["attachments"],
                 "passage": plain(page["passage"], 300),
+                "aligned": page.get("aligned") or 0,
+                "pairs": _pairs(page.get("pairs") or (), language),
             }
         )
     context = {
@@ -398,6 +406,20 @@ def compose(
     except TemplateFailed as exc:
         raise NoticeError(str(exc)) from None
     return subject, text, evidence, files
+
+
+#: How a notice brackets the words a rewritten copy swapped, by language.
+SWAP_MARKS = {"zh": ("【", "】"), "en": ("[", "]")}
+
+
+def _pairs(pairs: Iterable[dict[str, Any]], language: str) -> list[dict[str, str]]:
+    """A rewritten copy's sentence pairs as a notice shows them: ``{"page", "master"}``, each
+    one line of plain text with the swapped words bracketed."""
+    shown = []
+    for pair in pairs:
+        ours, theirs = plain_marked(pair, *SWAP_MARKS[language])
+        shown.append({"page": plain(ours, 300), "master": plain(theirs, 300)})
+    return shown
 
 
 def _work_name(work: str, language: str) -> str:

@@ -29,6 +29,7 @@ from tracker.enforcement.compliance import (
 )
 from tracker.formats import number_ranges, plural
 from tracker.model import ARTICLE, CHAPTER, site_of
+from tracker.reports.pairs import aligned_count, is_rewrite, method_of, rewritten, telling_pairs
 from tracker.stores.clusters import ClusterStore
 from tracker.stores.discovery import SiteRegistry
 from tracker.stores.masters import MasterStore
@@ -71,8 +72,11 @@ def build_report(
          "summary": {"pages", "works", "sites", "matches", "new_pages", "new_matches", "groups",
                      "unread"},
          "works": [{"work", "unit", "chapters", "pages": [{"url", "site", "title", "doc_ids",
-                                                   "copies", "score", "coverage", "first_seen",
-                                                   "evidence", "last_seen", "new", "group",
+                                                   "copies", "score", "coverage", "method",
+                                                   "rewritten", "first_seen", "evidence",
+                                                   "pairs": [{"doc_id", "text", "master_text",
+                                                              "swapped"}],
+                                                   "aligned", "last_seen", "new", "group",
                                                    "file"}],
                     "total_chapters", "coverage", "found_share", "copied_chapters",
                     "partial_chapters", "partly_copied": [{"doc_id", "title", "copied_share"}],
@@ -81,8 +85,8 @@ def build_report(
                     "sites": [{"site", "pages", "chapters", "coverage", "found_share",
                                "copied_chapters", "partial_chapters", "first_seen",
                                "last_seen", "new_pages"}]}],
-         "pages": [{"url", "site", "doc_ids", "copies", "score", "coverage", "first_seen",
-                    "last_seen", "new", "group", "file",
+         "pages": [{"url", "site", "doc_ids", "copies", "score", "coverage", "method",
+                    "rewritten", "first_seen", "last_seen", "new", "group", "file",
                     "takedown": None | {"state", "noticed": [{"at", "to", "message_id",
                                                               "notice"}],
                                         "removed": [at], "reappeared": [at]}}],
@@ -117,7 +121,13 @@ def build_report(
     with two or more pages seen that day; ``group`` is a page's group (None when no other page
     of the day is near-identical to it). ``copies`` sums up what a page copies per work (see
     :func:`copies`); ``evidence`` is its longest copied passage, without the lines the pirate
-    site inserted (:func:`evidence_passage`). ``trend`` and each site's ``trend`` cover the
+    site inserted (:func:`evidence_passage`). A page's ``method`` says how it copies:
+    ``verbatim`` (the words kept, however disguised), ``rewrite`` (a rewritten copy, 改写/洗稿:
+    the story kept, the words changed) or ``verbatim+rewrite``; ``rewritten`` lists the doc
+    ids it copies rewritten. A rewritten copy has no verbatim passage: its evidence is
+    ``pairs``, its most telling aligned sentence pairs (the page's sentence beside the
+    master's, with the words it swapped: :func:`tracker.reports.pairs.telling_pairs`), of the
+    ``aligned`` pairs its matches hold. ``trend`` and each site's ``trend`` cover the
     ``trend_days`` days up to ``day``, read from the stored reports (null for a day without
     one).
     ``unread`` lists the pages the day's crawls could not read and did not read later that day
@@ -168,6 +178,8 @@ def build_report(
                     **_page_entry(url, page_matches, units),
                     "title": titles.get(url, ""),
                     "evidence": evidence_passage(page_matches),
+                    "pairs": telling_pairs(page_matches),
+                    "aligned": aligned_count(page_matches),
                     **seen(url, page_matches),
                     "file": files.get(url),
                 }
@@ -538,8 +550,8 @@ def _work_of(match: dict) -> str:
 
 
 def _page_entry(url: str, matches: list[dict], units: dict[str, str]) -> dict[str, Any]:
-    """``url, site, doc_ids, copies, score, coverage, first_seen`` aggregated over
-    ``matches``."""
+    """``url, site, doc_ids, copies, score, coverage, method, rewritten, first_seen``
+    aggregated over ``matches``."""
     return {
         "url": url,
         "site": matches[0].get("site") or site_of(url),
@@ -547,6 +559,8 @@ def _page_entry(url: str, matches: list[dict], units: dict[str, str]) -> dict[st
         "copies": copies(matches, units),
         "score": round(max(as_number(m.get("score")) for m in matches), 4),
         "coverage": round(max(as_number(m.get("coverage")) for m in matches), 4),
+        "method": method_of(matches),
+        "rewritten": rewritten(matches),
         "first_seen": min(_utc(m["first_seen"]) for m in matches).isoformat(),
     }
 
@@ -601,8 +615,12 @@ def _ordered_page(entry: dict[str, Any]) -> dict[str, Any]:
         "copies",
         "score",
         "coverage",
+        "method",
+        "rewritten",
         "first_seen",
         "evidence",
+        "pairs",
+        "aligned",
         "last_seen",
         "new",
         "group",
@@ -629,9 +647,12 @@ def evidence_passage(matches: Iterable[dict]) -> str:
     """A page's evidence passage for its ``matches`` (of one work): the longest copied passage
     as it stands on the page, without the lines the pirate site inserted (:func:`copied_text`),
     truncated to ``EVIDENCE_CHARS``. The report's pages, the notice drafts and the notices sent
-    (:func:`tracker.enforcement.notices.infringing_pages`) all quote this one passage."""
+    (:func:`tracker.enforcement.notices.infringing_pages`) all quote this one passage. Of the
+    verbatim copies only: a rewritten copy's sentences are no copied passage (its evidence is
+    its aligned pairs, :func:`tracker.reports.pairs.telling_pairs`); "" when all are."""
     best = ""
-    for match in sorted(matches, key=lambda m: -as_number(m.get("score"))):
+    verbatim = (m for m in matches if not is_rewrite(m))
+    for match in sorted(verbatim, key=lambda m: -as_number(m.get("score"))):
         for span in match.get("spans") or ():
             text = copied_text(str(span.get("text") or ""))
             if len(text) > len(best):

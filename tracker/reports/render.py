@@ -16,6 +16,7 @@ from typing import Any
 
 from tracker.reports.build import COPIED_SHARE, unread_sites
 from tracker.reports.charts import report_charts, sparkline
+from tracker.reports.pairs import REWRITE, VERBATIM, marked
 
 CSV_COLUMNS = (
     "date",
@@ -30,6 +31,7 @@ CSV_COLUMNS = (
     "new",
     "group",
     "copies",
+    "method",
 )
 
 
@@ -46,7 +48,8 @@ BOM = "\ufeff"
 def to_csv(report: dict[str, Any], *, bom: bool = False) -> str:
     """One row per (page, doc_id) match; score, coverage (the copied share), first/last seen
     and new are the page's values for that work, group its mirror group, copies what the page
-    copies of the work ("98 chapters of 西游记 (1–98)"). With ``bom`` it starts with the
+    copies of the work ("98 chapters of 西游记 (1–98)"), method how it copies that doc id:
+    ``verbatim``, or ``rewrite`` (a rewritten copy, 改写/洗稿). With ``bom`` it starts with the
     UTF-8 byte-order mark (:data:`BOM`), for Excel."""
     out = io.StringIO()
     if bom:
@@ -56,6 +59,7 @@ def to_csv(report: dict[str, Any], *, bom: bool = False) -> str:
     for work in report["works"]:
         for page in work["pages"]:
             copied = "; ".join(c["label"] for c in page.get("copies", []))
+            rewrites = set(page.get("rewritten") or ())
             for doc_id in page["doc_ids"]:
                 writer.writerow(
                     (
@@ -71,6 +75,7 @@ def to_csv(report: dict[str, Any], *, bom: bool = False) -> str:
                         "yes" if page.get("new") else "no",
                         "" if page.get("group") is None else page["group"],
                         copied,
+                        REWRITE if doc_id in rewrites else VERBATIM,
                     )
                 )
     return out.getvalue()
@@ -98,4 +103,5 @@ def to_html(report: dict[str, Any], zone: str | None = None) -> str:
         copied_share=COPIED_SHARE,
         unread_sites=unread_sites(report.get("unread") or ()),
         open_unread=OPEN_UNREAD,
+        marked=marked,
     )
