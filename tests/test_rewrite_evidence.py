@@ -72,17 +72,17 @@ def test_marks_show_swapped_added_and_dropped_words():
 
 
 def test_the_most_telling_pairs_are_shown_in_page_order():
+    def span(at, text, master, cosine, dice, swapped=()):
+        return {"page_start": at, "text": text, "master_text": master, "cosine": cosine,
+                "dice": dice, "swapped": [list(s) for s in swapped]}  # fmt: skip
+
     spans = [
-        {"page_start": 50, "text": "短句而已", "master_text": "短句", "cosine": 0.99, "dice": 1},
-        {"page_start": 40, "text": "这是第二个足够长的句子了吧", "master_text": "第二个足够长的句子",
-         "cosine": 0.6, "dice": 0.6, "swapped": [["这是", "此为"]]},
-        {"page_start": 30, "text": "这是第三个足够长的句子了吧", "master_text": "第三个足够长的句子",
-         "cosine": 0.5, "dice": 0.5},
-        {"page_start": 20, "text": "这是第四个足够长的句子了吧", "master_text": "第四个足够长的句子",
-         "cosine": 0.9, "dice": 0.8},
-        {"page_start": 10, "text": "这是第五个足够长的句子了吧", "master_text": "第五个足够长的句子",
-         "cosine": 0.4, "dice": 0.4},
-    ]  # fmt: skip
+        span(50, "短句而已", "短句", 0.99, 1),
+        span(40, "这是第二个足够长的句子了吧", "第二个足够长的句子", 0.6, 0.6, [("这是", "此为")]),
+        span(30, "这是第三个足够长的句子了吧", "第三个足够长的句子", 0.5, 0.5),
+        span(20, "这是第四个足够长的句子了吧", "第四个足够长的句子", 0.9, 0.8),
+        span(10, "这是第五个足够长的句子了吧", "第五个足够长的句子", 0.4, 0.4),
+    ]
     verbatim = {"doc_id": "v", "method": "shingle", "spans": [{"text": "原样复制的段落" * 9}]}
     shown = telling_pairs([verbatim, {"doc_id": "d", "method": REWRITE, "spans": spans}])
     assert len(shown) == PAIRS_SHOWN
@@ -97,7 +97,7 @@ def stored(runtime):
     verbatim: found by the detector, stored as a crawl stores them."""
     masters = {"hand/0": BY_HAND[0][0], "hand/1": BY_HAND[1][0], "news/501": r.news(501)}
     MasterLibrary.from_runtime(runtime).ingest(
-        [MasterDocument(doc, doc.split("/")[0], f"{doc} 标题", text) for doc, text in masters.items()]
+        [MasterDocument(doc, doc.split("/")[0], f"{doc} 标题", t) for doc, t in masters.items()]
     )
     library = MasterLibrary.from_runtime(runtime)
     pages = {REWRITTEN: HOSTILE_COPY + "\n" + BY_HAND[1][1], VERBATIM: masters["news/501"]}
@@ -155,7 +155,7 @@ def test_the_report_shows_a_rewrite_as_aligned_pairs(stored):
 
 
 def test_the_html_report_labels_and_marks_a_rewrite_and_escapes_it(stored):
-    runtime, found, _ = stored
+    runtime, _, _ = stored
     report = build_report(runtime.db, DAY, now=NOW)
     page = to_html(report)
     assert "<script" not in page.lower()
@@ -178,7 +178,7 @@ def test_the_html_report_labels_and_marks_a_rewrite_and_escapes_it(stored):
 
 
 def test_notices_describe_a_rewrite_with_a_few_pairs(stored, settings):
-    runtime, found, masters = stored
+    runtime, found, _ = stored
     report = build_report(runtime.db, DAY, now=NOW)
     pairs = _rows(report, REWRITTEN)[0]["pairs"]
     aligned = sum(len(m["spans"]) for m in found[REWRITTEN])
@@ -205,7 +205,7 @@ def test_notices_describe_a_rewrite_with_a_few_pairs(stored, settings):
 def _notice_parts(text: str, *urls: str) -> list[str]:
     """Each URL's part of a notice: from its numbered line to the next URL's."""
     starts = [text.index(f". {url}" if f". {url}" in text else url) for url in urls]
-    bounds = sorted(starts) + [len(text)]
+    bounds = [*sorted(starts), len(text)]
     return [text[start : bounds[bounds.index(start) + 1]] for start in starts]
 
 

@@ -11,8 +11,8 @@ of the response as served, the RFC 3161 time-stamp over its manifest (its time a
 capture not stamped yet is stamped when the notice is sent, with ``tsa_url``), the longest
 copied passage, or for a rewritten copy (改写/洗稿) its three most telling aligned sentence
 pairs, the page's beside the master's with the swapped words bracketed
-(:mod:`tracker.reports.pairs`), and the bundle's name; the mail attaches each URL's ``manifest.json`` and
-``timestamp.tsr``, or with ``notice_attachments: wacz`` its WACZ package
+(:mod:`tracker.reports.pairs`), and the bundle's name; the mail attaches each URL's
+``manifest.json`` and ``timestamp.tsr``, or with ``notice_attachments: wacz`` its WACZ package
 (:mod:`tracker.enforcement.wacz`), ``datapackage-digest.json`` and a token over it
 (:func:`evidence_files`), which a recipient checks with openssl alone. Times
 are written in ``display_timezone``. It goes from ``smtp_from`` to ``--to`` or the site file's
@@ -123,9 +123,10 @@ def infringing_pages(
     db: Any, site: str, urls: Iterable[str] | None = None
 ) -> dict[str, dict[str, Any]]:
     """``url → {"copies": [(work, doc_id, title)], "passage", "pairs", "aligned", "capture",
-    "doc_ids"}`` for the site's pages (``pairs``: a rewritten copy's most telling aligned
-    sentence pairs, of the ``aligned`` it holds) (those whose latest check carried a match, or ``urls``) with open matches
-    (``capture``: the newest capture document a match names, or None)."""
+    "doc_ids"}`` for the site's pages (those whose latest check carried a match, or ``urls``)
+    with open matches (``capture``: the newest capture document a match names, or None;
+    ``pairs``: a rewritten copy's most telling aligned sentence pairs, of the ``aligned`` its
+    matches hold)."""
     urls = PageStore(db).matched_on(site) if urls is None else urls
     by_url: dict[str, list[dict]] = defaultdict(list)
     for match in MatchStore(db).open_of(urls):
