@@ -120,6 +120,8 @@ def test_build_report_groups_the_days_matches_by_work_and_page(seeded):
             ],
             "score": 0.9123,
             "coverage": 0.95,
+            "method": "verbatim",
+            "rewritten": [],
             "first_seen": "2026-11-22T10:00:00+00:00",
             "last_seen": "2026-11-22T10:00:00+00:00",
             "new": True,
@@ -141,6 +143,8 @@ def test_build_report_groups_the_days_matches_by_work_and_page(seeded):
             ],
             "score": 0.75,
             "coverage": 0.6667,
+            "method": "verbatim",
+            "rewritten": [],
             "first_seen": "2026-11-22T12:00:00+00:00",
             "last_seen": "2026-11-22T15:00:00+00:00",
             "new": True,
@@ -174,8 +178,12 @@ def test_build_report_groups_the_days_matches_by_work_and_page(seeded):
         ],
         "score": 0.75,
         "coverage": 0.3,
+        "method": "verbatim",
+        "rewritten": [],
         "first_seen": "2026-11-22T12:00:00+00:00",
         "evidence": "斗之力，三段",
+        "pairs": [],  # a verbatim copy: its passage, no sentence pairs
+        "aligned": 0,
         "last_seen": "2026-11-22T15:00:00+00:00",
         "new": True,
         "group": None,
@@ -245,6 +253,7 @@ def test_json_and_csv_renderers(seeded):
             "new",
             "group",
             "copies",
+            "method",
         ],
         [
             "2026-11-22",
@@ -259,6 +268,7 @@ def test_json_and_csv_renderers(seeded):
             "yes",
             "",
             "2 chapters of 斗破苍穹 (1–2)",
+            "verbatim",
         ],
         [
             "2026-11-22",
@@ -273,6 +283,7 @@ def test_json_and_csv_renderers(seeded):
             "yes",
             "",
             "2 chapters of 斗破苍穹 (1–2)",
+            "verbatim",
         ],
         [
             "2026-11-22",
@@ -287,6 +298,7 @@ def test_json_and_csv_renderers(seeded):
             "yes",
             "",
             "1 chapter of 斗破苍穹 (1)",
+            "verbatim",
         ],
         [
             "2026-11-22",
@@ -301,6 +313,7 @@ def test_json_and_csv_renderers(seeded):
             "yes",
             "",
             "1 chapter of 新闻 (1)",
+            "verbatim",
         ],
     ]
 
@@ -519,6 +532,7 @@ def test_cli_writes_csv_to_out(cli_env, tmp_path, capsys):
             "yes",
             "",
             "1 chapter of 斗破苍穹 (3)",
+            "verbatim",
         ]
     ]
     # Excel (on a Chinese Windows above all) reads it as UTF-8 thanks to its byte-order mark.
