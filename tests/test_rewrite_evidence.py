@@ -1,6 +1,7 @@
 """The evidence of a rewritten copy (改写/洗稿, issue 39) as a reader meets it: found by the real
 detector, stored as a check stores it, then in the daily report (JSON, CSV, HTML) and in the
-takedown notices (Chinese and English) labelled 改写/洗稿 and shown as aligned sentence pairs,
+takedown notices (Chinese and English) and the console labelled 改写/洗稿 and shown as aligned
+sentence pairs,
 the page's sentence beside the master's with the swapped words marked, never as a verbatim
 passage; a verbatim copy's evidence stays what it was; a hostile sentence stays text."""
 
@@ -15,10 +16,14 @@ from dataclasses import replace
 from datetime import UTC, date, datetime
 
 import pytest
+from fastapi.testclient import TestClient
 
 from tests import rewrites as r
+from tests.html_check import assert_inert
 from tests.test_rewrites import BY_HAND
 from tracker.cli import main
+from tracker.console import create_app
+from tracker.console.users import Users
 from tracker.matching.library import MasterLibrary
 from tracker.matching.rewrites import METHOD
 from tracker.model import MasterDocument
@@ -225,3 +230,19 @@ def test_check_jsonl_says_rewrite_with_the_pairs(runtime, cli_env, tmp_path, cap
     assert len(match["spans"]) >= 4
     for span in match["spans"]:
         assert span["text"] in BY_HAND[2][1] and span["master_text"] in BY_HAND[2][0]
+
+
+def test_the_console_labels_a_rewrite_and_shows_its_pairs(stored):
+    runtime, found, _ = stored
+    Users(runtime.db).add("olga", "operator", "operator-pass")
+    with TestClient(create_app(runtime.settings, runtime)) as client:
+        work = client.get(f"/work?name=hand&date={DAY}", auth=("olga", "operator-pass"))
+        evidence = client.get("/page", params={"url": REWRITTEN}, auth=("olga", "operator-pass"))
+    assert work.status_code == evidence.status_code == 200
+    aligned = sum(len(m["spans"]) for m in found[REWRITTEN])
+    assert f"改写/洗稿</strong> rewritten copy: {aligned} sentences aligned" in work.text
+    assert "改写/洗稿 (rewrite)" in evidence.text  # every pair, beside the master's
+    assert evidence.text.count('class="pair"') == aligned
+    for page in (work.text, evidence.text):
+        assert_inert(page, scripts=("/static/console.js", "/static/docs.js"))
+        assert "<script>alert" not in page

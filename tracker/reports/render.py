@@ -104,4 +104,5 @@ def to_html(report: dict[str, Any], zone: str | None = None) -> str:
         unread_sites=unread_sites(report.get("unread") or ()),
         open_unread=OPEN_UNREAD,
         marked=marked,
+        rewrites=any(page.get("pairs") for work in report["works"] for page in work["pages"]),
     )
