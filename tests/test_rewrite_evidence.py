@@ -1,9 +1,8 @@
 """The evidence of a rewritten copy (改写/洗稿, issue 39) as a reader meets it: found by the real
-detector, stored as a check stores it, then in the daily report (JSON, CSV, HTML) and in the
-takedown notices (Chinese and English) and the console labelled 改写/洗稿 and shown as aligned
-sentence pairs,
-the page's sentence beside the master's with the swapped words marked, never as a verbatim
-passage; a verbatim copy's evidence stays what it was; a hostile sentence stays text."""
+detector, stored as a check stores it, then in the daily report (JSON, CSV, HTML), the takedown
+notices (Chinese and English) and the console labelled 改写/洗稿 and shown as aligned sentence
+pairs, the page's sentence beside the master's with the swapped words marked, never as a
+verbatim passage; a verbatim copy's evidence stays what it was; a hostile sentence stays text."""
 
 from __future__ import annotations
 
