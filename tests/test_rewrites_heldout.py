@@ -21,10 +21,6 @@ from tracker.matching.library import MasterLibrary
 from tracker.model import MasterDocument
 from tracker.servers.runtime import Runtime
 
-pytestmark = pytest.mark.skipif(
-    not heldout.thesaurus(), reason="the thesaurus rows need the cnsyn wheel (the test extra)"
-)
-
 # Measured once on main's detector (0667f73) before any merge of the detector's tuning
 # (bench/results/rewrites-heldout.md); the coordinator re-runs these on the merged detector.
 _ON_MAIN = "measured on main 0667f73: "
