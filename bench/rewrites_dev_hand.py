@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
@@ -33,14 +32,9 @@ if str(ROOT) not in sys.path:
 
 from bench.engine import Engine  # noqa: E402
 from bench.output import write_result  # noqa: E402
+from bench.rewrites import RESULTS, log  # noqa: E402
 from tests import rewrites_hand as hand  # noqa: E402
 from tracker.model import MasterDocument  # noqa: E402
-
-RESULTS = ROOT / "bench" / "results"
-
-
-def log(message: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
 def measure(detector, cases: list[hand.Case]) -> dict:
