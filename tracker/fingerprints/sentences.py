@@ -38,7 +38,7 @@ MIN_CLAUSE_CHARS = 20
 MIN_KEY_CODES = 3
 QUERY_RAREST = 4
 KEY_SAMPLE = 2
-SAMPLE_ABOVE_UNITS = 24
+SAMPLE_ABOVE_UNITS = 40
 _ENDS = np.array([ord(c) for c in SENTENCE_ENDS], dtype=np.uint32)
 _CLAUSES = np.array([ord(c) for c in CLAUSE_MARKS], dtype=np.uint32)
 

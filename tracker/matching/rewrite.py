@@ -25,12 +25,14 @@ Text Reuse Detection at PAN 2014", CLEF 2014), on the canonical words of
 4. **Filter.** Aligned pairs are grouped by their place on the page (gaps of at most
    ``MAX_GAP_UNITS`` units); groups of fewer than ``MIN_FRAGMENT_PAIRS`` pairs are chance and
    dropped. The page's *rewritten share* is the share of the master's characters its aligned
-   units cover; :func:`is_rewrite` decides. A rewrite keeps the master's names, places and
-   numbers: one aligned pair must share one, when the master has ``MIN_ANCHORED_UNITS``
-   units holding anchors or when there are *conflicts*, master units left unaligned as
-   similar to a page unit left unaligned as a seed but for other anchors (two articles of
-   one agency's formulas about two events align their anchor-free sentences, and conflict
-   on the rest).
+   units cover; :func:`is_rewrite` decides: most of the master, a long share of it, or a
+   shorter share rewritten as one passage of the page (pairs next to one another: a
+   rewritten part of a chapter inside other text; chance pairs are scattered). A rewrite
+   keeps the master's names, places and numbers: one aligned pair must share one, when the
+   master has ``MIN_ANCHORED_UNITS`` units holding anchors or when there are *conflicts*,
+   master units left unaligned as similar to a page unit left unaligned as a seed but for
+   other anchors (two articles of one agency's formulas about two events align their
+   anchor-free sentences, and conflict on the rest).
 """
 
 from __future__ import annotations
@@ -62,6 +64,10 @@ MIN_REWRITE_CHARS = 80
 MOST_OF_THE_MASTER = 0.5
 MIN_PARTIAL_SHARE = 0.25
 MIN_PARTIAL_CHARS = 250
+# A shorter partial copy passes as one passage (see passage): set on tests/rewrites_hand.py.
+MIN_PASSAGE_PAIRS = 6
+MIN_PASSAGE_CHARS = 120
+PASSAGE_GAP = 1  # units a passage may skip between two pairs, on the page
 
 
 @dataclass(frozen=True)
@@ -86,6 +92,10 @@ class RewriteAlignment:
     page_chars: int  # the page's characters in aligned units
     conflicts: int = 0  # master units like a page unit but for other anchors
     anchored_units: int = 0  # master units holding an anchor
+    passage_pairs: int = 0  # pairs of the longest passage (see passage)
+    passage_chars: int = 0  # the master's characters in its units
+    passage_anchored: int = 0  # its pairs sharing an anchor
+    passage_anchored_units: int = 0  # its master units holding an anchor
 
     @property
     def anchored(self) -> int:
@@ -337,7 +347,37 @@ def summary(
         page.units[i].chars for p in pairs for i in range(p.page_first, p.page_last + 1)
     )
     coverage = min(1.0, master_chars / master.chars) if master.chars else 0.0
-    return RewriteAlignment(pairs, coverage, master_chars, page_chars, conflicts, anchored_units)
+    run = passage(pairs)
+    run_units = [master.units[j] for p in run for j in range(p.master_first, p.master_last + 1)]
+    return RewriteAlignment(
+        pairs,
+        coverage,
+        master_chars,
+        page_chars,
+        conflicts,
+        anchored_units,
+        len(run),
+        sum(u.chars for u in run_units),
+        sum(p.anchored for p in run),
+        sum(1 for u in run_units if u.anchors),
+    )
+
+
+def passage(pairs: list[Pair]) -> list[Pair]:
+    """The longest run of pairs (sorted by page) that rewrites one passage of the page: each
+    next on the page to the one before (``PASSAGE_GAP`` units skipped at most), wherever in
+    the master (a rewriter re-orders sentences and paragraphs). A copied passage is such a
+    run; chance pairs between two texts telling alike of other things are scattered among
+    the page's own sentences."""
+    best: list[Pair] = []
+    run: list[Pair] = []
+    for p in pairs:
+        if run and p.page_first - run[-1].page_last > PASSAGE_GAP + 1:
+            run = []
+        run.append(p)
+        if len(run) > len(best):
+            best = list(run)
+    return best
 
 
 def own_pairs(
@@ -405,9 +445,12 @@ def _filtered(pairs: list[Pair]) -> list[Pair]:
 
 def is_rewrite(alignment: RewriteAlignment) -> bool:
     """Whether the aligned sentences prove a rewritten copy: most of the master, or a share
-    of it long enough that it cannot be a few quoted or stock sentences."""
+    of it long enough that it cannot be a few quoted or stock sentences, or rewritten as one
+    passage (:func:`is_passage`)."""
     if len(alignment.pairs) < MIN_PAIRS or alignment.master_chars < MIN_REWRITE_CHARS:
         return False
+    if is_passage(alignment):
+        return True
     if not alignment.anchored and (
         alignment.conflicts or alignment.anchored_units >= MIN_ANCHORED_UNITS
     ):
@@ -417,6 +460,23 @@ def is_rewrite(alignment: RewriteAlignment) -> bool:
     if alignment.coverage >= MOST_OF_THE_MASTER:
         return True
     return alignment.coverage >= MIN_PARTIAL_SHARE and alignment.master_chars >= MIN_PARTIAL_CHARS
+
+
+def is_passage(alignment: RewriteAlignment) -> bool:
+    """A share of the master rewritten as one passage of the page (:func:`passage`): of
+    ``MIN_PASSAGE_PAIRS`` pairs and ``MIN_PASSAGE_CHARS`` of the master's characters, shorter
+    than ``MIN_PARTIAL_CHARS`` (a rewritten 40 % of a short chapter inside other text); its
+    anchors kept, as for the whole (when its master units hold ``MIN_ANCHORED_UNITS``
+    anchors, one pair shares one)."""
+    return (
+        alignment.coverage >= MIN_PARTIAL_SHARE
+        and alignment.passage_pairs >= MIN_PASSAGE_PAIRS
+        and alignment.passage_chars >= MIN_PASSAGE_CHARS
+        and not alignment.conflicts
+        and (
+            alignment.passage_anchored > 0 or alignment.passage_anchored_units < MIN_ANCHORED_UNITS
+        )
+    )
 
 
 def evidence(

@@ -1,0 +1,124 @@
+"""The hand-written development set of rewritten copies (tests/fixtures/rewrites_dev_hand/).
+
+News articles (Xinhua style, with datelines) each with a rewrite by hand (as an LLM
+paraphraser or a 伪原创 writer would make it) and two independent reports of the same event by
+other writers (same names, places and numbers): ``event``, a feature with its own order,
+details and quotes, and ``wire``, another paper's or agency's story written from the same
+official release (so much in the same order, in its own words); chapter
+excerpts of several genres each with a rewrite by hand; chapters of other stories, never
+registered, to wrap partial copies in. :func:`cases` builds the copies and the innocents the
+detector is measured on (``bench.rewrites_dev_hand``, ``tests/test_rewrites.py``).
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests import rewrites as r
+
+ROOT = Path(__file__).resolve().parent / "fixtures" / "rewrites_dev_hand"
+PARTIAL_SHARE = 0.4
+
+
+def _items(name: str) -> dict[str, dict[str, str]]:
+    """``# id`` items of a fixture file, each with its ``## section`` texts."""
+    items: dict[str, dict[str, str]] = {}
+    item: dict[str, list[str]] = {}
+    section = "text"
+    for line in (ROOT / name).read_text(encoding="utf-8").splitlines():
+        if line.startswith("## "):
+            section = line[3:].strip()
+        elif line.startswith("# "):
+            item = {}
+            items[line[2:].strip()] = item  # type: ignore[assignment]
+            section = "text"
+        elif line.strip():
+            item.setdefault(section, []).append(line.strip())
+    return {k: {s: "\n".join(lines) for s, lines in v.items()} for k, v in items.items()}  # type: ignore[union-attr]
+
+
+def news() -> dict[str, dict[str, str]]:
+    """id → master, rewrite, event, wire."""
+    return _items("news.txt")
+
+
+def chapters() -> dict[str, dict[str, str]]:
+    """id → master, rewrite."""
+    return _items("chapters.txt")
+
+
+def fillers() -> list[str]:
+    return [v["text"] for v in _items("fillers.txt").values()]
+
+
+_SENTENCE = re.compile(r"[^。！？\n]+[。！？]?[”\"」』]?|\n")
+
+
+def window(text: str, share: float, rng: random.Random) -> str:
+    """A run of whole sentences of ``text`` holding about ``share`` of its characters."""
+    pieces = [p for p in _SENTENCE.findall(text) if p]
+    target = share * len(text)
+    starts = [k for k in range(len(pieces)) if sum(map(len, pieces[k:])) >= target]
+    start = rng.choice(starts)
+    out, length = [], 0
+    for piece in pieces[start:]:
+        if length >= target:
+            break
+        out.append(piece)
+        length += len(piece)
+    return "".join(out).strip()
+
+
+@dataclass(frozen=True)
+class Case:
+    kind: str
+    text: str
+    expected: str | None  # the master's id, None for an innocent
+
+
+def master_id(kind: str, key: str) -> str:
+    return f"hand-{kind}/{key}"
+
+
+def masters() -> list[tuple[str, str]]:
+    """(id, text) of the masters to register."""
+    return [(master_id("news", k), v["master"]) for k, v in news().items()] + [
+        (master_id("chapter", k), v["master"]) for k, v in chapters().items()
+    ]
+
+
+def cases(seed: int = 39) -> list[Case]:
+    """The copies (with their master) and the innocents, by kind."""
+    out: list[Case] = []
+    wrap = fillers()
+    for k, (key, item) in enumerate(news().items()):
+        doc = master_id("news", key)
+        out.append(Case("news by hand", item["rewrite"], doc))
+        out.append(
+            Case("news no8 (table)", r.rewrite(item["master"], seed + k, r.HELD, "no8"), doc)
+        )
+        for how in ("event", "wire"):
+            event, name = item[how], f"same event ({how})"
+            out.append(Case(name, event, None))
+            out.append(Case(f"{name} no8", r.rewrite(event, seed + k, r.HELD, "no8"), None))
+            out.append(Case(f"{name} medium", r.rewrite(event, seed + k, r.DEV, "medium"), None))
+            out.append(Case(f"{name} in a page", event + "\n" + wrap[k % len(wrap)], None))
+    for k, (key, item) in enumerate(chapters().items()):
+        doc = master_id("chapter", key)
+        rng = random.Random(seed + k)
+        before, after = wrap[k % len(wrap)], wrap[(k + 2) % len(wrap)]
+        out.append(Case("chapter by hand", item["rewrite"], doc))
+        inner = window(item["rewrite"], PARTIAL_SHARE, rng)
+        out.append(Case("partial by hand", f"{before}\n{inner}\n{after}", doc))
+        table = r.rewrite(item["master"], seed + k, r.HELD, "no8")
+        inner = window(table, PARTIAL_SHARE, rng)
+        out.append(Case("partial no8 (table)", f"{before}\n{inner}\n{after}", doc))
+    out += [Case("other chapter", text, None) for text in wrap]
+    return out
+
+
+KINDS_FOUND = ("news by hand", "news no8 (table)", "chapter by hand", "partial by hand")
+KINDS_FOUND += ("partial no8 (table)",)
