@@ -61,6 +61,7 @@ MIN_REWRITE_CHARS = 80
 MOST_OF_THE_MASTER = 0.5
 MIN_PARTIAL_SHARE = 0.25
 MIN_PARTIAL_CHARS = 250
+MIN_PAGE_SHARE = 0.3  # of the page, that a short master's rewrite must make (see is_rewrite)
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,12 @@ class RewriteAlignment:
     page_chars: int  # the page's characters in aligned units
     conflicts: int = 0  # master units like a page unit but for other anchors
     anchored_units: int = 0  # master units holding an anchor
+    page_total: int = 0  # the characters of the page's units (or of those outside its
+    # verbatim copies): its room for a rewrite
+
+    @property
+    def page_share(self) -> float:
+        return self.page_chars / self.page_total if self.page_total else 0.0
 
     @property
     def anchored(self) -> int:
@@ -356,7 +363,15 @@ def summary(
         page.units[i].chars for p in pairs for i in range(p.page_first, p.page_last + 1)
     )
     coverage = min(1.0, master_chars / master.chars) if master.chars else 0.0
-    return RewriteAlignment(pairs, coverage, master_chars, page_chars, conflicts, anchored_units)
+    return RewriteAlignment(
+        pairs,
+        coverage,
+        master_chars,
+        page_chars,
+        conflicts,
+        anchored_units,
+        sum(u.chars for u in page.units),
+    )
 
 
 def own_pairs(
@@ -419,8 +434,16 @@ def _filtered(pairs: list[Pair]) -> list[Pair]:
 
 
 def is_rewrite(alignment: RewriteAlignment) -> bool:
-    """Whether the aligned sentences prove a rewritten copy: most of the master, or a share
-    of it long enough that it cannot be a few quoted or stock sentences."""
+    """Whether the aligned sentences prove a rewritten copy: a share of the master long
+    enough (``MIN_PARTIAL_CHARS``) that it cannot be a few quoted or stock sentences; or,
+    of a short master, most of it, making ``MIN_PAGE_SHARE`` of the page.
+
+    The page's share is asked of short evidence because chance grows with the page: each
+    page sentence is one more draw at a seed, so a long page on the master's subject (the
+    other half of a newspaper feature, quoting a paragraph of it) collects a few loose
+    pairs, and three or four pairs are most of a short master. A rewrite of a short master
+    is most of its page (0.4 and up on the development set, whatever was added), a page
+    sharing a paragraph with it a fifth."""
     if len(alignment.pairs) < MIN_PAIRS or alignment.master_chars < MIN_REWRITE_CHARS:
         return False
     if not alignment.anchored and (
@@ -429,9 +452,9 @@ def is_rewrite(alignment: RewriteAlignment) -> bool:
         # the same formulas about other names, places and numbers; or a master telling of
         # names and numbers "rewritten" without any of them
         return False
-    if alignment.coverage >= MOST_OF_THE_MASTER:
-        return True
-    return alignment.coverage >= MIN_PARTIAL_SHARE and alignment.master_chars >= MIN_PARTIAL_CHARS
+    if alignment.master_chars >= MIN_PARTIAL_CHARS:
+        return alignment.coverage >= MIN_PARTIAL_SHARE
+    return alignment.coverage >= MOST_OF_THE_MASTER and alignment.page_share >= MIN_PAGE_SHARE
 
 
 def evidence(

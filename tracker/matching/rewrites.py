@@ -13,6 +13,7 @@ sentences of one another; the ``MAX_CANDIDATES`` with the most, and at least
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -149,8 +150,10 @@ def find_rewrites(
             versions_by_simhash({d: loaded[d].meta for d in sentences}),
         )
         found = []
+        # the page's room for a rewrite: its characters outside the verbatim copies
+        room = sum(page_units.units[k].chars for k in free.tolist())
         for doc, alignment in aligned.items():
-            if doc in verbatim or not is_rewrite(alignment):
+            if doc in verbatim or not is_rewrite(replace(alignment, page_total=room)):
                 continue
             master, theirs = loaded[doc], sentences[doc]
             shorter = max(1, min(page_units.chars, theirs.chars))
