@@ -7,7 +7,10 @@ found copied verbatim keeps its verbatim evidence and is not aligned again. A ma
 candidate when the page looks up ``MIN_VOTES`` of its sentence keys within ``LOCAL_UNITS``
 sentences of one another; the ``MAX_CANDIDATES`` with the most, and at least
 ``RELATIVE_VOTES`` of the best one's, are aligned, each with the page's sentences within
-``LOCAL_UNITS`` of its hits only (a long page is aligned where the passage can be).
+``LOCAL_UNITS`` of its hits only (a long page is aligned where the passage can be). The
+page's sentences inside its verbatim copies are neither looked up nor aligned (they are
+explained already), and a page with fewer than ``MIN_OPEN_CHARS`` characters outside them is
+not looked at.
 """
 
 from __future__ import annotations
