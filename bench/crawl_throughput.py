@@ -485,7 +485,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--out", type=Path, help="also write the results (JSON) to this file")
     args = parser.parse_args(argv)
-    chosen = [v.strip() for v in args.variants.split(",") if v.strip()]
+    # a comma then a space belongs to a name ("full, no rewrite detection")
+    chosen = [v.strip() for v in re.split(r",(?! )", args.variants) if v.strip()]
     if unknown := set(chosen) - set(VARIANTS):
         parser.error(f"unknown variants: {', '.join(sorted(unknown))}")
     if (

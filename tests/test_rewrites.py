@@ -148,6 +148,46 @@ def test_alignment_proves_a_rewrite_with_split_and_merged_sentences():
     assert 1 in spans  # a split or merged sentence aligned with two
 
 
+# The shape of the one innocent text the development set flagged (bench.rewrites): a short
+# article of a newspaper feature (its chronology and one paragraph of figures), and the
+# feature's other half, which repeats that paragraph and tells of the same work in the
+# same words. Written for this test, on another subject.
+FEATURE_MASTER = (
+    "１９９６年１月，省政府提出要把城市供水管网改造作为民生工程来抓。\n"
+    "１９９７年６月，省政府发出《关于加快供水管网改造的通知》。７月，省政府召开了全省城市供水工作会议，贯彻文件精神，部署管网改造工作。\n"
+    "从用水看变化\n"
+    "三年来，全省初步形成了以水厂为龙头、管网为骨架、社区泵站为补充的城市供水体系。\n"
+    "到１９９７年底，全省新铺设供水管道２３００公里。老城区的漏水率从百分之二十八降到百分之十一，居民家中的水压明显提高，三十多万户告别了夜里接水的日子。"
+)
+FEATURE_PAGE = (
+    "供水十年\n"
+    "省委、省政府历来高度重视城市供水工作，把它作为关系千家万户的大事来抓。省政府多次召开专门会议研究和部署供水工作，出台了一系列扶持管网建设的政策和措施。\n"
+    "经过几年的实践，供水工程建设的思路逐步清晰，内涵不断充实，成为各级政府的一项常规性工作。\n"
+    "在资金投入方面，形成了财政、企业和社会多渠道的投资格局。十年间，全省共建设水厂四十七座，日供水能力大幅提高。\n"
+    "在管网建设方面，全省初步形成了以水厂为龙头、管网为骨架、社区泵站为补充的城市供水体系。到１９９７年底，全省新铺设供水管道２３００公里。老城区的漏水率从百分之二十八降到百分之十一，居民家中的水压明显提高。\n"
+    "在水质管理方面，各地建立了水质监测中心，定期向社会公布检测结果，群众喝上了放心水。\n"
+    "在节约用水方面，各地推行阶梯水价，工业用水的重复利用率逐年上升，节水器具进入了千家万户。\n"
+    "在服务群众方面，供水企业开通了二十四小时服务热线，抢修人员接到报修后一小时内赶到现场。\n"
+    "在农村供水方面，各地因地制宜修建集中供水站，一百多万农民喝上了自来水，告别了挑水吃的历史。\n"
+    "在人才培养方面，省里每年选派一批技术骨干到外地水厂学习，培养了一支懂管理、会维修的职工队伍。\n"
+    "在应急保障方面，各市制定了停水应急预案，储备了抢修物资，遇到干旱和管道爆裂也能保证居民基本用水。\n"
+    "展望未来，供水行业将继续深化改革，提高服务水平，为经济社会发展提供可靠保障。"
+)
+
+
+def test_a_long_page_sharing_a_paragraph_with_a_short_master_is_no_rewrite():
+    master = sentences_of(normalize(FEATURE_MASTER))
+    alignment = align_sentences(sentences_of(normalize(FEATURE_PAGE)), master)
+    # the shared paragraph and a loose pair on the same subject are most of the short master
+    assert alignment.coverage >= 0.5 and len(alignment.pairs) >= 4
+    # but a small share of the page: no rewrite
+    assert alignment.page_share < 0.3
+    assert not is_rewrite(alignment)
+    for seed in range(3):  # while the master rewritten is one
+        copy = r.rewrite(FEATURE_MASTER, 7800 + seed, r.HELD, "no8")
+        assert is_rewrite(align_sentences(sentences_of(normalize(copy)), master))
+
+
 @pytest.mark.parametrize(("master", "copy"), BY_HAND)
 def test_rewrites_written_by_hand_align(master, copy):
     alignment = align_sentences(sentences_of(normalize(copy)), sentences_of(normalize(master)))
@@ -247,6 +287,15 @@ def test_partial_rewrites_inside_unrelated_text_are_found(library):
     assert all(
         [m.doc_id for m in ms] == [f"book/{s}"] for ms, s in zip(results, CHAPTERS, strict=True)
     ), [[m.doc_id for m in ms] for ms in results]
+
+
+def test_a_rewrite_beside_a_verbatim_copy_is_found(library):
+    """The sentences inside the verbatim copy are not looked up for rewrites; the rest are."""
+    page = r.news(503) + "\n" + BY_HAND[1][1]
+    [matches] = library.detector().check_many([page])
+    methods = {m.doc_id: m.method for m in matches}
+    assert set(methods) == {"news/503", "hand/1"}, methods
+    assert methods["hand/1"] == "rewrite" and methods["news/503"] != "rewrite"
 
 
 def test_rewrites_written_by_hand_are_found(library):

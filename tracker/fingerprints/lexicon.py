@@ -31,11 +31,14 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+import importlib.util
 import math
 import re
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+
+import numpy as np
 
 
 def _words(*lines: str) -> frozenset[str]:
@@ -67,6 +70,7 @@ NUMERALS = {
     "九": 9,
 }
 UNITS = {"十": 10, "百": 100, "千": 1000, "万": 10_000, "亿": 100_000_000}
+MAX_WORDS = 1_000_000  # words a process keeps canonicalised (a library's vocabulary: far fewer)
 SMALL_NUMBER = 32  # below: counts, months, days, hours (一只, 10月5日): no evidence
 PLACE_CLASS = "Di"  # Cilin's 社会·政法 class holding countries and capitals (中国, 北京)
 _NUMERAL_START = frozenset("0123456789.〇零一二两三四五六七八九十百千万亿")
@@ -149,20 +153,17 @@ def cilin() -> dict[str, str]:
 
 @cache
 def jieba_dictionary() -> tuple[dict[str, tuple[int, str]], int]:
-    """jieba's dictionary: word → (frequency, part of speech), and the frequencies' total."""
-    import jieba
-
-    path = Path(jieba.__file__).with_name("dict.txt")
-    words: dict[str, tuple[int, str]] = {}
-    total = 0
-    with path.open(encoding="utf-8") as fh:
-        for line in fh:
-            parts = line.split()
-            if len(parts) >= 3:
-                freq = int(parts[1])
-                words[parts[0]] = (freq, parts[2])
-                total += freq
-    return words, total
+    """jieba's dictionary: word → (frequency, part of speech), and the frequencies' total.
+    Read from jieba's ``dict.txt`` (lines ``word frequency pos``) without importing jieba,
+    whose import alone costs more than the reading."""
+    spec = importlib.util.find_spec("jieba")
+    if spec is None or spec.origin is None:
+        raise FileNotFoundError("jieba is not installed")
+    parts = Path(spec.origin).with_name("dict.txt").read_text("utf-8").split()
+    if len(parts) % 3:
+        raise ValueError("jieba's dict.txt is not lines of a word, a frequency and a tag")
+    freqs = list(map(int, parts[1::3]))
+    return dict(zip(parts[0::3], zip(freqs, parts[2::3], strict=True), strict=True)), sum(freqs)
 
 
 class Lexicon:
@@ -178,6 +179,15 @@ class Lexicon:
         self.group_freq = group_freq
         self.max_weight = math.log(self.total)
         self._cache: dict[str, Canon | None] = {}
+        self._forget()
+
+    def _forget(self) -> None:
+        """:meth:`entries`' table: each word seen, a row of three growing arrays (-1: none)."""
+        self._rows: dict[str, int] = {}
+        self._codes = np.zeros(1024, dtype=np.uint64)
+        self._weights = np.zeros(1024, dtype=np.float64)
+        self._anchors = np.zeros(1024, dtype=bool)
+        self._filled = 0
 
     def canon(self, word: str) -> Canon | None:
         """The word's :class:`Canon`; None for a function word (or no word)."""
@@ -185,9 +195,49 @@ class Lexicon:
         if found is not False:
             return found  # type: ignore[return-value]
         made = self._canon(word)
-        if len(self._cache) < 1_000_000:
+        if len(self._cache) < MAX_WORDS:
             self._cache[word] = made
         return made
+
+    def entries(self, words: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The content words among ``words`` (their positions, int64) with their codes
+        (uint64), weights and anchor flags: :meth:`canon` of a whole text at once, one dict
+        lookup a word (a word seen before, in this text or another, is not canonicalised
+        again; a library's vocabulary is a few hundred thousand words)."""
+        if len(self._rows) + len(words) > MAX_WORDS:
+            self._forget()
+        rows = self._rows
+        found = [rows.get(w, -2) for w in words]
+        if -2 in found:
+            for k, word in enumerate(words):
+                if found[k] == -2:
+                    found[k] = self._row(word)
+        at = np.array(found, dtype=np.int64)
+        keep = np.flatnonzero(at >= 0)
+        at = at[keep]
+        return keep, self._codes[at], self._weights[at], self._anchors[at]
+
+    def _row(self, word: str) -> int:
+        row = self._rows.get(word)
+        if row is not None:
+            return row
+        canon = self._canon(word)
+        if canon is None:
+            row = -1
+        else:
+            row = self._filled
+            if row == len(self._codes):
+                self._codes = np.resize(self._codes, 2 * row)
+                self._weights = np.resize(self._weights, 2 * row)
+                self._anchors = np.resize(self._anchors, 2 * row)
+            self._codes[row], self._weights[row], self._anchors[row] = (
+                canon.code,
+                canon.weight,
+                canon.anchor,
+            )
+            self._filled += 1
+        self._rows[word] = row
+        return row
 
     def _canon(self, word: str) -> Canon | None:
         if not word or word in STOP_WORDS:
@@ -218,22 +268,30 @@ class Lexicon:
         return Canon(code_of(canonical), weight, anchor)
 
 
-def join_numbers(words: list[str]) -> list[str]:
+def join_numbers(words: list[str], groups: list[int]) -> tuple[list[str], list[int]]:
     """``words`` with a number cut in pieces joined again (三百 二十名 → 三百二十名), so that
-    it canonicalises to one value, as 320 does."""
-    out: list[str] = []
-    for word in words:
+    it canonicalises to one value, as 320 does; only words of the same group (sentence) are
+    joined. Returns the words and their groups. Only a word starting with a numeral after
+    another such word is looked at."""
+    starts = [w[0] in _NUMERAL_START for w in words]
+    joined: dict[int, int] = {}  # a word → the word it was joined to
+    text: dict[int, str] = {}  # a word → it and the words joined to it
+    for i in [i for i in range(1, len(words)) if starts[i] and starts[i - 1]]:
+        if groups[i] != groups[i - 1]:
+            continue
+        head = joined.get(i - 1, i - 1)
+        before, word = text.get(head, words[head]), words[i]
         if (
-            word[0] in _NUMERAL_START
-            and out
-            and _NUMERAL_WORD.match(word)
-            and _NUMERAL_WORD.match(out[-1])
-            and (out[-1][-1].isdigit() or out[-1][-1] in NUMERALS or out[-1][-1] in UNITS)
+            _NUMERAL_WORD.match(word)
+            and _NUMERAL_WORD.match(before)
+            and (before[-1].isdigit() or before[-1] in NUMERALS or before[-1] in UNITS)
         ):
-            out[-1] += word
-        else:
-            out.append(word)
-    return out
+            text[head] = before + word
+            joined[i] = head
+    if not joined:
+        return words, groups
+    kept = [k for k in range(len(words)) if k not in joined]
+    return [text.get(k, words[k]) for k in kept], [groups[k] for k in kept]
 
 
 @cache

@@ -22,12 +22,13 @@ the master's pair).
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
-from itertools import combinations
+from dataclasses import dataclass, field
+from functools import cached_property
+from itertools import chain
 
 import numpy as np
 
+from tracker.fingerprints.anchors import mix
 from tracker.fingerprints.lexicon import Lexicon, join_numbers, lexicon
 from tracker.text.normalize import NormalizedText, codepoints
 
@@ -63,12 +64,56 @@ class Unit:
 
 
 @dataclass(frozen=True)
+class Flat:
+    """A text's units as flat arrays, for the alignment: entry ``e`` is code ``codes[e]`` of
+    unit ``unit[e]`` (units in order, each unit's codes rarest first, from ``ptr[u]`` to
+    ``ptr[u + 1]``), with its weight and whether it is an anchor; per unit, its norm, its
+    number of codes and of anchors."""
+
+    ptr: np.ndarray  # int64, units + 1
+    unit: np.ndarray  # int64
+    codes: np.ndarray  # uint64
+    weights: np.ndarray  # float64
+    anchor: np.ndarray  # bool
+    norms: np.ndarray  # float64
+    sizes: np.ndarray  # int64
+    anchors: np.ndarray  # int64
+
+    @classmethod
+    def of(cls, units: list[Unit]) -> Flat:
+        sizes = np.fromiter((len(u.codes) for u in units), np.int64, len(units))
+        codes = np.fromiter(chain.from_iterable(u.codes for u in units), np.uint64, sizes.sum())
+        anchor = np.array([c in u.anchors for u in units for c in u.codes], dtype=bool)
+        return cls(
+            np.r_[0, np.cumsum(sizes)].astype(np.int64),
+            np.repeat(np.arange(len(units), dtype=np.int64), sizes),
+            codes,
+            np.fromiter(chain.from_iterable(u.weights for u in units), np.float64, len(codes)),
+            anchor.reshape(len(codes)),
+            np.fromiter((u.norm for u in units), np.float64, len(units)),
+            sizes,
+            np.fromiter((len(u.anchors) for u in units), np.int64, len(units)),
+        )
+
+    def gather(self, units: np.ndarray) -> np.ndarray:
+        """The entries of ``units``, unit by unit."""
+        lengths = self.ptr[units + 1] - self.ptr[units]
+        first = np.repeat(self.ptr[units] - np.cumsum(lengths) + lengths, lengths)
+        return first + np.arange(lengths.sum())
+
+
+@dataclass(frozen=True)
 class Sentences:
     units: list[Unit]
     chars: int  # folded characters of the whole text
+    prepared: Flat | None = field(default=None, repr=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.units)
+
+    @cached_property
+    def flat(self) -> Flat:
+        return self.prepared or Flat.of(self.units)
 
 
 def boundaries(text: NormalizedText) -> list[tuple[int, int]]:
@@ -108,90 +153,128 @@ def sentences_of(
     text: NormalizedText, words: list[str] | None = None, lex: Lexicon | None = None
 ) -> Sentences:
     """The units of ``text``; ``words``: its jieba words cut line by line, if already cut
-    (:func:`tracker.fingerprints.simhash.segment_lines`), else cut here."""
+    (:func:`tracker.fingerprints.simhash.segment_lines`), else cut here. The words are
+    canonicalised all at once (:meth:`Lexicon.entries`), and grouped into units by numpy."""
     from tracker.fingerprints.simhash import cut_lines
 
     lex = lex or lexicon()
     if words is None or sum(map(len, words)) != len(text.chars):
         words = cut_lines(text.lines())
     bounds = boundaries(text)
+    if not bounds or not words:
+        return Sentences([], len(text.chars))
     lengths = np.fromiter(map(len, words), np.int64, len(words))
-    # unit k holds the words starting before its end, from where unit k - 1's stopped
-    last = np.searchsorted(np.cumsum(lengths) - lengths, [end for _, end in bounds]).tolist()
-    canon_of = lex.canon
-    units: list[Unit] = []
-    for (start, end), first, stop in zip(bounds, [0, *last][:-1], last, strict=True):
-        unit_words, unit_codes = [], []
-        weights: dict[int, float] = {}
-        anchors = set()
-        for word in join_numbers(words[first:stop]):
-            canon = canon_of(word)
-            if canon is None:
-                continue
-            unit_words.append(word)
-            unit_codes.append(canon.code)
-            weights[canon.code] = canon.weight
-            if canon.anchor:
-                anchors.add(canon.code)
-        ranked = sorted(weights, key=lambda c: (-weights[c], c))
+    ends = np.array([end for _, end in bounds], dtype=np.int64)
+    # a word belongs to the unit it starts in
+    owner = np.searchsorted(ends, np.cumsum(lengths) - lengths, side="right").tolist()
+    words, owner = join_numbers(words, owner)
+    at, codes, weights, anchor = lex.entries(words)
+    unit = np.asarray(owner, dtype=np.int64)[at]
+    # each unit's distinct codes, rarest first (then by code): sorted, then deduplicated
+    order = np.lexsort((codes, -weights, unit))
+    su, sc, sw, sa = unit[order], codes[order], weights[order], anchor[order]
+    first = np.ones(len(su), dtype=bool)
+    first[1:] = (su[1:] != su[:-1]) | (sc[1:] != sc[:-1])
+    starts = np.flatnonzero(first)
+    any_anchor = np.logical_or.reduceat(sa, starts) if len(starts) else sa
+    du, dc, dw = su[starts], sc[starts], sw[starts]
+    present, counts = np.unique(du, return_counts=True)
+    norms = np.sqrt(np.bincount(du, dw * dw, len(bounds)))
+    ptr = np.r_[0, np.cumsum(counts)].tolist()
+    # the content words in text order, unit by unit
+    word_list = [words[k] for k in at.tolist()]
+    word_ptr = np.searchsorted(unit, np.r_[present, present[-1] + 1] if len(present) else [0])
+    word_ptr = word_ptr.tolist()
+    all_codes, all_weights = dc.tolist(), dw.tolist()
+    all_word_codes = codes.tolist()
+    anchor_codes = dc[any_anchor].tolist()
+    anchor_unit = du[any_anchor].tolist()
+    anchors_of: dict[int, set[int]] = {}
+    for u, c in zip(anchor_unit, anchor_codes, strict=True):
+        anchors_of.setdefault(u, set()).add(c)
+    units = []
+    for k, u in enumerate(present.tolist()):
+        a, b = ptr[k], ptr[k + 1]
+        wa, wb = word_ptr[k], word_ptr[k + 1]
+        start, end = bounds[u]
         units.append(
             Unit(
                 start,
                 end,
-                tuple(unit_words),
-                tuple(unit_codes),
-                tuple(ranked),
-                tuple(weights[c] for c in ranked),
-                frozenset(anchors),
-                math.sqrt(sum(w * w for w in weights.values())),
+                tuple(word_list[wa:wb]),
+                tuple(all_word_codes[wa:wb]),
+                tuple(all_codes[a:b]),
+                tuple(all_weights[a:b]),
+                frozenset(anchors_of.get(u, ())),
+                float(norms[u]),
             )
         )
-    return Sentences([u for u in units if u.codes], len(text.chars))
+    sizes = np.asarray(counts, dtype=np.int64)
+    flat = Flat(
+        np.asarray(ptr, dtype=np.int64),
+        np.repeat(np.arange(len(units), dtype=np.int64), sizes),
+        dc,
+        dw,
+        any_anchor,
+        norms[present],
+        sizes,
+        np.bincount(np.searchsorted(present, du[any_anchor]), minlength=len(units)),
+    )
+    return Sentences(units, len(text.chars), flat)
 
 
-MASK64 = (1 << 64) - 1
+_ROTATE = np.uint64(63)
+_PAIRS = [(a, b) for a in range(QUERY_RAREST) for b in range(a + 1, QUERY_RAREST)]
+
+
+def pair_keys(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The order-free key of each two codes (uint64): the smaller xor the larger rotated,
+    through the splitmix64 finaliser (:func:`tracker.fingerprints.anchors.mix`)."""
+    lo, hi = np.minimum(a, b), np.maximum(a, b)
+    with np.errstate(over="ignore"):
+        return mix(lo ^ ((hi << np.uint64(1)) | (hi >> _ROTATE)))
 
 
 def pair_key(a: int, b: int) -> int:
-    """The order-free key of two codes: the smaller xor the larger rotated, through the
-    splitmix64 finaliser (:func:`tracker.fingerprints.anchors.mix`, in Python integers: one
-    pair at a time, numpy's per-call cost would be most of it)."""
-    lo, hi = (a, b) if a < b else (b, a)
-    h = lo ^ ((hi << 1 | hi >> 63) & MASK64)
-    h ^= h >> 30
-    h = (h * 0xBF58476D1CE4E5B9) & MASK64
-    h ^= h >> 27
-    h = (h * 0x94D049BB133111EB) & MASK64
-    return h ^ (h >> 31)
+    """:func:`pair_keys` of one pair."""
+    return int(pair_keys(np.array([a], np.uint64), np.array([b], np.uint64))[0])
 
 
-def _kept(key: int) -> bool:
-    return key % KEY_SAMPLE == 0
+def _kept(keys: np.ndarray) -> np.ndarray:
+    return keys % np.uint64(KEY_SAMPLE) == 0
 
 
 def master_keys(sentences: Sentences) -> np.ndarray:
     """The keys a master files: its units' rarest pairs, distinct (uint64); a long master
     (``SAMPLE_ABOVE_UNITS`` units or more) only the sampled ones."""
-    sampled = len(sentences.units) >= SAMPLE_ABOVE_UNITS
-    keys = {
-        key
-        for u in sentences.units
-        if len(u.codes) >= MIN_KEY_CODES
-        and (_kept(key := pair_key(u.codes[0], u.codes[1])) or not sampled)
-    }
-    return np.array(sorted(keys), dtype=np.uint64)
+    flat = sentences.flat
+    units = np.flatnonzero(flat.sizes >= MIN_KEY_CODES)
+    keys = pair_keys(flat.codes[flat.ptr[units]], flat.codes[flat.ptr[units] + 1])
+    if len(sentences.units) >= SAMPLE_ABOVE_UNITS:
+        keys = keys[_kept(keys)]
+    return np.unique(keys)
 
 
-def query_keys(sentences: Sentences) -> tuple[np.ndarray, np.ndarray]:
+def query_keys(
+    sentences: Sentences, among: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """The keys a page looks up: pairs of its units' ``QUERY_RAREST`` rarest codes, with the
-    unit each comes from (uint64 keys, int64 units)."""
-    keys: dict[int, int] = {}
-    for k, u in enumerate(sentences.units):
-        if len(u.codes) < MIN_KEY_CODES - 1:
-            continue
-        for a, b in combinations(u.codes[:QUERY_RAREST], 2):
-            keys.setdefault(pair_key(a, b), k)
-    return (
-        np.fromiter(keys.keys(), np.uint64, len(keys)),
-        np.fromiter(keys.values(), np.int64, len(keys)),
-    )
+    (first) unit each comes from (uint64 keys, int64 units); only of the units ``among``
+    these, if given (sorted)."""
+    flat = sentences.flat
+    units = np.flatnonzero(flat.sizes >= MIN_KEY_CODES - 1)
+    if among is not None:
+        units = np.intersect1d(units, among)
+    sizes, base = flat.sizes[units], flat.ptr[units]
+    keys, owners = [], []
+    for a, b in _PAIRS:
+        has = sizes > b
+        keys.append(pair_keys(flat.codes[base[has] + a], flat.codes[base[has] + b]))
+        owners.append(units[has])
+    all_keys, all_owners = np.concatenate(keys), np.concatenate(owners)
+    # the first unit of each key, in the order of the units
+    order = np.argsort(all_owners, kind="stable")
+    all_keys, all_owners = all_keys[order], all_owners[order]
+    _, first = np.unique(all_keys, return_index=True)
+    first.sort()
+    return all_keys[first], all_owners[first]

@@ -221,6 +221,7 @@ class Detector:
             found = self._align(self._lookup([page.tokens for page in texts], hashes))
             copied: list[set[int]] = []  # the masters each page copies verbatim
             covered: list[float] = []  # the share of each page they cover
+            inside: list[np.ndarray | None] = []  # the folded characters they cover
             for i, aligned in zip(short, found, strict=True):
                 own = own_shares(
                     {a.doc: a.alignment for a in aligned},
@@ -233,6 +234,7 @@ class Detector:
                 ]
                 copied.append({a.doc for a in reported})
                 covered.append(_covered(pages[i], reported))
+                inside.append(_covered_chars(pages[i], reported) if reported else None)
                 results[i] = [
                     self._match(
                         a.alignment,
@@ -254,6 +256,7 @@ class Detector:
                     [texts[k] for k in rest],
                     [cut[k] for k in rest],
                     [copied[k] for k in rest],
+                    [inside[k] for k in rest],
                 )
                 for k, matches in zip(rest, rewritten, strict=True):
                     results[short[k]].extend(matches)
@@ -490,6 +493,18 @@ def _covered(page: NormalizedText, aligned: Sequence[_Aligned]) -> float:
             inside[min(p.page_start, len(page))] += 1
             inside[min(p.page_end, len(page))] -= 1
     return float((np.cumsum(inside)[: len(page)] > 0).mean())
+
+
+def _covered_chars(page: NormalizedText, aligned: Sequence[_Aligned]) -> np.ndarray:
+    """Which of the page's folded characters lie inside the passages of these alignments."""
+    inside = np.zeros(len(page.source) + 1, dtype=np.int32)
+    for a in aligned:
+        for p in a.alignment.passages:
+            if p.page_end > p.page_start:
+                start, end = page.source_span(p.page_start, min(p.page_end, len(page)))
+                inside[start] += 1
+                inside[end] -= 1
+    return (np.cumsum(inside)[page.char_pos] > 0) if len(page.chars) else inside[:0] > 0
 
 
 def _master_span(text: NormalizedText) -> Callable[[int, int], tuple[int, int]] | None:

@@ -39,11 +39,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from itertools import pairwise
 
 import numpy as np
 
-from tracker.fingerprints.sentences import Sentences, Unit
+from tracker.fingerprints.sentences import Flat, Sentences
 from tracker.text.normalize import NormalizedText
 
 SEED_COSINE = 0.5
@@ -68,6 +67,7 @@ MIN_PARTIAL_CHARS = 250
 MIN_PASSAGE_PAIRS = 6
 MIN_PASSAGE_CHARS = 120
 PASSAGE_GAP = 1  # units a passage may skip between two pairs, on the page
+MIN_PAGE_SHARE = 0.3  # of the page, that a short master's rewrite must make (see is_rewrite)
 
 
 @dataclass(frozen=True)
@@ -96,6 +96,12 @@ class RewriteAlignment:
     passage_chars: int = 0  # the master's characters in its units
     passage_anchored: int = 0  # its pairs sharing an anchor
     passage_anchored_units: int = 0  # its master units holding an anchor
+    page_total: int = 0  # the characters of the page's units (or of those outside its
+    # verbatim copies): its room for a rewrite
+
+    @property
+    def page_share(self) -> float:
+        return self.page_chars / self.page_total if self.page_total else 0.0
 
     @property
     def anchored(self) -> int:
@@ -138,52 +144,73 @@ class _Side:
         )
 
     @classmethod
-    def of(cls, units: list[Unit], index: dict[int, int]) -> _Side:
-        rows, cols, weights, common = [], [], [], []
-        for row, u in enumerate(units):
-            for code, weight in zip(u.codes, u.weights, strict=True):
-                col = index.get(code)
-                if col is not None:
-                    rows.append(row)
-                    cols.append(col)
-                    weights.append(weight)
-                    common.append(code not in u.anchors)
+    def of(cls, flat: Flat, rows: np.ndarray, codes: np.ndarray) -> _Side:
+        """The units ``rows`` of a text over the shared ``codes`` (sorted: their columns)."""
+        at = flat.gather(rows)
+        col = _columns(flat.codes[at], codes)
+        present = col >= 0
+        at = at[present]
+        place = np.repeat(np.arange(len(rows), dtype=np.int64), flat.sizes[rows])[present]
+        sizes = flat.sizes[rows].astype(np.float64)
         return cls._sorted(
-            np.array(rows, dtype=np.int64),
-            np.array(cols, dtype=np.int64),
-            np.array(weights, dtype=np.float64),
-            np.array(common, dtype=bool),
-            np.array([u.norm for u in units], dtype=np.float64),
-            np.array([len(u.codes) for u in units], dtype=np.float64),
-            np.array([len(u.codes) - len(u.anchors) for u in units], dtype=np.float64),
+            place,
+            col[present],
+            flat.weights[at],
+            ~flat.anchor[at],
+            flat.norms[rows],
+            sizes,
+            sizes - flat.anchors[rows],
         )
 
     @classmethod
-    def merged(cls, units: list[Unit], side: _Side) -> _Side:
-        """Each two adjacent units as one (the union of their codes)."""
-        pairs = list(pairwise(units))
-        unions = [
-            dict(zip(a.codes + b.codes, a.weights + b.weights, strict=True)) for a, b in pairs
-        ]
-        anchors = [a.anchors | b.anchors for a, b in pairs]
+    def merged(cls, flat: Flat, rows: np.ndarray, side: _Side) -> _Side:
+        """Each two consecutive units of ``rows`` as one (the union of their codes)."""
+        pairs = len(rows) - 1
         # unit r's entries go to merged rows r - 1 and r (when they exist)
-        first = side.rows < len(pairs)
+        first = side.rows < pairs
         second = side.rows >= 1
-        rows = np.concatenate([side.rows[first], side.rows[second] - 1])
+        merged_rows = np.concatenate([side.rows[first], side.rows[second] - 1])
         cols = np.concatenate([side.cols[first], side.cols[second]])
         weights = np.concatenate([side.weights[first], side.weights[second]])
         common = np.concatenate([side.common[first], side.common[second]])
-        keys = rows * (cols.max(initial=0) + 1) + cols
+        keys = merged_rows * (cols.max(initial=0) + 1) + cols
         keys, at = np.unique(keys, return_index=True)  # a code both units hold, once
+        # the norms and sizes of the unions, over all their codes
+        left, right = flat.gather(rows[:-1]), flat.gather(rows[1:])
+        owner = np.concatenate(
+            [
+                np.repeat(np.arange(pairs), flat.sizes[rows[:-1]]),
+                np.repeat(np.arange(pairs), flat.sizes[rows[1:]]),
+            ]
+        )
+        entries = np.concatenate([left, right])
+        order = np.lexsort((flat.codes[entries], owner))
+        owner, entries = owner[order], entries[order]
+        codes = flat.codes[entries]
+        once = np.ones(len(owner), dtype=bool)
+        once[1:] = (owner[1:] != owner[:-1]) | (codes[1:] != codes[:-1])
+        anchor = flat.anchor[entries]
+        if len(once):  # a code is an anchor of the union when it is one of either unit
+            anchor = np.logical_or.reduceat(anchor, np.flatnonzero(once))
+        owner, w = owner[once], flat.weights[entries[once]]
+        sizes = np.bincount(owner, minlength=pairs).astype(np.float64)
         return cls._sorted(
-            rows[at],
+            merged_rows[at],
             cols[at],
             weights[at],
             common[at],
-            np.array([_norm(u.values()) for u in unions], dtype=np.float64),
-            np.array([len(u) for u in unions], dtype=np.float64),
-            np.array([len(u.keys() - a) for u, a in zip(unions, anchors, strict=True)], np.float64),
+            np.sqrt(np.bincount(owner, w * w, pairs)),
+            sizes,
+            sizes - np.bincount(owner[anchor], minlength=pairs),
         )
+
+
+def _columns(values: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """The place of each of ``values`` in the sorted ``codes``; -1 where it is none of them."""
+    at = np.minimum(np.searchsorted(codes, values), max(len(codes) - 1, 0))
+    if not len(codes):
+        return np.full(len(values), -1, dtype=np.int64)
+    return np.where(codes[at] == values, at, -1)
 
 
 def _products(a: _Side, b: _Side) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -235,12 +262,14 @@ def _seeds(s: _Scores) -> np.ndarray:
     return _passing(s, SEED_COSINE, SEED_DICE, SEED_COMMON_DICE, MIN_SHARED)
 
 
-def _rows(units: list[Unit], codes: set[int], among: np.ndarray) -> np.ndarray:
+def _rows(flat: Flat, codes: np.ndarray, among: np.ndarray) -> np.ndarray:
     """The units ``among`` these worth scoring: those sharing ``EXTEND_MIN_SHARED`` codes with
     the other text, and their neighbours sharing one (the other half of a split sentence)."""
-    hits = np.zeros(len(units), dtype=np.int32)
-    for i in among.tolist():
-        hits[i] = sum(c in codes for c in units[i].codes)
+    shared = _columns(flat.codes, codes) >= 0
+    hits = np.bincount(flat.unit[shared], minlength=len(flat.sizes))
+    outside = np.ones(len(hits), dtype=bool)
+    outside[among] = False
+    hits[outside] = 0
     keep = hits >= EXTEND_MIN_SHARED
     near = keep.copy()
     near[1:] |= keep[:-1]
@@ -263,18 +292,15 @@ def align_sentences(
         return none
     if among is None:
         among = np.arange(len(page.units))
-    codes = {c for i in among.tolist() for c in page.units[i].codes}
-    codes &= {c for u in master.units for c in u.codes}
+    pf, mf = page.flat, master.flat
+    codes = np.intersect1d(pf.codes[pf.gather(among)], mf.codes)  # sorted, distinct
     if len(codes) < MIN_SHARED:
         return none
-    prows = _rows(page.units, codes, among)
-    mrows = _rows(master.units, codes, np.arange(len(master.units)))
+    prows = _rows(pf, codes, among)
+    mrows = _rows(mf, codes, np.arange(len(master.units)))
     if not len(prows) or not len(mrows):
         return none
-    page_units = [page.units[i] for i in prows.tolist()]
-    master_units = [master.units[j] for j in mrows.tolist()]
-    index = {c: k for k, c in enumerate(sorted(codes))}
-    ours, theirs = _Side.of(page_units, index), _Side.of(master_units, index)
+    ours, theirs = _Side.of(pf, prows, codes), _Side.of(mf, mrows, codes)
     one = _scores(ours, theirs)
     # Rows from here on are the kept units' (prows/mrows give their place in the texts).
     page_used = np.zeros(len(prows), dtype=bool)
@@ -315,10 +341,10 @@ def align_sentences(
 
     seeds = [(_seeds(one), one, 1, 1)]
     if len(prows) > 1:  # 1:2, a master sentence split in two on the page
-        split = _scores(_Side.merged(page_units, ours), theirs)
+        split = _scores(_Side.merged(pf, prows, ours), theirs)
         seeds.append((_seeds(split) & _adjacent(prows)[:, None], split, 2, 1))
     if len(mrows) > 1:  # 2:1, two master sentences merged into one on the page
-        merged = _scores(ours, _Side.merged(master_units, theirs))
+        merged = _scores(ours, _Side.merged(mf, mrows, theirs))
         seeds.append((_seeds(merged) & _adjacent(mrows)[None, :], merged, 1, 2))
     take(seeds)
     # Extension: units next to aligned ones, at the lower thresholds, until none is added.
@@ -331,7 +357,7 @@ def align_sentences(
     unlike = _passing(one, SEED_COSINE, SEED_DICE, SEED_COMMON_DICE, MIN_SHARED, True)
     unlike &= one.conflict & ~page_used[:, None] & ~master_used[None, :]  # left unaligned
     conflicts = int(unlike.any(axis=0).sum())
-    anchored_units = sum(1 for u in master.units if u.anchors)
+    anchored_units = int((mf.anchors > 0).sum())
     return summary(pairs, page, master, conflicts, anchored_units)
 
 
@@ -360,6 +386,7 @@ def summary(
         sum(u.chars for u in run_units),
         sum(p.anchored for p in run),
         sum(1 for u in run_units if u.anchors),
+        sum(u.chars for u in page.units),
     )
 
 
@@ -415,10 +442,6 @@ def own_pairs(
     return found
 
 
-def _norm(weights) -> float:
-    return float(np.sqrt(sum(w * w for w in weights)))
-
-
 def _near(used: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """Kept units next to a used one in the text."""
     near = np.zeros_like(used)
@@ -444,9 +467,17 @@ def _filtered(pairs: list[Pair]) -> list[Pair]:
 
 
 def is_rewrite(alignment: RewriteAlignment) -> bool:
-    """Whether the aligned sentences prove a rewritten copy: most of the master, or a share
-    of it long enough that it cannot be a few quoted or stock sentences, or rewritten as one
-    passage (:func:`is_passage`)."""
+    """Whether the aligned sentences prove a rewritten copy: a share of the master rewritten
+    as one passage of the page (:func:`is_passage`); a share of the master long enough
+    (``MIN_PARTIAL_CHARS``) that it cannot be a few quoted or stock sentences; or, of a short
+    master, most of it, making ``MIN_PAGE_SHARE`` of the page.
+
+    The page's share is asked of short evidence because chance grows with the page: each
+    page sentence is one more draw at a seed, so a long page on the master's subject (the
+    other half of a newspaper feature, quoting a paragraph of it) collects a few loose
+    pairs, and three or four pairs are most of a short master. A rewrite of a short master
+    is most of its page (0.4 and up on the development set, whatever was added), a page
+    sharing a paragraph with it a fifth."""
     if len(alignment.pairs) < MIN_PAIRS or alignment.master_chars < MIN_REWRITE_CHARS:
         return False
     if is_passage(alignment):
@@ -457,9 +488,9 @@ def is_rewrite(alignment: RewriteAlignment) -> bool:
         # the same formulas about other names, places and numbers; or a master telling of
         # names and numbers "rewritten" without any of them
         return False
-    if alignment.coverage >= MOST_OF_THE_MASTER:
-        return True
-    return alignment.coverage >= MIN_PARTIAL_SHARE and alignment.master_chars >= MIN_PARTIAL_CHARS
+    if alignment.master_chars >= MIN_PARTIAL_CHARS:
+        return alignment.coverage >= MIN_PARTIAL_SHARE
+    return alignment.coverage >= MOST_OF_THE_MASTER and alignment.page_share >= MIN_PAGE_SHARE
 
 
 def is_passage(alignment: RewriteAlignment) -> bool:

@@ -7,19 +7,30 @@ found copied verbatim keeps its verbatim evidence and is not aligned again. A ma
 candidate when the page looks up ``MIN_VOTES`` of its sentence keys within ``LOCAL_UNITS``
 sentences of one another; the ``MAX_CANDIDATES`` with the most, and at least
 ``RELATIVE_VOTES`` of the best one's, are aligned, each with the page's sentences within
-``LOCAL_UNITS`` of its hits only (a long page is aligned where the passage can be).
+``LOCAL_UNITS`` of its hits only (a long page is aligned where the passage can be). The
+page's sentences inside its verbatim copies are neither looked up nor aligned (they are
+explained already), and a page with fewer than ``MIN_OPEN_CHARS`` characters outside them is
+not looked at.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from tracker.fingerprints.sentences import Sentences, query_keys, sentences_of
 from tracker.index.master_index import MasterIndex
-from tracker.matching.rewrite import align_sentences, evidence, is_rewrite, own_pairs
+from tracker.matching.rewrite import (
+    MIN_PAIRS,
+    MIN_REWRITE_CHARS,
+    align_sentences,
+    evidence,
+    is_rewrite,
+    own_pairs,
+)
 from tracker.text.normalize import NormalizedText
 
 if TYPE_CHECKING:
@@ -30,6 +41,9 @@ MIN_VOTES = 2
 MAX_CANDIDATES = 4
 RELATIVE_VOTES = 0.2
 LOCAL_UNITS = 24  # page units (sentences) a rewritten passage's key hits are counted within
+# the page's characters outside its verbatim copies below which no rewrite is looked for:
+# half the master characters a rewrite must align (a rewriter rarely halves a text)
+MIN_OPEN_CHARS = MIN_REWRITE_CHARS // 2
 
 
 def master_sentences(master: CachedMaster) -> Sentences:
@@ -49,12 +63,14 @@ def local_votes(units: np.ndarray) -> int:
     return int(reach.max())
 
 
-def near_hits(units: np.ndarray, length: int) -> np.ndarray:
-    """The page units within ``LOCAL_UNITS`` of a hit (where a rewritten passage can be)."""
+def near_hits(units: np.ndarray, length: int, among: np.ndarray | None = None) -> np.ndarray:
+    """The page units within ``LOCAL_UNITS`` of a hit (where a rewritten passage can be), of
+    those ``among`` these if given."""
     near = np.zeros(length + 1, dtype=np.int32)
     np.add.at(near, np.maximum(units - LOCAL_UNITS, 0), 1)
     np.add.at(near, np.minimum(units + LOCAL_UNITS + 1, length), -1)
-    return np.flatnonzero(np.cumsum(near)[:length] > 0)
+    found = np.flatnonzero(np.cumsum(near)[:length] > 0)
+    return found if among is None else np.intersect1d(found, among)
 
 
 def ranked(hits: dict[int, np.ndarray], found: set[int]) -> list[int]:
@@ -72,30 +88,64 @@ def ranked(hits: dict[int, np.ndarray], found: set[int]) -> list[int]:
     ]
 
 
+def open_units(sentences: Sentences, covered: np.ndarray | None) -> np.ndarray:
+    """The units not inside a verbatim copy: less than half of their characters ``covered``
+    (a mask over the folded characters). Only those can hold a rewritten copy of another
+    master; the rest is explained already."""
+    everything = np.arange(len(sentences.units))
+    if covered is None or not covered.any() or not len(everything):
+        return everything
+    inside = np.r_[0, np.cumsum(covered, dtype=np.int64)]
+    starts = np.fromiter((u.start for u in sentences.units), np.int64, len(everything))
+    ends = np.fromiter((u.end for u in sentences.units), np.int64, len(everything))
+    return everything[2 * (inside[ends] - inside[starts]) < ends - starts]
+
+
+def worth_looking(sentences: Sentences, units: np.ndarray) -> bool:
+    """Whether ``units`` could hold a rewritten copy (:func:`is_rewrite` wants
+    ``MIN_PAIRS`` aligned sentences, of ``MIN_REWRITE_CHARS`` in the master)."""
+    if len(units) < MIN_PAIRS:
+        return False
+    return sum(sentences.units[k].chars for k in units.tolist()) >= MIN_OPEN_CHARS
+
+
 def find_rewrites(
     index: MasterIndex,
     masters: MasterCache,
     pages: Sequence[NormalizedText],
     words: Sequence[list[str] | None],
     skip: Sequence[set[int]],
+    covered: Sequence[np.ndarray | None] | None = None,
 ) -> list[list[Match]]:
     """The rewritten copies of each page (``words``: its jieba words cut line by line, or
-    None), but the masters in its ``skip`` (found copied verbatim: they keep that evidence)."""
+    None), but the masters in its ``skip`` (found copied verbatim: they keep that evidence);
+    ``covered``: each page's folded characters inside those verbatim copies, whose sentences
+    are not looked up nor aligned (:func:`open_units`)."""
     from tracker.matching.detector import Match, versions_by_simhash
 
-    units = [sentences_of(page, w) for page, w in zip(pages, words, strict=True)]
-    hits = index.sentence_candidates([query_keys(u) for u in units])
+    covered = covered or [None] * len(pages)
+    units, opened = [], []
+    for page, w, mask in zip(pages, words, covered, strict=True):
+        if mask is not None and len(mask) - int(mask.sum()) < MIN_OPEN_CHARS:
+            units.append(Sentences([], len(page.chars)))  # no room left for a rewrite
+            opened.append(np.zeros(0, dtype=np.int64))
+            continue
+        sentences = sentences_of(page, w)
+        units.append(sentences)
+        free = open_units(sentences, mask)
+        opened.append(free if worth_looking(sentences, free) else free[:0])
+    hits = index.sentence_candidates([query_keys(u, o) for u, o in zip(units, opened, strict=True)])
     chosen = [ranked(h, s) for h, s in zip(hits, skip, strict=True)]
     wanted = sorted({d for docs in chosen for d in docs})
     if not wanted:
         return [[] for _ in pages]
     loaded = masters.get(wanted)
     results: list[list[Match]] = []
-    for page, page_units, docs, verbatim, near in zip(
-        pages, units, chosen, skip, hits, strict=True
+    for page, page_units, docs, verbatim, near, free in zip(
+        pages, units, chosen, skip, hits, opened, strict=True
     ):
         sentences = {d: master_sentences(loaded[d]) for d in docs if d in loaded}
-        among = {d: near_hits(near[d], len(page_units)) for d in sentences}
+        among = {d: near_hits(near[d], len(page_units), free) for d in sentences}
         aligned = own_pairs(
             {d: align_sentences(page_units, m, among[d]) for d, m in sentences.items()},
             page_units,
@@ -103,8 +153,10 @@ def find_rewrites(
             versions_by_simhash({d: loaded[d].meta for d in sentences}),
         )
         found = []
+        # the page's room for a rewrite: its characters outside the verbatim copies
+        room = sum(page_units.units[k].chars for k in free.tolist())
         for doc, alignment in aligned.items():
-            if doc in verbatim or not is_rewrite(alignment):
+            if doc in verbatim or not is_rewrite(replace(alignment, page_total=room)):
                 continue
             master, theirs = loaded[doc], sentences[doc]
             shorter = max(1, min(page_units.chars, theirs.chars))
