@@ -6,7 +6,10 @@ sentences."""
 
 from __future__ import annotations
 
+import json
 import random
+import subprocess
+import sys
 
 from tests import rewrites as r
 from tracker.fingerprints.document import fingerprint
@@ -65,3 +68,22 @@ def test_a_rewritten_copy_is_found_among_masters_sharing_its_sentences(runtime):
     results = library.detector().check_many([*copies, inside])
     for matches in results:
         assert [m.doc_id for m in matches] == ["book/640"], matches
+
+
+def test_a_check_connects_before_the_stores_load_pymongo(runtime, server_env, tmp_path):
+    """pymongo imported by the stores before the connection would load PyOpenSSL for a URL
+    that asks for no TLS (0.3 s of every `tracker check`'s start-up)."""
+    MasterLibrary.from_runtime(runtime).ingest([MasterDocument("a/1", "a", "1", r.chapter(641))])
+    line = json.dumps({"id": "q", "text": r.news(651)}, ensure_ascii=False)
+    (tmp_path / "one.jsonl").write_text(line + "\n", encoding="utf-8")
+    probe = (
+        "import sys\n"
+        "from tracker.cli import main\n"
+        f"status = main(['check', '--jsonl', {str(tmp_path / 'one.jsonl')!r}])\n"
+        "loaded = sys.modules.get('pymongo.pyopenssl_context')\n"
+        "print(status, loaded is None)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], env=server_env, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.split()[-2:] == ["0", "True"], done.stdout + done.stderr
