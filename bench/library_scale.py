@@ -29,6 +29,10 @@ checkpoint checks the same texts.
         --points 100000 --work /tmp/library-scale                          # ~1.5 h, 12 GB disk
 
 Writes ``bench/results/library-scale.json`` and ``.md`` (``--out``).
+
+``--index-points 100000,1000000`` ingests ``--chapters`` into one library only, then checks
+copies of it whose index alone is extended to each point (as ``--extend-index``), in the same
+rounds: what grows with the index, where ingesting it all takes too long (issue 40).
 """
 
 from __future__ import annotations
