@@ -757,7 +757,7 @@ def index_points(
             result["check"] = summary(library, expected, args.work)
             result["against_first"] = against(library, libraries[0])
     finally:
-        for library in libraries:
+        for library in [base, *libraries]:
             library.servers.stop()
         if not args.keep:
             shutil.rmtree(home, ignore_errors=True)
