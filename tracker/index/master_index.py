@@ -425,7 +425,7 @@ class MasterIndex:
         A master naming one key of a page is chance, not a candidate (a rewritten passage
         keeps several of its sentences' keys: ``MIN_VOTES`` in :mod:`tracker.matching.rewrites`),
         and there are more of them the larger the library: a page of 1,500 characters named
-        87 masters at 5,000 chapters and 596 at 100,000, of which 1.6 and 9.9 with two keys
+        87 masters at 5,000 chapters and 596 at 50,000, of which 1.6 and 9.9 with two keys
         or more. Ranking each cost as much as the rest of the check (issue 40)."""
         plans = [self.sentences.plan(keys, units) for keys, units in queries]
         found = self.storage.get(
