@@ -426,7 +426,7 @@ class MasterIndex:
         keeps several of its sentences' keys: ``MIN_VOTES`` in :mod:`tracker.matching.rewrites`),
         and there are more of them the larger the library: a page of 1,500 characters named
         87 masters at 5,000 chapters and 596 at 50,000, of which 1.6 and 9.9 with two keys
-        or more. Ranking each cost as much as the rest of the check (issue 40)."""
+        or more; ranking them one by one cost 14 % of the check at 50,000 (issue 40)."""
         plans = [self.sentences.plan(keys, units) for keys, units in queries]
         found = self.storage.get(
             [
