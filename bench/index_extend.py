@@ -120,6 +120,7 @@ def extend(storage: RedisStorage, stored: int, target: int, seed: int = 29) -> d
         ("and", index.anchors.dense),
         ("ans", index.anchors.sparse),
         ("dna", index.dna.postings),
+        ("rw", index.sentences.postings),
     ):
         written[name] = extend_postings(table, copies, offset, seed + len(name))
     written["sh"] = extend_simhash(index, copies, offset, seed)

@@ -29,6 +29,10 @@ checkpoint checks the same texts.
         --points 100000 --work /tmp/library-scale                          # ~1.5 h, 12 GB disk
 
 Writes ``bench/results/library-scale.json`` and ``.md`` (``--out``).
+
+``--index-points 100000,1000000`` ingests ``--chapters`` into one library only, then checks
+copies of it whose index alone is extended to each point (as ``--extend-index``), in the same
+rounds: what grows with the index, where ingesting it all takes too long (issue 40).
 """
 
 from __future__ import annotations
@@ -575,6 +579,15 @@ def main(argv: list[str] | None = None) -> int:
         help="then extend the index alone to N chapters (bench.index_extend) and check again",
     )
     parser.add_argument(
+        "--index-points",
+        default="",
+        metavar="N,M,…",
+        help="ingest --chapters chapters into one library only, then check copies of it whose "
+        "index alone is extended to each of N, M, … chapters (bench.index_extend), in the "
+        "same interleaved rounds: what grows with the index, without ingesting it all "
+        "(written to results/library-scale-index-points.json unless --out)",
+    )
+    parser.add_argument(
         "--ingest-only",
         action="store_true",
         help="only ingest the files (one library, no checks, no MinHashLSH): the ingest rate "
@@ -587,9 +600,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.out is None:
         name = "library-ingest.json" if args.ingest_only else "library-scale.json"
+        if args.index_points:
+            name = "library-scale-index-points.json"
         args.out = Path(__file__).parent / "results" / name
 
     points = sorted({int(p) for p in args.points.split(",") if p} | {args.chapters})
+    if args.index_points:  # one library, of --chapters: the points extend its index
+        points = [args.chapters]
     work = args.work
     work.mkdir(parents=True, exist_ok=True)
     pool = sentence_pool(
@@ -607,6 +624,8 @@ def main(argv: list[str] | None = None) -> int:
         return ingest_only(args, argv, points, files, home, load_before)
     queries, expected = make_queries(work, files[0], pool, args.queries, args.chars, args.seed)
     half = queries.with_name(queries.stem + "-half.jsonl")
+    if args.index_points:
+        return index_points(args, argv, files[-1], home, queries, half, expected, load_before)
     # The first checkpoint's library is kept beside the growing one: every comparison is made
     # of rounds that check both in turn, under the same load.
     first = full = None
@@ -669,6 +688,121 @@ def main(argv: list[str] | None = None) -> int:
     }
     write_result(args.out, result, render(result))
     return 0
+
+
+def copy_library(base: Library, name: str, home: Path) -> Library:
+    """A library on servers of its own, started on a copy of ``base``'s data (its servers
+    stopped)."""
+    source = home / base.name / "servers"
+    target = home / name / "servers"
+    shutil.rmtree(home / name, ignore_errors=True)
+    shutil.copytree(source, target)
+    servers = Servers(target, None, None)
+    import redis
+
+    client = redis.Redis.from_url(servers.redis_url)
+    while True:  # valkey answers LOADING while it reads the copied dump
+        try:
+            if not client.info("persistence")["loading"]:
+                break
+        except redis.exceptions.BusyLoadingError:
+            pass
+        time.sleep(0.2)
+    return Library(name, servers, env_for(servers, home / name))
+
+
+def index_points(
+    args, argv, path: Path, home: Path, queries: Path, half: Path, expected: list, load_before
+) -> int:
+    """``--index-points``: one library of ``--chapters`` ingested, then a copy of it per point
+    with its index extended to that many chapters (MongoDB keeps the ingested masters: the
+    copies' numbers name none, as in :func:`extended`), all checked in the same rounds."""
+    import redis
+
+    from bench.index_extend import extend
+    from tracker.index.storage import RedisStorage
+
+    if args.mongo_url or args.redis_url:
+        raise SystemExit("--index-points starts servers of its own")
+    points = sorted(int(p) for p in args.index_points.split(",") if p)
+    base = start_library("full", home, args)
+    libraries: list[Library] = []
+    results = []
+    try:
+        step = ingest(path, base.env, base.servers, args.chapters)
+        redis.Redis.from_url(base.servers.redis_url).save()
+        base.servers.stop()
+        for point in points:
+            library = copy_library(base, f"index-{point}", home)
+            libraries.append(library)
+            log(f"extending a copy's index to {point:,} chapters")
+            client = redis.Redis.from_url(library.servers.redis_url)
+            started = time.perf_counter()
+            done = extend(RedisStorage(client, PREFIX + "ix:"), args.chapters, point)
+            used, rss = redis_memory(library.servers.redis_url)
+            results.append(
+                {
+                    "chapters": point,
+                    "index_only": True,
+                    "extension": {**done, "seconds": round(time.perf_counter() - started, 1)},
+                    "redis_bytes_per_chapter": round(used / point),
+                    "redis_rss_per_chapter": round(rss / point),
+                    "tables": index_tables(library.servers.redis_url),
+                }
+            )
+        log(f"checking {len(expected)} queries at {', '.join(f'{p:,}' for p in points)}")
+        interleaved(libraries, queries, half, args.rounds, args.work)
+        for result, library in zip(results, libraries, strict=True):
+            result["servers_rss_mb"] = servers_rss(library.servers)
+            result["check"] = summary(library, expected, args.work)
+            result["against_first"] = against(library, libraries[0])
+    finally:
+        for library in [base, *libraries]:
+            library.servers.stop()
+        if not args.keep:
+            shutil.rmtree(home, ignore_errors=True)
+    result = {
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": machine_with_memory(),
+        "load_before": [round(x, 2) for x in load_before],
+        "load_after": [round(x, 2) for x in os.getloadavg()],
+        "command": "python -m bench.library_scale " + " ".join(argv or sys.argv[1:]),
+        "servers": "valkey-server and secantusd-py, defaults",
+        "chars_per_chapter": args.chars,
+        "ingested": args.chapters,
+        "ingest": step,
+        "points": results,
+    }
+    write_result(args.out, result, render_points(result))
+    return 0
+
+
+def render_points(r: dict) -> str:
+    rows = []
+    for p in r["points"]:
+        c, a = p["check"], p["against_first"]
+        rows.append(
+            f"| {p['chapters']:,} | {p['redis_bytes_per_chapter']} "
+            f"({p['redis_rss_per_chapter']}) | "
+            f"{c['ms_per_query_with_startup']} ({c['ms_per_query_with_startup_median']}) | "
+            f"×{a['ratio_median_of_rounds']} ({a['ratio_per_round']}) | "
+            f"{c['startup_s']}, CPU {c['startup_cpu_s']} | {c['ms_per_query_after_startup']}, "
+            f"CPU {c['cpu_ms_per_query_after_startup']} | {c['cpu_ms_per_query_with_startup']} | "
+            f"{c['recall']} | {c['wrong_ids']} |"
+        )
+    return (
+        f"### Library scale, the index extended ({r['date']}, {r['machine']})\n\n"
+        f"`{r['command']}`; servers: {r['servers']}; load average before: {r['load_before']}, "
+        f"after: {r['load_after']}; {r['ingested']:,} chapters of {r['chars_per_chapter']:,} "
+        f"characters ingested ({r['ingest']['per_second']}/s), then each point a copy of that "
+        f"library with its index alone extended to that many chapters (salted copies of every "
+        f"table's postings, the sentence keys' included: `bench/index_extend.py`; MongoDB holds "
+        f"the ingested masters), all checked in the same interleaved rounds.\n\n"
+        "| chapters in the index | Redis B/chapter (RSS) | check ms/query with start-up, best "
+        "(median) | ratio to the first point (per round) | start-up s | ms/query after "
+        "start-up | CPU ms/query with start-up, command + servers | recall | wrong ids |\n"
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n" + "\n".join(rows) + "\n"
+    )
 
 
 def ingest_only(

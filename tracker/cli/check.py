@@ -302,6 +302,10 @@ def _run_jsonl(path: str, settings: Settings, workers: int, max_bytes: int) -> i
     # Forked workers start at once with the tables and dictionaries loaded here; the
     # connections of this process are closed, so nothing is shared.
     simhash_text(normalize("预热词典").chars)
+    if settings.rewrite_detection:  # its lexicon (~0.5 s), loaded once, not in every worker
+        from tracker.fingerprints.lexicon import lexicon
+
+        lexicon()
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
     with ProcessPoolExecutor(

@@ -173,12 +173,15 @@ class CheckingService:
     def _current(self) -> Detector:
         """The detector of the library as it is now: made again when the library's version
         moved (masters added, replaced or deleted), with the number of masters it holds."""
+        # Connected first: pymongo imported by the stores before connect() would load
+        # PyOpenSSL (0.3 s of every check's start-up) for a URL that asks for no TLS.
+        runtime = self.runtime
         from tracker.matching.library import MasterLibrary
         from tracker.stores.masters import MasterStore
 
-        version = MasterStore(self.runtime.db).version()
+        version = MasterStore(runtime.db).version()
         if self._detector is None or version != self._version:
-            library = MasterLibrary.from_runtime(self.runtime, verify=False)
+            library = MasterLibrary.from_runtime(runtime, verify=False)
             self._masters = library.verify().mongo_count
             self._detector = library.detector(self.settings)
             self._version = version
