@@ -31,6 +31,7 @@ is counted as ``tracker/reading/<what>`` and kept on the page (``reading``).
 from __future__ import annotations
 
 import logging
+import functools
 from collections import OrderedDict
 from typing import Any, TypeVar
 
@@ -69,9 +70,12 @@ class ExtractPipeline:
             preload=["tracker.reading.extract"],
             warm_up=warm_up,
         )
+        learn = crawler.settings.getbool(
+            "TRACKER_EXTRACT_LEARNED_BODY", Settings.extract_learned_body
+        )
         self.extractions = PoolBatcher(
             self.pool,
-            extract_pages,
+            functools.partial(extract_pages, learn=learn),
             size=crawler.settings.getint("TRACKER_EXTRACT_BATCH", Settings.extract_batch),
             delay=crawler.settings.getfloat("TRACKER_BATCH_DELAY", Settings.batch_delay),
             name="pipeline-extract",
@@ -111,6 +115,8 @@ class ExtractPipeline:
                 if plain_exchanges:
                     item["exchanges"] = [exchange_from_data(e) for e in plain_exchanges]
         extracted, normalized = page.extracted, page.normalized
+        if extracted.located:
+            self.stats.inc_value("tracker/reading/learned_body")
         for what, count in extracted.reading.items():
             self.stats.inc_value(f"tracker/reading/{what}", count)
         if rules and (rules.css or rules.xpath) and extracted.extractor not in ("css", "xpath"):

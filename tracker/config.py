@@ -271,6 +271,11 @@ class Settings:
     extract_batch: int = setting(
         16, "crawl: pages sent to an extraction worker per call", range=(1, None)
     )
+    extract_learned_body: bool = setting(
+        True,
+        "crawl: a site's body element learned from trafilatura's text reads its further pages "
+        "while they verify (tracker.reading.locator)",
+    )
     boilerplate_min_pages: int = setting(
         5,
         "crawl: a short line on this many of a site's pages is its boilerplate (at least 2)",
@@ -559,6 +564,7 @@ CRAWL_SETTINGS = (
     "batch_delay",
     "extract_processes",
     "extract_batch",
+    "extract_learned_body",
     "boilerplate_min_pages",
     "min_text_chars",
     "max_parts",
