@@ -30,8 +30,8 @@ is counted as ``tracker/reading/<what>`` and kept on the page (``reading``).
 
 from __future__ import annotations
 
-import logging
 import functools
+import logging
 from collections import OrderedDict
 from typing import Any, TypeVar
 
