@@ -49,7 +49,7 @@ MIN_CHARS = 500
 SHARE_SLACK = 0.1
 #: Learning attempts that fail before a site is given up (per extraction process).
 MAX_FAILURES = 8
-#: Ancestors of the first line's text node tried as the body element when learning.
+#: Ancestors of the longest line's text node tried as the body element when learning.
 MAX_DEPTH = 12
 
 
@@ -144,11 +144,11 @@ class BodyLocators:
     @staticmethod
     def _learn(root: Any, text: str, element_text: Callable[[Any], str]) -> Locator | None:
         """The locator of the element whose text is ``text`` (the deepest one holding its
-        first line), or None."""
+        longest line: a title's words may also be the page's ``<title>``), or None."""
         wanted = text_lines(text)
         if len(wanted) < MIN_CHARS or not hasattr(root, "iter"):
             return None
-        first = wanted.split("\n", 1)[0]
+        first = max(wanted.split("\n"), key=len)
         holder = None
         for node in root.iter():
             if not isinstance(node.tag, str):
