@@ -67,7 +67,7 @@ class ExtractPipeline:
         self.variants: OrderedDict[str, set[str]] = OrderedDict()  # canonical -> kept digests
         self.pool = ProcessPool(
             crawler.settings.getint("TRACKER_EXTRACT_PROCESSES", 0),  # 0 outside a project crawl
-            preload=["tracker.reading.extract"],
+            preload=["tracker.reading.extract", "trafilatura"],
             warm_up=warm_up,
         )
         learn = crawler.settings.getbool(

@@ -48,7 +48,6 @@ from typing import Any, NamedTuple
 import lxml.etree
 import lxml.html
 import numpy as np
-import trafilatura
 from lxml.html import builder as E
 from parsel import Selector
 
@@ -254,6 +253,10 @@ def extract(
 def trafilatura_text(html: str, url: str | None) -> str:
     """trafilatura's main text of ``html`` (its fast path: no external fallbacks), "" when it
     finds none or fails."""
+    # Imported here: a crawl process only parses pages (its extraction workers preload it),
+    # and importing trafilatura costs a third of a second of its start-up.
+    import trafilatura
+
     try:
         return (
             trafilatura.extract(
