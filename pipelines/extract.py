@@ -20,7 +20,10 @@ Extraction runs in ``TRACKER_EXTRACT_PROCESSES`` worker processes (0: in a threa
 process), beside the downloads and the other stages, ``TRACKER_EXTRACT_BATCH`` pages to a call
 (:class:`tracker.crawling.process_pool.PoolBatcher`: the batches grow while the worker is busy); a
 page whose extraction fails, or kills its worker twice, is counted as ``tracker/errors/extract`` and
-dropped. Stored canonicals are looked up a batch at a time in a worker thread.
+dropped. With ``TRACKER_EXTRACT_LEARNED_BODY`` a worker reads the further pages of a site whose
+body element it has learned from trafilatura's text with that element
+(:mod:`tracker.reading.locator`; counted as ``tracker/reading/learned_body``). Stored canonicals
+are looked up a batch at a time in a worker thread.
 
 What else reading a page takes (the further parts of a chapter split over several pages, the
 same-site stylesheets, the web font that draws its Private-Use characters) is gathered first
