@@ -44,7 +44,8 @@ from scrapy.crawler import Crawler
 from pipelines import SERVER_ERRORS, Tally, close_batcher, stage_batcher
 from spiders.base import canonical_of
 from tracker.config import Settings
-from tracker.crawling.context import tracker_context
+from tracker.crawling import match_worker
+from tracker.crawling.context import crawler_component, tracker_context
 from tracker.crawling.items import PageItem
 from tracker.crawling.outcomes import SKIPPED, UNREAD, Ended
 from tracker.crawling.process_pool import PoolBatcher, ProcessPool
@@ -61,6 +62,24 @@ V = TypeVar("V")
 RECENT_PAGES = 100_000
 
 
+def worker_pool(crawler: Crawler) -> ProcessPool:
+    """The crawl's worker processes (``TRACKER_EXTRACT_PROCESSES``): extraction, and the
+    check of the pages with ``TRACKER_MATCH_IN_WORKERS`` (:mod:`tracker.crawling.match_worker`,
+    whose warm-up then also builds the worker's detector)."""
+
+    def make() -> ProcessPool:
+        settings = crawler.settings
+        matching = settings.getbool("TRACKER_MATCH_IN_WORKERS", Settings.match_in_workers)
+        preload = ["tracker.reading.extract", "trafilatura"]
+        return ProcessPool(
+            settings.getint("TRACKER_EXTRACT_PROCESSES", 0),  # 0 outside a project crawl
+            preload=[*preload, "tracker.crawling.match_worker"] if matching else preload,
+            warm_up=match_worker.warm_up if matching else warm_up,
+        )
+
+    return crawler_component(crawler, "_tracker_worker_pool", make)
+
+
 class ExtractPipeline:
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
@@ -68,11 +87,7 @@ class ExtractPipeline:
         self.min_chars = crawler.settings.getint("TRACKER_MIN_TEXT_CHARS", Settings.min_text_chars)
         self.recent: OrderedDict[str, str] = OrderedDict()  # url -> text digest, this crawl
         self.variants: OrderedDict[str, set[str]] = OrderedDict()  # canonical -> kept digests
-        self.pool = ProcessPool(
-            crawler.settings.getint("TRACKER_EXTRACT_PROCESSES", 0),  # 0 outside a project crawl
-            preload=["tracker.reading.extract", "trafilatura"],
-            warm_up=warm_up,
-        )
+        self.pool = worker_pool(crawler)
         learn = crawler.settings.getbool(
             "TRACKER_EXTRACT_LEARNED_BODY", Settings.extract_learned_body
         )

@@ -276,6 +276,11 @@ class Settings:
         "crawl: a site's body element learned from trafilatura's text reads its further pages "
         "while they verify (tracker.reading.locator)",
     )
+    match_in_workers: bool = setting(
+        True,
+        "crawl: pages are checked in the extraction worker processes (a batch that fails there "
+        "is checked in the crawl process)",
+    )
     boilerplate_min_pages: int = setting(
         5,
         "crawl: a short line on this many of a site's pages is its boilerplate (at least 2)",
@@ -565,6 +570,7 @@ CRAWL_SETTINGS = (
     "extract_processes",
     "extract_batch",
     "extract_learned_body",
+    "match_in_workers",
     "boilerplate_min_pages",
     "min_text_chars",
     "max_parts",
