@@ -15,6 +15,8 @@ process instead, with its reconnections and its failure counts.
 
 from __future__ import annotations
 
+import logging
+import threading
 from typing import Any
 
 from tracker.config import Settings
@@ -25,7 +27,10 @@ from tracker.reading.extract import warm_up as warm_up_extraction
 from tracker.servers.runtime import Runtime
 from tracker.text.normalize import NormalizedText, normalize
 
+log = logging.getLogger(__name__)
+
 _detector: Detector | None = None
+_building = threading.Lock()
 
 
 class MatchFailed(str):
@@ -35,17 +40,26 @@ class MatchFailed(str):
 def detector() -> Detector:
     """This process's detector, on the servers of the crawl's settings."""
     global _detector
-    if _detector is None:
-        runtime = Runtime(Settings.load())
-        _detector = MasterLibrary.from_runtime(runtime).detector(runtime.settings)
-    return _detector
+    with _building:
+        if _detector is None:
+            runtime = Runtime(Settings.load())
+            _detector = MasterLibrary.from_runtime(runtime).detector(runtime.settings)
+        return _detector
 
 
 def warm_up() -> None:
-    """A worker's start: extraction's warm-up, then the detector's connections, query tables
-    and rewrite lexicon (what the crawl's first matched page would otherwise wait for)."""
+    """A worker's start: extraction's warm-up; the detector's connections, query tables and
+    rewrite lexicon (what the crawl's first matched page would otherwise wait for) in a thread
+    of the worker, so that the first pages are extracted meanwhile."""
     warm_up_extraction()
-    detector().check_normalized_many([normalize(WARM_UP_TEXT)], [0])
+    threading.Thread(target=_warm_up_detector, name="detector-warm-up", daemon=True).start()
+
+
+def _warm_up_detector() -> None:
+    try:
+        detector().check_normalized_many([normalize(WARM_UP_TEXT)], [0])
+    except Exception as exc:  # the servers away: the first batch builds it again
+        log.warning("matching warm-up failed: %r", exc)
 
 
 def match_pages(pages: list[tuple[NormalizedText, int]]) -> list[Any]:
