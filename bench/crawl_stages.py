@@ -50,6 +50,7 @@ from tracker.crawling.items import PageItem
 from tracker.enforcement.capture import exchange_of
 from tracker.matching.library import MasterLibrary
 from tracker.reading.extract import extract_normalized
+from tracker.reading.locator import BodyLocators
 from tracker.servers import services
 from tracker.servers.runtime import Runtime
 
@@ -168,9 +169,11 @@ def main(argv: list[str] | None = None) -> int:
         ]
         items: list[PageItem] = []
 
+        locators = BodyLocators() if settings.extract_learned_body else None
+
         def extract() -> None:
             for (url, page), response in zip(html, pages, strict=True):
-                read = extract_normalized(page, url)
+                read = extract_normalized(page, url, locators=locators)  # as the crawl's worker
                 items.append(
                     PageItem(
                         url=url,

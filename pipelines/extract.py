@@ -20,7 +20,10 @@ Extraction runs in ``TRACKER_EXTRACT_PROCESSES`` worker processes (0: in a threa
 process), beside the downloads and the other stages, ``TRACKER_EXTRACT_BATCH`` pages to a call
 (:class:`tracker.crawling.process_pool.PoolBatcher`: the batches grow while the worker is busy); a
 page whose extraction fails, or kills its worker twice, is counted as ``tracker/errors/extract`` and
-dropped. Stored canonicals are looked up a batch at a time in a worker thread.
+dropped. With ``TRACKER_EXTRACT_LEARNED_BODY`` a worker reads the further pages of a site whose
+body element it has learned from trafilatura's text with that element
+(:mod:`tracker.reading.locator`; counted as ``tracker/reading/learned_body``). Stored canonicals
+are looked up a batch at a time in a worker thread.
 
 What else reading a page takes (the further parts of a chapter split over several pages, the
 same-site stylesheets, the web font that draws its Private-Use characters) is gathered first
@@ -30,6 +33,7 @@ is counted as ``tracker/reading/<what>`` and kept on the page (``reading``).
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections import OrderedDict
 from typing import Any, TypeVar
@@ -40,7 +44,8 @@ from scrapy.crawler import Crawler
 from pipelines import SERVER_ERRORS, Tally, close_batcher, stage_batcher
 from spiders.base import canonical_of
 from tracker.config import Settings
-from tracker.crawling.context import tracker_context
+from tracker.crawling import match_worker
+from tracker.crawling.context import crawler_component, tracker_context
 from tracker.crawling.items import PageItem
 from tracker.crawling.outcomes import SKIPPED, UNREAD, Ended
 from tracker.crawling.process_pool import PoolBatcher, ProcessPool
@@ -57,6 +62,24 @@ V = TypeVar("V")
 RECENT_PAGES = 100_000
 
 
+def worker_pool(crawler: Crawler) -> ProcessPool:
+    """The crawl's worker processes (``TRACKER_EXTRACT_PROCESSES``): extraction, and the
+    check of the pages with ``TRACKER_MATCH_IN_WORKERS`` (:mod:`tracker.crawling.match_worker`,
+    whose warm-up then also builds the worker's detector)."""
+
+    def make() -> ProcessPool:
+        settings = crawler.settings
+        matching = settings.getbool("TRACKER_MATCH_IN_WORKERS", Settings.match_in_workers)
+        preload = ["tracker.reading.extract", "trafilatura"]
+        return ProcessPool(
+            settings.getint("TRACKER_EXTRACT_PROCESSES", 0),  # 0 outside a project crawl
+            preload=[*preload, "tracker.crawling.match_worker"] if matching else preload,
+            warm_up=match_worker.warm_up if matching else warm_up,
+        )
+
+    return crawler_component(crawler, "_tracker_worker_pool", make)
+
+
 class ExtractPipeline:
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
@@ -64,14 +87,13 @@ class ExtractPipeline:
         self.min_chars = crawler.settings.getint("TRACKER_MIN_TEXT_CHARS", Settings.min_text_chars)
         self.recent: OrderedDict[str, str] = OrderedDict()  # url -> text digest, this crawl
         self.variants: OrderedDict[str, set[str]] = OrderedDict()  # canonical -> kept digests
-        self.pool = ProcessPool(
-            crawler.settings.getint("TRACKER_EXTRACT_PROCESSES", 0),  # 0 outside a project crawl
-            preload=["tracker.reading.extract"],
-            warm_up=warm_up,
+        self.pool = worker_pool(crawler)
+        learn = crawler.settings.getbool(
+            "TRACKER_EXTRACT_LEARNED_BODY", Settings.extract_learned_body
         )
         self.extractions = PoolBatcher(
             self.pool,
-            extract_pages,
+            functools.partial(extract_pages, learn=learn),
             size=crawler.settings.getint("TRACKER_EXTRACT_BATCH", Settings.extract_batch),
             delay=crawler.settings.getfloat("TRACKER_BATCH_DELAY", Settings.batch_delay),
             name="pipeline-extract",
@@ -111,6 +133,8 @@ class ExtractPipeline:
                 if plain_exchanges:
                     item["exchanges"] = [exchange_from_data(e) for e in plain_exchanges]
         extracted, normalized = page.extracted, page.normalized
+        if extracted.located:
+            self.stats.inc_value("tracker/reading/learned_body")
         for what, count in extracted.reading.items():
             self.stats.inc_value(f"tracker/reading/{what}", count)
         if rules and (rules.css or rules.xpath) and extracted.extractor not in ("css", "xpath"):

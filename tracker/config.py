@@ -271,6 +271,16 @@ class Settings:
     extract_batch: int = setting(
         16, "crawl: pages sent to an extraction worker per call", range=(1, None)
     )
+    extract_learned_body: bool = setting(
+        True,
+        "crawl: a site's body element learned from trafilatura's text reads its further pages "
+        "while they verify (tracker.reading.locator)",
+    )
+    match_in_workers: bool = setting(
+        True,
+        "crawl: pages are checked in the extraction worker processes (a batch that fails there "
+        "is checked in the crawl process)",
+    )
     boilerplate_min_pages: int = setting(
         5,
         "crawl: a short line on this many of a site's pages is its boilerplate (at least 2)",
@@ -559,6 +569,8 @@ CRAWL_SETTINGS = (
     "batch_delay",
     "extract_processes",
     "extract_batch",
+    "extract_learned_body",
+    "match_in_workers",
     "boilerplate_min_pages",
     "min_text_chars",
     "max_parts",

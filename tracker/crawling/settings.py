@@ -141,6 +141,10 @@ TRACKER_BATCH_DELAY = _model.batch_delay
 # batches of up to this many pages (one round trip each, grown while the worker is busy).
 TRACKER_EXTRACT_PROCESSES = _model.extract_processes
 TRACKER_EXTRACT_BATCH = _model.extract_batch
+# A site's body element, learned from trafilatura's text, reads its further pages.
+TRACKER_EXTRACT_LEARNED_BODY = _model.extract_learned_body
+# The pages are checked in those worker processes (tracker.crawling.match_worker).
+TRACKER_MATCH_IN_WORKERS = _model.match_in_workers
 
 EXTENSIONS = {
     "tracker.crawling.extensions.CrawlRunRecorder": 500,

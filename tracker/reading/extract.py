@@ -48,12 +48,12 @@ from typing import Any, NamedTuple
 import lxml.etree
 import lxml.html
 import numpy as np
-import trafilatura
 from lxml.html import builder as E
 from parsel import Selector
 
 from tracker.fingerprints.simhash import Votes, votes_normalized
-from tracker.model import content_hash
+from tracker.model import content_hash, site_key
+from tracker.reading.locator import BodyLocators
 from tracker.reading.posts import platform_posts, posts_text, repeated_posts, with_posts
 from tracker.reading.visibility import show_visible
 from tracker.text.chapters import CHAPTER_NUMBER
@@ -132,6 +132,8 @@ class Extracted:
     #: What reading took (counts: hidden elements, pseudo-element texts, posts, parts,
     #: Private-Use characters and those decoded); see :func:`read_document`.
     reading: dict[str, int] = field(default_factory=dict)
+    #: The main text was read by the site's learned body locator (:mod:`tracker.reading.locator`)
+    located: bool = False
 
     @property
     def is_list(self) -> bool:
@@ -158,11 +160,14 @@ def extract(
     url: str | None = None,
     rules: ExtractionRules | None = None,
     context: PageContext | None = None,
+    locators: BodyLocators | None = None,
 ) -> Extracted:
     """Extract the body text, title, chapter title and page metadata of ``html`` as a reader
     sees it: without what the page's CSS and the same-site sheets of ``context`` hide, and
     with the Private-Use characters its web font draws (``context.glyphs``) decoded.
-    ``reading`` counts what that took (``hidden``, ``pseudo``, ``pua``, ``pua_decoded``…)."""
+    ``reading`` counts what that took (``hidden``, ``pseudo``, ``pua``, ``pua_decoded``…).
+    With ``locators`` (a crawl's), trafilatura's text may come from the site's learned body
+    element instead (:mod:`tracker.reading.locator`)."""
     html = _CLOSING_TAGS.sub("", html[:MAX_HTML_CHARS])
     try:
         selector = Selector(text=html, type="html")  # an empty page is an empty document
@@ -190,10 +195,12 @@ def extract(
         "",
     )
 
+    located = False
+
     def done(text: str, extractor: str) -> Extracted:
         prose, links = prose_and_link_chars(text, grams)
         return Extracted(
-            text, title[:200], extractor, chapter[:200], metadata, prose, links, reading
+            text, title[:200], extractor, chapter[:200], metadata, prose, links, reading, located
         )
 
     if rules:
@@ -222,21 +229,12 @@ def extract(
         if len(text) >= MIN_TEXT_CHARS:
             reading["posts"] = len(forum[1])
             return done(text, forum[0])
-    try:
-        text = (
-            trafilatura.extract(
-                html,
-                url=url,
-                include_comments=False,
-                include_tables=False,
-                favor_recall=True,
-                deduplicate=False,
-                fast=True,
-            )
-            or ""
+    if locators is not None and url:
+        text, located = locators.read(
+            site_key(url), selector.root, lambda: trafilatura_text(html, url), element_text
         )
-    except Exception:  # trafilatura raises assorted errors on hostile markup
-        text = ""
+    else:
+        text = trafilatura_text(html, url)
     text = strip_boilerplate_lines(text)
     posts = repeated_posts(selector.root) if text else []
     if posts:  # trafilatura may have kept one post of a thread
@@ -250,6 +248,30 @@ def extract(
     if len(fallback) > len(text):
         return done(fallback, "fallback")
     return done(text, "trafilatura" if text else "none")
+
+
+def trafilatura_text(html: str, url: str | None) -> str:
+    """trafilatura's main text of ``html`` (its fast path: no external fallbacks), "" when it
+    finds none or fails."""
+    # Imported here: a crawl process only parses pages (its extraction workers preload it),
+    # and importing trafilatura costs a third of a second of its start-up.
+    import trafilatura
+
+    try:
+        return (
+            trafilatura.extract(
+                html,
+                url=url,
+                include_comments=False,
+                include_tables=False,
+                favor_recall=True,
+                deduplicate=False,
+                fast=True,
+            )
+            or ""
+        )
+    except Exception:  # trafilatura raises assorted errors on hostile markup
+        return ""
 
 
 class ExtractedPage(NamedTuple):
@@ -270,17 +292,18 @@ def read_document(
     url: str | None = None,
     rules: ExtractionRules | None = None,
     context: PageContext | None = None,
+    locators: BodyLocators | None = None,
 ) -> Extracted:
     """:func:`extract` of a page and of its further parts (``context.parts``), their texts
     joined in order (title, chapter title and metadata are the first page's); ``reading``
     adds up what each page's extraction counted, and ``parts``: the pages read."""
-    first = extract(html, url, rules, context)
+    first = extract(html, url, rules, context, locators)
     if context is None or not context.parts:
         return first
     counts: Counter[str] = Counter(first.reading)
     texts, prose, links = [first.text], first.prose_chars, first.link_chars
     for part_url, part_html in context.parts:
-        part = extract(part_html, part_url, rules, context)
+        part = extract(part_html, part_url, rules, context, locators)
         counts.update(part.reading)
         texts.append(part.text)
         prose, links = prose + part.prose_chars, links + part.link_chars
@@ -294,13 +317,14 @@ def extract_normalized(
     url: str | None = None,
     rules: ExtractionRules | None = None,
     context: PageContext | None = None,
+    locators: BodyLocators | None = None,
 ) -> ExtractedPage:
     """:func:`read_document`, its text normalised, the SimHash votes of that and the text's
     digest: a crawl's extraction worker does it all, on another core than the crawl process
     (the arrays cost less to send back than to compute there, and the crawl process's threads
     share one GIL). When the site's boilerplate lines are dropped from the text later
     (:mod:`pipelines.boilerplate`), their votes are taken from these."""
-    extracted = read_document(html, url, rules, context)
+    extracted = read_document(html, url, rules, context, locators)
     normalized = normalize(extracted.text)
     return ExtractedPage(
         extracted, normalized, votes_normalized(normalized), content_hash(extracted.text)
@@ -316,14 +340,22 @@ class ExtractionFailed(Exception):
 PageSource = tuple[str, str | None, ExtractionRules | None, PageContext | None]
 
 
-def extract_pages(pages: list[PageSource]) -> list[ExtractedPage | ExtractionFailed]:
+#: The body locators a crawl's extraction process has learned (its lifetime is the crawl's).
+CRAWL_LOCATORS = BodyLocators()
+
+
+def extract_pages(
+    pages: list[PageSource], learn: bool = False
+) -> list[ExtractedPage | ExtractionFailed]:
     """:func:`extract_normalized` of each page, a crawl's batch of them in one call to its
     extraction worker; a page whose extraction raises gets its own :class:`ExtractionFailed`
-    (hostile markup must not fail the rest of the batch)."""
+    (hostile markup must not fail the rest of the batch). With ``learn``, the process's
+    :data:`CRAWL_LOCATORS` read the pages of sites whose body element they learned."""
     results: list[ExtractedPage | ExtractionFailed] = []
+    locators = CRAWL_LOCATORS if learn else None
     for html, url, rules, context in pages:
         try:
-            results.append(extract_normalized(html, url, rules, context))
+            results.append(extract_normalized(html, url, rules, context, locators))
         except Exception as exc:
             results.append(ExtractionFailed(f"{type(exc).__name__}: {exc}"))
     return results
