@@ -119,16 +119,14 @@ class BodyLocators:
         it: ``extract()`` (trafilatura) unless a trusted locator verifies on the page.
         ``element_text`` is the text of an element as the extraction reads one."""
         locator = self.sites.get(site)
-        if locator is not None and locator.agreed >= CONFIRM:
-            element = locator.element(root)
-            if element is not None and locator.verified(root, element):
-                locator.since_check += 1
-                if locator.since_check < CHECK_EVERY:
-                    return element_text(element), True
-                locator.since_check = 0  # this one is checked against trafilatura below
+        element = locator.element(root) if locator is not None else None
+        if element is not None and locator.agreed >= CONFIRM and locator.verified(root, element):
+            locator.since_check += 1
+            if locator.since_check < CHECK_EVERY:
+                return element_text(element), True
+            locator.since_check = 0  # this one is checked against trafilatura below
         text = extract()
         if locator is not None:
-            element = locator.element(root)
             if element is not None and element_text(element) == text_lines(text):
                 locator.agreed += 1
                 return text, False
