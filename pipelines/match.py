@@ -8,6 +8,7 @@ worker thread, with the reconnections and failure counts of :class:`pipelines.Ba
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from scrapy.crawler import Crawler
@@ -66,11 +67,7 @@ class MatchPipeline(BatchedStage):
             self.stats.inc_value("tracker/match/in_crawl_process")
             return await super().process_item(item)
         matches, version = result
-        item["matches"] = matches
-        item["library_version"] = version
-        if matches:
-            self.stats.inc_value("tracker/pages_matched")
-            self.stats.inc_value("tracker/matches", len(matches))
+        _record(item, matches, version, self.stats.inc_value)
         return item
 
     async def close_spider(self) -> None:
@@ -96,9 +93,16 @@ class MatchPipeline(BatchedStage):
                 item["matches"] = None
             return tallies
         for item, tally, matches in zip(items, tallies, found, strict=True):
-            item["matches"] = [m.to_dict() for m in matches]
-            item["library_version"] = version
-            if matches:
-                tally.inc("tracker/pages_matched")
-                tally.inc("tracker/matches", len(matches))
+            _record(item, [m.to_dict() for m in matches], version, tally.inc)
         return tallies
+
+
+def _record(
+    item: PageItem, matches: list[dict], version: int, inc: Callable[[str, int], None]
+) -> None:
+    """The page's matches and the library version they were found against; counted."""
+    item["matches"] = matches
+    item["library_version"] = version
+    if matches:
+        inc("tracker/pages_matched", 1)
+        inc("tracker/matches", len(matches))
