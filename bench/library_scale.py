@@ -600,7 +600,8 @@ def main(argv: list[str] | None = None) -> int:
         "--baseline-rev",
         metavar="REV",
         help="with --index-points: also check each point with the code of git revision REV "
-        "(exported, on PYTHONPATH), in the same rounds: before and after side by side",
+        "(exported, on PYTHONPATH; or of the tree in directory REV), in the same rounds: "
+        "before and after side by side",
     )
     parser.add_argument(
         "--rewrite-off",
@@ -736,7 +737,9 @@ def code_variants(libraries: list[Library], args) -> list[list[tuple[str, Librar
     (``git archive`` of it on PYTHONPATH) and, with ``--rewrite-off``, this code without
     rewrite detection."""
     envs: list[tuple[str, dict]] = []
-    if args.baseline_rev:
+    if args.baseline_rev and Path(args.baseline_rev).is_dir():  # a tree exported already
+        envs.append((Path(args.baseline_rev).name, {"PYTHONPATH": args.baseline_rev}))
+    elif args.baseline_rev:
         root = Path(__file__).resolve().parent.parent
         tree = args.work / f"code-{args.baseline_rev}"
         shutil.rmtree(tree, ignore_errors=True)
