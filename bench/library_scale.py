@@ -38,7 +38,6 @@ rounds: what grows with the index, where ingesting it all takes too long (issue 
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import os
 import random
@@ -48,7 +47,6 @@ import socket
 import statistics
 import subprocess
 import sys
-import tarfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -597,11 +595,12 @@ def main(argv: list[str] | None = None) -> int:
         "(written to results/library-ingest.json unless --out)",
     )
     parser.add_argument(
-        "--baseline-rev",
-        metavar="REV",
-        help="with --index-points: also check each point with the code of git revision REV "
-        "(exported, on PYTHONPATH; or of the tree in directory REV), in the same rounds: "
-        "before and after side by side",
+        "--baseline-tree",
+        type=Path,
+        metavar="DIR",
+        help="with --index-points: also check each point with the code in DIR (a checkout, or "
+        "`git archive REV | tar -x -C DIR`), on PYTHONPATH, in the same rounds: before and "
+        "after side by side",
     )
     parser.add_argument(
         "--rewrite-off",
@@ -733,25 +732,11 @@ def answers(library: Library, work: Path) -> dict[str, list]:
 
 
 def code_variants(libraries: list[Library], args) -> list[list[tuple[str, Library]]]:
-    """Per library, the same servers checked by other code: that of ``--baseline-rev``
-    (``git archive`` of it on PYTHONPATH) and, with ``--rewrite-off``, this code without
-    rewrite detection."""
+    """Per library, the same servers checked by other code: that of ``--baseline-tree`` (on
+    PYTHONPATH) and, with ``--rewrite-off``, this code without rewrite detection."""
     envs: list[tuple[str, dict]] = []
-    if args.baseline_rev and Path(args.baseline_rev).is_dir():  # a tree exported already
-        envs.append((Path(args.baseline_rev).name, {"PYTHONPATH": args.baseline_rev}))
-    elif args.baseline_rev:
-        root = Path(__file__).resolve().parent.parent
-        tree = args.work / f"code-{args.baseline_rev}"
-        shutil.rmtree(tree, ignore_errors=True)
-        tree.mkdir(parents=True)
-        archive = subprocess.run(
-            ["git", "-C", str(root), "archive", args.baseline_rev],
-            capture_output=True,
-            check=True,
-        ).stdout
-        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-            tar.extractall(tree, filter="data")
-        envs.append((args.baseline_rev, {"PYTHONPATH": str(tree)}))
+    if args.baseline_tree:
+        envs.append((args.baseline_tree.name, {"PYTHONPATH": str(args.baseline_tree)}))
     if args.rewrite_off:
         envs.append(("rewrite off", {"TRACKER_REWRITE_DETECTION": "false"}))
     return [
