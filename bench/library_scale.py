@@ -594,6 +594,20 @@ def main(argv: list[str] | None = None) -> int:
         "and CPU a chapter of each process at every checkpoint and over the whole library "
         "(written to results/library-ingest.json unless --out)",
     )
+    parser.add_argument(
+        "--baseline-tree",
+        type=Path,
+        metavar="DIR",
+        help="with --index-points: also check each point with the code in DIR (a checkout, or "
+        "`git archive REV | tar -x -C DIR`), on PYTHONPATH, in the same rounds: before and "
+        "after side by side",
+    )
+    parser.add_argument(
+        "--rewrite-off",
+        action="store_true",
+        help="with --index-points: also check each point with rewrite detection off, in the "
+        "same rounds: the rewrite stage's cost is the difference",
+    )
     parser.add_argument("--mongo-url")
     parser.add_argument("--redis-url")
     parser.add_argument("--out", type=Path)
@@ -711,6 +725,29 @@ def copy_library(base: Library, name: str, home: Path) -> Library:
     return Library(name, servers, env_for(servers, home / name))
 
 
+def answers(library: Library, work: Path) -> dict[str, list]:
+    """What the last check of ``library`` printed, by query id."""
+    with (work / f"answers-{library.name}.jsonl").open("rb") as fh:
+        return {r["id"]: r.get("matches", []) for r in map(orjson.loads, fh)}
+
+
+def code_variants(libraries: list[Library], args) -> list[list[tuple[str, Library]]]:
+    """Per library, the same servers checked by other code: that of ``--baseline-tree`` (on
+    PYTHONPATH) and, with ``--rewrite-off``, this code without rewrite detection."""
+    envs: list[tuple[str, dict]] = []
+    if args.baseline_tree:
+        envs.append((args.baseline_tree.name, {"PYTHONPATH": str(args.baseline_tree)}))
+    if args.rewrite_off:
+        envs.append(("rewrite off", {"TRACKER_REWRITE_DETECTION": "false"}))
+    return [
+        [
+            (label, Library(f"{library.name}-{k}", library.servers, {**library.env, **extra}))
+            for k, (label, extra) in enumerate(envs)
+        ]
+        for library in libraries
+    ]
+
+
 def index_points(
     args, argv, path: Path, home: Path, queries: Path, half: Path, expected: list, load_before
 ) -> int:
@@ -750,12 +787,26 @@ def index_points(
                     "tables": index_tables(library.servers.redis_url),
                 }
             )
+        variants = code_variants(libraries, args)
         log(f"checking {len(expected)} queries at {', '.join(f'{p:,}' for p in points)}")
-        interleaved(libraries, queries, half, args.rounds, args.work)
-        for result, library in zip(results, libraries, strict=True):
+        interleaved(
+            [*libraries, *(v for vs in variants for _, v in vs)],
+            queries,
+            half,
+            args.rounds,
+            args.work,
+        )
+        for result, library, others in zip(results, libraries, variants, strict=True):
             result["servers_rss_mb"] = servers_rss(library.servers)
             result["check"] = summary(library, expected, args.work)
             result["against_first"] = against(library, libraries[0])
+            result["variants"] = {
+                label: {
+                    **summary(variant, expected, args.work),
+                    "answers_identical": answers(library, args.work) == answers(variant, args.work),
+                }
+                for label, variant in others
+            }
     finally:
         for library in [base, *libraries]:
             library.servers.stop()
@@ -790,6 +841,15 @@ def render_points(r: dict) -> str:
             f"CPU {c['cpu_ms_per_query_after_startup']} | {c['cpu_ms_per_query_with_startup']} | "
             f"{c['recall']} | {c['wrong_ids']} |"
         )
+        for label, v in p.get("variants", {}).items():
+            rows.append(
+                f"| {p['chapters']:,}, {label} | | {v['ms_per_query_with_startup']} "
+                f"({v['ms_per_query_with_startup_median']}) | | {v['startup_s']}, CPU "
+                f"{v['startup_cpu_s']} | {v['ms_per_query_after_startup']}, CPU "
+                f"{v['cpu_ms_per_query_after_startup']} | {v['cpu_ms_per_query_with_startup']} | "
+                f"{v['recall']} | {v['wrong_ids']} (answers identical: "
+                f"{v['answers_identical']}) |"
+            )
     return (
         f"### Library scale, the index extended ({r['date']}, {r['machine']})\n\n"
         f"`{r['command']}`; servers: {r['servers']}; load average before: {r['load_before']}, "

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from bson import Binary
 
-from tracker.fingerprints.sentences import master_keys, sentences_of
+from tracker.fingerprints.sentences import master_keys, pack_cuts, sentences_of
 from tracker.fingerprints.simhash import segment_lines, simhash_normalized, simhash_segmented
 from tracker.index.anchor_index import AnchorIndex
 from tracker.index.dna_index import master_windows_many
@@ -31,6 +31,9 @@ class DocumentFingerprint:
     length: int  # tokens after normalisation
     # uint64 sentence keys (:mod:`tracker.fingerprints.sentences`), for rewritten copies
     sentences: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint64))
+    # the jieba words' starts (:func:`tracker.fingerprints.sentences.pack_cuts`): a check
+    # rebuilds the master's sentences without cutting it again; not in the index
+    cuts: bytes = b""
 
     def to_mongo(self) -> dict:
         # MongoDB integers are signed 64-bit: store the two's-complement value.
@@ -40,6 +43,7 @@ class DocumentFingerprint:
             "anchors": Binary(self.anchors.astype("<u8").tobytes()),
             "length": self.length,
             "sentences": Binary(self.sentences.astype("<u8").tobytes()),
+            **({"cuts": Binary(self.cuts)} if self.cuts else {}),
             "version": VERSION,
         }
 
@@ -51,6 +55,7 @@ class DocumentFingerprint:
             anchors=np.frombuffer(doc.get("anchors", b""), dtype="<u8").astype(np.uint64),
             length=int(doc.get("length", 0)),
             sentences=np.frombuffer(doc.get("sentences", b""), dtype="<u8").astype(np.uint64),
+            cuts=bytes(doc.get("cuts") or b""),
         )
 
 
@@ -73,8 +78,10 @@ def fingerprint_many(
     anchors = AnchorIndex.master_anchors_many(tokens)
     keys = [master_keys(sentences_of(n, w)) for n, w in zip(normalized, words, strict=True)]
     return [
-        (n, DocumentFingerprint(simhash=h, dna=d, anchors=a, length=len(n), sentences=k))
-        for n, h, d, a, k in zip(normalized, simhashes, windows, anchors, keys, strict=True)
+        (n, DocumentFingerprint(h, d, a, len(n), k, pack_cuts(w, len(n.chars))))
+        for n, h, d, a, k, w in zip(
+            normalized, simhashes, windows, anchors, keys, words, strict=True
+        )
     ]
 
 

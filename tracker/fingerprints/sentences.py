@@ -18,6 +18,11 @@ sample of its keys (those ≡ 0 mod ``KEY_SAMPLE``: Broder's MOD_m), so its reco
 within the index budget; a page looks up the pairs of its units' ``QUERY_RAREST`` rarest codes
 that the sample would keep (a page's unit that gained a rare word, or lost one, still names
 the master's pair).
+
+**Stored cuts.** A master's jieba words are cut once, at ingest, and kept as a bitmap of the
+folded characters that start a word (:func:`pack_cuts`: an eighth of a byte a character), so
+that a check meeting a master not cached rebuilds its units without cutting it again
+(:func:`unpack_cuts`).
 """
 
 from __future__ import annotations
@@ -221,6 +226,32 @@ def sentences_of(
         np.bincount(np.searchsorted(present, du[any_anchor]), minlength=len(units)),
     )
     return Sentences(units, len(text.chars), flat)
+
+
+def pack_cuts(words: list[str], chars: int) -> bytes:
+    """Where ``words`` (a text's jieba words, in order) start, as a bitmap over its ``chars``
+    folded characters (bit 7 of byte 0 is character 0); empty unless they cover them all (as
+    :func:`sentences_of` wants them)."""
+    lengths = np.fromiter(map(len, words), np.int64, len(words))
+    if not chars or lengths.sum() != chars:
+        return b""
+    starts = np.zeros(int(lengths.sum()), dtype=bool)
+    starts[np.cumsum(lengths) - lengths] = True
+    return np.packbits(starts).tobytes()
+
+
+def unpack_cuts(cuts: bytes | None, chars: str) -> list[str] | None:
+    """The words of the folded characters ``chars`` cut where :func:`pack_cuts` says; None
+    when ``cuts`` is missing or cannot be the bitmap of a cut of ``chars`` (another length,
+    no word at 0, bits past the end): the caller cuts the text again."""
+    n = len(chars)
+    if not cuts or not n or len(cuts) != (n + 7) // 8:
+        return None
+    bits = np.unpackbits(np.frombuffer(cuts, dtype=np.uint8))
+    if not bits[0] or bits[n:].any():
+        return None
+    starts = np.flatnonzero(bits[:n]).tolist()
+    return [chars[a:b] for a, b in zip(starts, [*starts[1:], n], strict=True)]
 
 
 _ROTATE = np.uint64(63)

@@ -478,7 +478,7 @@ def is_rewrite(alignment: RewriteAlignment) -> bool:
     pairs, and three or four pairs are most of a short master. A rewrite of a short master
     is most of its page (0.4 and up on the development set, whatever was added), a page
     sharing a paragraph with it a fifth."""
-    if len(alignment.pairs) < MIN_PAIRS or alignment.master_chars < MIN_REWRITE_CHARS:
+    if not could_be_rewrite(alignment):
         return False
     if is_passage(alignment):
         return True
@@ -491,6 +491,13 @@ def is_rewrite(alignment: RewriteAlignment) -> bool:
     if alignment.master_chars >= MIN_PARTIAL_CHARS:
         return alignment.coverage >= MIN_PARTIAL_SHARE
     return alignment.coverage >= MOST_OF_THE_MASTER and alignment.page_share >= MIN_PAGE_SHARE
+
+
+def could_be_rewrite(alignment: RewriteAlignment) -> bool:
+    """:func:`is_rewrite`'s first test: ``MIN_PAIRS`` pairs and ``MIN_REWRITE_CHARS`` of the
+    master aligned. Monotone: an alignment failing it fails it with any of its pairs taken
+    away (as :func:`own_pairs` takes them)."""
+    return len(alignment.pairs) >= MIN_PAIRS and alignment.master_chars >= MIN_REWRITE_CHARS
 
 
 def is_passage(alignment: RewriteAlignment) -> bool:

@@ -11,6 +11,12 @@ sentences of one another; the ``MAX_CANDIDATES`` with the most, and at least
 page's sentences inside its verbatim copies are neither looked up nor aligned (they are
 explained already), and a page with fewer than ``MIN_OPEN_CHARS`` characters outside them is
 not looked at.
+
+The masters found verbatim are aligned too, only so that :func:`own_pairs` drops the other
+candidates' pairs they explain; so only when some other candidate's alignment could be a
+rewrite at all (:func:`could_be_rewrite`, which taking pairs away cannot make true): on a
+pirate page, a verbatim copy whose book's other chapters name a few keys, they are not.
+A master's sentences are rebuilt from the words cut at ingest (:func:`stored_words`).
 """
 
 from __future__ import annotations
@@ -21,12 +27,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tracker.fingerprints.sentences import Sentences, query_keys, sentences_of
+from tracker.fingerprints.document import VERSION as FINGERPRINT_VERSION
+from tracker.fingerprints.sentences import Sentences, query_keys, sentences_of, unpack_cuts
 from tracker.index.master_index import MasterIndex
 from tracker.matching.rewrite import (
     MIN_PAIRS,
     MIN_REWRITE_CHARS,
+    RewriteAlignment,
     align_sentences,
+    could_be_rewrite,
     evidence,
     is_rewrite,
     own_pairs,
@@ -46,11 +55,22 @@ LOCAL_UNITS = 24  # page units (sentences) a rewritten passage's key hits are co
 MIN_OPEN_CHARS = MIN_REWRITE_CHARS // 2
 
 
+def stored_words(master: CachedMaster) -> list[str] | None:
+    """A master's jieba words as cut at ingest (its ``cuts``: see
+    :func:`tracker.fingerprints.sentences.pack_cuts`); None for a master stored without them,
+    by another version of the fingerprints, or whose cuts do not fit its text (it is cut
+    again)."""
+    meta = master.meta
+    if meta.get("version") != FINGERPRINT_VERSION:
+        return None
+    return unpack_cuts(meta.get("cuts"), master.text.chars)
+
+
 def master_sentences(master: CachedMaster) -> Sentences:
-    """A cached master's units, cut once while it stays cached."""
+    """A cached master's units, made once while it stays cached."""
     found = master.derived.get("sentences")
     if found is None:
-        found = master.derived["sentences"] = sentences_of(master.text)
+        found = master.derived["sentences"] = sentences_of(master.text, stored_words(master))
     return found
 
 
@@ -74,7 +94,7 @@ def near_hits(units: np.ndarray, length: int, among: np.ndarray | None = None) -
 
 
 def ranked(hits: dict[int, np.ndarray], found: set[int]) -> list[int]:
-    """The candidates to align: the masters found copied verbatim (``found``: they are
+    """The candidates to align: the masters found copied verbatim (``found``: they may be
     aligned too, for :func:`tracker.matching.rewrite.own_pairs`), then the best by local
     votes."""
     votes = {d: local_votes(units) for d, units in hits.items()}
@@ -121,8 +141,6 @@ def find_rewrites(
     None), but the masters in its ``skip`` (found copied verbatim: they keep that evidence);
     ``covered``: each page's folded characters inside those verbatim copies, whose sentences
     are not looked up nor aligned (:func:`open_units`)."""
-    from tracker.matching.detector import Match, versions_by_simhash
-
     covered = covered or [None] * len(pages)
     units, opened = [], []
     for page, w, mask in zip(pages, words, covered, strict=True):
@@ -136,40 +154,73 @@ def find_rewrites(
         opened.append(free if worth_looking(sentences, free) else free[:0])
     hits = index.sentence_candidates([query_keys(u, o) for u, o in zip(units, opened, strict=True)])
     chosen = [ranked(h, s) for h, s in zip(hits, skip, strict=True)]
-    wanted = sorted({d for docs in chosen for d in docs})
+    wanted = sorted(
+        {d for docs, found in zip(chosen, skip, strict=True) for d in docs if d not in found}
+    )
     if not wanted:
         return [[] for _ in pages]
     loaded = masters.get(wanted)
-    results: list[list[Match]] = []
-    for page, page_units, docs, verbatim, near, free in zip(
-        pages, units, chosen, skip, hits, opened, strict=True
-    ):
-        sentences = {d: master_sentences(loaded[d]) for d in docs if d in loaded}
-        among = {d: near_hits(near[d], len(page_units), free) for d in sentences}
-        aligned = own_pairs(
-            {d: align_sentences(page_units, m, among[d]) for d, m in sentences.items()},
-            page_units,
-            sentences,
-            versions_by_simhash({d: loaded[d].meta for d in sentences}),
+    return [
+        rewrites_of(page, page_units, docs, verbatim, near, free, loaded, masters)
+        for page, page_units, docs, verbatim, near, free in zip(
+            pages, units, chosen, skip, hits, opened, strict=True
         )
-        found = []
-        # the page's room for a rewrite: its characters outside the verbatim copies
-        room = sum(page_units.units[k].chars for k in free.tolist())
-        for doc, alignment in aligned.items():
-            if doc in verbatim or not is_rewrite(replace(alignment, page_total=room)):
-                continue
-            master, theirs = loaded[doc], sentences[doc]
-            shorter = max(1, min(page_units.chars, theirs.chars))
-            found.append(
-                Match(
-                    doc_id=master.meta["_id"],
-                    work=master.meta.get("work", ""),
-                    title=master.meta.get("title", ""),
-                    score=round(min(1.0, alignment.master_chars / shorter), 4),
-                    coverage=round(alignment.coverage, 4),
-                    method=METHOD,
-                    spans=evidence(alignment, page, page_units, master.text, theirs),
-                )
+    ]
+
+
+def rewrites_of(
+    page: NormalizedText,
+    page_units: Sentences,
+    docs: list[int],
+    verbatim: set[int],
+    near: dict[int, np.ndarray],
+    free: np.ndarray,
+    loaded: dict[int, CachedMaster],
+    masters: MasterCache,
+) -> list[Match]:
+    """The rewritten copies of one page among its candidates ``docs`` (:func:`ranked`), whose
+    key hits are ``near``; ``free``: its units outside its verbatim copies (of ``verbatim``);
+    the other candidates ``loaded``, the verbatim masters loaded only if needed."""
+    from tracker.matching.detector import Match, versions_by_simhash
+
+    def align(doc: int) -> RewriteAlignment:
+        return align_sentences(
+            page_units, sentences[doc], near_hits(near[doc], len(page_units), free)
+        )
+
+    others = [d for d in docs if d not in verbatim and d in loaded]
+    sentences = {d: master_sentences(loaded[d]) for d in others}
+    alignments = {d: align(d) for d in others}
+    if not any(map(could_be_rewrite, alignments.values())):
+        return []  # nor would any be with the pairs the verbatim masters explain taken out
+    theirs = masters.get([d for d in docs if d in verbatim])
+    loaded = {**loaded, **theirs}
+    sentences.update({d: master_sentences(m) for d, m in theirs.items()})
+    alignments.update({d: align(d) for d in theirs})
+    order = [d for d in docs if d in alignments]
+    aligned = own_pairs(
+        {d: alignments[d] for d in order},
+        page_units,
+        sentences,
+        versions_by_simhash({d: loaded[d].meta for d in order}),
+    )
+    found = []
+    # the page's room for a rewrite: its characters outside the verbatim copies
+    room = sum(page_units.units[k].chars for k in free.tolist())
+    for doc, alignment in aligned.items():
+        if doc in verbatim or not is_rewrite(replace(alignment, page_total=room)):
+            continue
+        master, units = loaded[doc], sentences[doc]
+        shorter = max(1, min(page_units.chars, units.chars))
+        found.append(
+            Match(
+                doc_id=master.meta["_id"],
+                work=master.meta.get("work", ""),
+                title=master.meta.get("title", ""),
+                score=round(min(1.0, alignment.master_chars / shorter), 4),
+                coverage=round(alignment.coverage, 4),
+                method=METHOD,
+                spans=evidence(alignment, page, page_units, master.text, units),
             )
-        results.append(found)
-    return results
+        )
+    return found

@@ -227,8 +227,8 @@ class MasterStore:
         write(self.masters, [Upsert(doc_id, fp.to_mongo()) for doc_id, fp in rows], ())
 
     def by_ns(self, ns: Iterable[int]) -> dict[int, dict]:
-        """``n → master document`` with its text and SimHash (signed, as stored), in one
-        indexed query."""
+        """``n → master document`` with its text, SimHash (signed, as stored) and word cuts, in
+        one indexed query (not the fingerprints only the index needs)."""
         cursor = self.masters.find({"n": {"$in": [int(n) for n in ns]}}, _WITHOUT_PRINTS)
         return {int(d["n"]): d for d in cursor}
 
@@ -342,7 +342,7 @@ class MasterStore:
 LIBRARY_VERSION = "library_version"
 CHANGES_FROM = "library_changes_from"  # the first library version in library_changes
 _CHANGED_FIELDS = {"text": 1, "n": 1, "work": 1, "title": 1, "changed_in": 1}
-_WITHOUT_PRINTS = dict.fromkeys(("dna", "anchors", "tokens"), 0)
+_WITHOUT_PRINTS = dict.fromkeys(("dna", "anchors", "sentences", "tokens"), 0)
 _WITHOUT_TEXT = {"text": 0, "tokens": 0}
 _TEXT_AND_TITLE = {"text": 1, "title": 1, "work": 1, "source": 1}
 _ENTRY = {"work": 1, "title": 1, "length": 1, "added_at": 1, "updated_at": 1}
