@@ -1,0 +1,120 @@
+"""Why a rewritten copy of the hand-written development set is missed: the failing step, per
+copy (issue 39). Development data only (tests/fixtures/rewrites_dev_hand/): never point it at
+the held-out set.
+
+Each copy is checked against its own master alone, without servers, step by step as
+:mod:`tracker.matching.rewrites` does: the sentence keys (``votes``: page units naming one of
+the master's keys, ``MIN_VOTES`` make a candidate), the alignment (pairs, coverage,
+passage) and :func:`tracker.matching.rewrite.is_rewrite`. A miss is named by its first
+failing step: ``no-candidate``, ``few-pairs``, ``few-chars``, ``anchors`` (no pair keeps the
+master's names and numbers), ``coverage/passage``. The innocents (independent reports of the
+same events) are counted the same way, as flagged when every step passes. With
+``--windows N``, also N random windows of 30, 40 and 50 % of each chapter's hand rewrite
+between two other chapters (more partial copies than the set's ten, from the same texts).
+
+    python -m bench.rewrites_diagnose [-v] [--windows 20]     # ~15 s of CPU, no servers
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+from collections import Counter
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from tests import rewrites as r  # noqa: E402
+from tests import rewrites_hand as hand  # noqa: E402
+from tracker.fingerprints.sentences import master_keys, query_keys, sentences_of  # noqa: E402
+from tracker.matching import rewrite as rw  # noqa: E402
+from tracker.matching.rewrites import MIN_VOTES, local_votes, near_hits  # noqa: E402
+from tracker.text.normalize import normalize  # noqa: E402
+
+SEED = 39
+
+
+def step(page_text: str, master_text: str) -> tuple[str, int, rw.RewriteAlignment]:
+    """The first failing step of ``page_text`` as a copy of ``master_text`` (``ok`` if none),
+    with the votes and the alignment."""
+    page, master = sentences_of(normalize(page_text)), sentences_of(normalize(master_text))
+    filed = master_keys(master)
+    keys, units = query_keys(page)
+    hits = units[np.isin(keys, filed)]
+    votes = local_votes(hits)
+    among = near_hits(np.sort(hits), len(page.units)) if len(hits) else None
+    a = rw.align_sentences(page, master, among)
+    a = replace(a, page_total=sum(u.chars for u in page.units))
+    if votes < MIN_VOTES:
+        return "no-candidate", votes, a
+    if rw.is_rewrite(a):
+        return "ok", votes, a
+    if len(a.pairs) < rw.MIN_PAIRS:
+        return "few-pairs", votes, a
+    if a.master_chars < rw.MIN_REWRITE_CHARS:
+        return "few-chars", votes, a
+    if not a.anchored and (a.conflicts or a.anchored_units >= rw.MIN_ANCHORED_UNITS):
+        return "anchors", votes, a
+    return "coverage/passage", votes, a
+
+
+def cases(windows: int) -> list[tuple[str, str, str, str, bool]]:
+    """(kind, id, page, master, is a copy) of the set, as tests.rewrites_hand builds it."""
+    out = []
+    wrap = hand.fillers()
+    for k, (key, item) in enumerate(hand.news().items()):
+        out.append(("news by hand", key, item["rewrite"], item["master"], True))
+        table = r.rewrite(item["master"], SEED + k, r.HELD, "no8")
+        out.append(("news no8 (table)", key, table, item["master"], True))
+        for how in ("event", "wire"):
+            told, name = item[how], f"same event ({how})"
+            out.append((name, key, told, item["master"], False))
+            no8 = r.rewrite(told, SEED + k, r.HELD, "no8")
+            out.append((f"{name} no8", key, no8, item["master"], False))
+            medium = r.rewrite(told, SEED + k, r.DEV, "medium")
+            out.append((f"{name} medium", key, medium, item["master"], False))
+            page = told + "\n" + wrap[k % len(wrap)]
+            out.append((f"{name} in a page", key, page, item["master"], False))
+    for k, (key, item) in enumerate(hand.chapters().items()):
+        out.append(("chapter by hand", key, item["rewrite"], item["master"], True))
+        for w in range(windows):
+            for share in (0.3, 0.4, 0.5):
+                rng = random.Random(1000 * w + k)
+                before, after = wrap[(k + w) % len(wrap)], wrap[(k + w + 2) % len(wrap)]
+                inner = hand.window(item["rewrite"], share, rng)
+                page = f"{before}\n{inner}\n{after}"
+                out.append((f"window {share:.0%} by hand", key, page, item["master"], True))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("-v", action="store_true", help="every copy missed and innocent flagged")
+    p.add_argument("--windows", type=int, default=10, help="partial windows per chapter share")
+    args = p.parse_args(argv)
+    n, ok, steps = Counter(), Counter(), Counter()
+    for kind, key, page, master, copy in cases(args.windows):
+        name, votes, a = step(page, master)
+        n[kind] += 1
+        ok[kind] += name == "ok"
+        steps[kind, name] += 1
+        if args.v and (name == "ok") != copy:
+            print(
+                f"{'MISS' if copy else 'FLAG'} {kind} {key}: {name}, votes {votes}, "
+                f"pairs {len(a.pairs)}, coverage {a.coverage:.2f}, master chars "
+                f"{a.master_chars}, passage {a.passage_pairs} pairs / {a.passage_chars} chars"
+            )
+    for kind in n:
+        failing = {s: c for (k, s), c in steps.items() if k == kind and s != "ok"}
+        print(f"{kind:30s} passing {ok[kind]:3d} of {n[kind]:3d}  {failing}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
