@@ -44,7 +44,7 @@ from scrapy.crawler import Crawler
 from pipelines import SERVER_ERRORS, Tally, close_batcher, stage_batcher
 from spiders.base import canonical_of
 from tracker.config import Settings
-from tracker.crawling import match_worker
+from tracker.crawling import match_worker, workers
 from tracker.crawling.context import crawler_component, tracker_context
 from tracker.crawling.items import PageItem
 from tracker.crawling.outcomes import SKIPPED, UNREAD, Ended
@@ -69,12 +69,10 @@ def worker_pool(crawler: Crawler) -> ProcessPool:
 
     def make() -> ProcessPool:
         settings = crawler.settings
-        matching = settings.getbool("TRACKER_MATCH_IN_WORKERS", Settings.match_in_workers)
-        preload = ["tracker.reading.extract", "trafilatura"]
         return ProcessPool(
             settings.getint("TRACKER_EXTRACT_PROCESSES", 0),  # 0 outside a project crawl
-            preload=[*preload, "tracker.crawling.match_worker"] if matching else preload,
-            warm_up=match_worker.warm_up if matching else warm_up,
+            preload=workers.preload(settings),
+            warm_up=match_worker.warm_up if workers.matching_in_workers(settings) else warm_up,
         )
 
     return crawler_component(crawler, "_tracker_worker_pool", make)

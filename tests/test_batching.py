@@ -212,6 +212,61 @@ def test_worker_processes_warm_up_when_they_start():
     assert _was_warmed() is False  # not in this process
 
 
+def _parent_pid() -> int:
+    return os.getppid()
+
+
+def test_a_crawl_starts_its_workers_forkserver_early_only_when_it_will_have_workers(
+    monkeypatch,
+):
+    from scrapy.settings import Settings as ScrapySettings
+
+    from tracker.crawling import process_pool, workers
+
+    started: list[list[str]] = []
+    monkeypatch.setattr(process_pool, "start_forkserver", started.append)
+    extract = {workers.EXTRACT_PIPELINE: 100}
+    for processes, pipelines, matching in ((1, extract, True), (2, extract, False)):
+        settings = ScrapySettings(
+            {
+                "TRACKER_EXTRACT_PROCESSES": processes,
+                "ITEM_PIPELINES": pipelines,
+                "TRACKER_MATCH_IN_WORKERS": matching,
+            }
+        )
+        workers.start_early(settings)
+        assert started.pop() == workers.preload(settings)
+    assert workers.preload(ScrapySettings({"TRACKER_MATCH_IN_WORKERS": False})) == list(
+        workers.EXTRACTION
+    )
+    for processes, pipelines in ((0, extract), (1, {}), (1, {workers.EXTRACT_PIPELINE: None})):
+        workers.start_early(
+            ScrapySettings({"TRACKER_EXTRACT_PROCESSES": processes, "ITEM_PIPELINES": pipelines})
+        )
+    assert started == []  # no workers in those crawls: nothing started
+
+
+def test_a_pool_forks_its_workers_from_the_forkserver_started_early():
+    from multiprocessing import forkserver
+
+    from tracker.crawling.process_pool import start_forkserver
+
+    start_forkserver([])
+    server = forkserver._forkserver._forkserver_pid
+    assert server is not None
+
+    async def main():
+        pool = ProcessPool(1)
+        try:
+            return await pool.run(_parent_pid)
+        finally:
+            pool.close()
+
+    assert run(main()) == server  # the worker is the early server's child
+    start_forkserver([])  # already running: the same server
+    assert forkserver._forkserver._forkserver_pid == server
+
+
 def _square_in_worker(items: list[int]) -> list[object]:
     """(worker pid, batch size, x²) of each item; 13 kills the worker, a negative item fails."""
     if 13 in items:

@@ -26,6 +26,7 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from multiprocessing import forkserver
 from typing import TypeVar
 
 from tracker.batching import Batcher
@@ -46,6 +47,22 @@ R = TypeVar("R")
 #: result until the caller's management thread got the GIL to read it. 1 MB is Linux's
 #: ceiling for an unprivileged process (``/proc/sys/fs/pipe-max-size``).
 PIPE_BYTES = 1 << 20
+
+
+def _forkserver(preload: Sequence[str]) -> multiprocessing.context.BaseContext:
+    """The forkserver context, its server importing ``preload`` (when it starts: a server
+    already running keeps what it imported)."""
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(list(preload))
+    return context
+
+
+def start_forkserver(preload: Sequence[str]) -> None:
+    """Start the forkserver the workers are forked from now, importing ``preload`` in the
+    background (a pool made later with the same ``preload`` forks its workers from it,
+    without waiting for those imports)."""
+    _forkserver(preload)
+    forkserver.ensure_running()
 
 
 def _start_worker(warm_up: Callable[[], object] | None) -> None:
@@ -78,8 +95,7 @@ class ProcessPool:
 
     def _pool(self) -> ProcessPoolExecutor:
         if self._executor is None:
-            context = multiprocessing.get_context("forkserver")
-            context.set_forkserver_preload(self.preload)
+            context = _forkserver(self.preload)
             self._executor = ProcessPoolExecutor(
                 self.processes,
                 mp_context=context,

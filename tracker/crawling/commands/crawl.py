@@ -38,6 +38,10 @@ class Command(ScrapyCrawl):
 
         assert self.settings is not None
         _check_tracker_settings(self.settings)
+        # the worker processes' imports, on the other core while this one loads the spider
+        from tracker.crawling.workers import start_early
+
+        start_early(self.settings)
         try:
             spidercls = get_spider_loader(self.settings).load(args[0])
         except KeyError:
