@@ -35,10 +35,10 @@ import importlib.util
 import math
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 from functools import cache
 from itertools import compress, repeat
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -77,16 +77,17 @@ SMALL_NUMBER = 32  # below: counts, months, days, hours (一只, 10月5日): no 
 PLACE_CLASS = "Di"  # Cilin's 社会·政法 class holding countries and capitals (中国, 北京)
 _NUMERAL_START = np.zeros(0x10000, dtype=bool)  # a code point (of the BMP) → starts a numeral
 _NUMERAL_START[[ord(c) for c in "0123456789.〇零一二两三四五六七八九十百千万亿"]] = True
+_NUMBER_FIRST = frozenset("0123456789〇零一二两三四五六七八九十百千万亿")  # as _NUMBER starts
 _NUMERAL_WORD = re.compile(r"^[0-9.〇零一二两三四五六七八九十百千万亿]+.{0,2}$")
 _NUMBER = re.compile(
     r"^([0-9]+(?:\.[0-9]+)?|[〇零一二两三四五六七八九十百千万亿]+)([万亿]?)(.{0,2})$"
 )
 
 
-@dataclass(frozen=True)
-class Canon:
+class Canon(NamedTuple):
     """A word's canonical ``code`` (64-bit), its ``weight`` (IDF) and whether it is an
-    ``anchor`` (a name, place, organisation or number)."""
+    ``anchor`` (a name, place, organisation or number). A tuple: a library's vocabulary is
+    made of a few hundred thousand of them, one each time a process meets a new word."""
 
     code: int
     weight: float
@@ -118,6 +119,8 @@ def chinese_number(text: str) -> int | None:
 
 def number_code(word: str) -> str | None:
     """``#<value>`` of a number word, its trailing measure word left off; None otherwise."""
+    if word[:1] not in _NUMBER_FIRST:  # most words: no pattern to match
+        return None
     m = _NUMBER.match(word)
     if m is None:
         return None
