@@ -34,9 +34,11 @@ import importlib.metadata
 import importlib.util
 import math
 import re
-from dataclasses import dataclass
+from collections.abc import Iterable
 from functools import cache
+from itertools import compress, repeat
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -73,17 +75,19 @@ UNITS = {"十": 10, "百": 100, "千": 1000, "万": 10_000, "亿": 100_000_000}
 MAX_WORDS = 1_000_000  # words a process keeps canonicalised (a library's vocabulary: far fewer)
 SMALL_NUMBER = 32  # below: counts, months, days, hours (一只, 10月5日): no evidence
 PLACE_CLASS = "Di"  # Cilin's 社会·政法 class holding countries and capitals (中国, 北京)
-_NUMERAL_START = frozenset("0123456789.〇零一二两三四五六七八九十百千万亿")
+_NUMERAL_START = np.zeros(0x10000, dtype=bool)  # a code point (of the BMP) → starts a numeral
+_NUMERAL_START[[ord(c) for c in "0123456789.〇零一二两三四五六七八九十百千万亿"]] = True
+_NUMBER_FIRST = frozenset("0123456789〇零一二两三四五六七八九十百千万亿")  # as _NUMBER starts
 _NUMERAL_WORD = re.compile(r"^[0-9.〇零一二两三四五六七八九十百千万亿]+.{0,2}$")
 _NUMBER = re.compile(
     r"^([0-9]+(?:\.[0-9]+)?|[〇零一二两三四五六七八九十百千万亿]+)([万亿]?)(.{0,2})$"
 )
 
 
-@dataclass(frozen=True)
-class Canon:
+class Canon(NamedTuple):
     """A word's canonical ``code`` (64-bit), its ``weight`` (IDF) and whether it is an
-    ``anchor`` (a name, place, organisation or number)."""
+    ``anchor`` (a name, place, organisation or number). A tuple: a library's vocabulary is
+    made of a few hundred thousand of them, one each time a process meets a new word."""
 
     code: int
     weight: float
@@ -115,6 +119,8 @@ def chinese_number(text: str) -> int | None:
 
 def number_code(word: str) -> str | None:
     """``#<value>`` of a number word, its trailing measure word left off; None otherwise."""
+    if word[:1] not in _NUMBER_FIRST:  # most words: no pattern to match
+        return None
     m = _NUMBER.match(word)
     if m is None:
         return None
@@ -206,38 +212,32 @@ class Lexicon:
         again; a library's vocabulary is a few hundred thousand words)."""
         if len(self._rows) + len(words) > MAX_WORDS:
             self._forget()
-        rows = self._rows
-        found = [rows.get(w, -2) for w in words]
-        if -2 in found:
-            for k, word in enumerate(words):
-                if found[k] == -2:
-                    found[k] = self._row(word)
-        at = np.array(found, dtype=np.int64)
+        at = np.fromiter(map(self._rows.get, words, repeat(-2)), np.int64, len(words))
+        new = np.flatnonzero(at == -2).tolist()  # words never seen
+        if new:
+            self._add(dict.fromkeys(words[k] for k in new))
+            at[new] = [self._rows[words[k]] for k in new]
         keep = np.flatnonzero(at >= 0)
         at = at[keep]
         return keep, self._codes[at], self._weights[at], self._anchors[at]
 
-    def _row(self, word: str) -> int:
-        row = self._rows.get(word)
-        if row is not None:
-            return row
-        canon = self._canon(word)
-        if canon is None:
-            row = -1
-        else:
-            row = self._filled
-            if row == len(self._codes):
-                self._codes = np.resize(self._codes, 2 * row)
-                self._weights = np.resize(self._weights, 2 * row)
-                self._anchors = np.resize(self._anchors, 2 * row)
-            self._codes[row], self._weights[row], self._anchors[row] = (
-                canon.code,
-                canon.weight,
-                canon.anchor,
-            )
-            self._filled += 1
-        self._rows[word] = row
-        return row
+    def _add(self, words: Iterable[str]) -> None:
+        """Rows for ``words`` (distinct, never seen): their :meth:`canon`, -1 for none."""
+        made = [(w, self._canon(w)) for w in words]
+        content = [(w, c) for w, c in made if c is not None]
+        first, count = self._filled, len(content)
+        if first + count > len(self._codes):
+            size = max(2 * len(self._codes), first + count)
+            self._codes = np.resize(self._codes, size)
+            self._weights = np.resize(self._weights, size)
+            self._anchors = np.resize(self._anchors, size)
+        rows = slice(first, first + count)
+        self._codes[rows] = np.array([c.code for _, c in content], dtype=np.uint64)
+        self._weights[rows] = [c.weight for _, c in content]
+        self._anchors[rows] = [c.anchor for _, c in content]
+        self._filled += count
+        self._rows.update((w, -1) for w, c in made if c is None)
+        self._rows.update(zip((w for w, _ in content), range(first, first + count), strict=True))
 
     def _canon(self, word: str) -> Canon | None:
         if not word or word in STOP_WORDS:
@@ -268,17 +268,19 @@ class Lexicon:
         return Canon(code_of(canonical), weight, anchor)
 
 
-def join_numbers(words: list[str], groups: list[int]) -> tuple[list[str], list[int]]:
+def join_numbers(
+    words: list[str], groups: np.ndarray, firsts: np.ndarray
+) -> tuple[list[str], np.ndarray]:
     """``words`` with a number cut in pieces joined again (三百 二十名 → 三百二十名), so that
-    it canonicalises to one value, as 320 does; only words of the same group (sentence) are
-    joined. Returns the words and their groups. Only a word starting with a numeral after
-    another such word is looked at."""
-    starts = [w[0] in _NUMERAL_START for w in words]
+    it canonicalises to one value, as 320 does; only words of the same group (sentence,
+    ``groups``: int64 a word) are joined. ``firsts``: the code point each word starts with.
+    Returns the words and their groups. Only a word starting with a numeral after another
+    such word is looked at."""
+    starts = _NUMERAL_START[np.minimum(firsts, 0xFFFF)]
+    after = np.flatnonzero(starts[1:] & starts[:-1] & (groups[1:] == groups[:-1])) + 1
     joined: dict[int, int] = {}  # a word → the word it was joined to
     text: dict[int, str] = {}  # a word → it and the words joined to it
-    for i in [i for i in range(1, len(words)) if starts[i] and starts[i - 1]]:
-        if groups[i] != groups[i - 1]:
-            continue
+    for i in after.tolist():
         head = joined.get(i - 1, i - 1)
         before, word = text.get(head, words[head]), words[i]
         if (
@@ -290,8 +292,12 @@ def join_numbers(words: list[str], groups: list[int]) -> tuple[list[str], list[i
             joined[i] = head
     if not joined:
         return words, groups
-    kept = [k for k in range(len(words)) if k not in joined]
-    return [text.get(k, words[k]) for k in kept], [groups[k] for k in kept]
+    words = list(words)
+    for head, whole in text.items():
+        words[head] = whole
+    kept = np.ones(len(words), dtype=bool)
+    kept[list(joined)] = False
+    return list(compress(words, kept.tolist())), groups[kept]
 
 
 @cache

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from itertools import chain
 
 import numpy as np
 
@@ -45,8 +44,6 @@ MIN_KEY_CODES = 3
 QUERY_RAREST = 4
 KEY_SAMPLE = 2
 SAMPLE_ABOVE_UNITS = 40
-_ENDS = np.array([ord(c) for c in SENTENCE_ENDS], dtype=np.uint32)
-_CLAUSES = np.array([ord(c) for c in CLAUSE_MARKS], dtype=np.uint32)
 
 
 @dataclass(frozen=True)
@@ -84,22 +81,6 @@ class Flat:
     sizes: np.ndarray  # int64
     anchors: np.ndarray  # int64
 
-    @classmethod
-    def of(cls, units: list[Unit]) -> Flat:
-        sizes = np.fromiter((len(u.codes) for u in units), np.int64, len(units))
-        codes = np.fromiter(chain.from_iterable(u.codes for u in units), np.uint64, sizes.sum())
-        anchor = np.array([c in u.anchors for u in units for c in u.codes], dtype=bool)
-        return cls(
-            np.r_[0, np.cumsum(sizes)].astype(np.int64),
-            np.repeat(np.arange(len(units), dtype=np.int64), sizes),
-            codes,
-            np.fromiter(chain.from_iterable(u.weights for u in units), np.float64, len(codes)),
-            anchor.reshape(len(codes)),
-            np.fromiter((u.norm for u in units), np.float64, len(units)),
-            sizes,
-            np.fromiter((len(u.anchors) for u in units), np.int64, len(units)),
-        )
-
     def gather(self, units: np.ndarray) -> np.ndarray:
         """The entries of ``units``, unit by unit."""
         lengths = self.ptr[units + 1] - self.ptr[units]
@@ -107,51 +88,103 @@ class Flat:
         return first + np.arange(lengths.sum())
 
 
-@dataclass(frozen=True)
+_NONE = np.zeros(0, dtype=np.int64)
+
+
+@dataclass(frozen=True, eq=False)
 class Sentences:
-    units: list[Unit]
+    """A text's units as arrays: ``flat`` (all that the keys and the alignment read) and each
+    unit's ``[starts, ends)`` in the folded characters; its :class:`Unit` objects (with their
+    words, for the evidence of a reported match) are built on first use of :attr:`units`.
+    ``words`` are the text's words (numbers joined), ``content`` the positions of its content
+    words in text order (unit by unit, from ``content_ptr[u]`` to ``content_ptr[u + 1]``) and
+    ``content_codes`` their codes."""
+
     chars: int  # folded characters of the whole text
-    prepared: Flat | None = field(default=None, repr=False, compare=False)
+    flat: Flat = field(repr=False)
+    starts: np.ndarray  # int64, a unit
+    ends: np.ndarray  # int64, a unit
+    words: list[str] = field(repr=False)
+    content: np.ndarray = field(repr=False)  # int64
+    content_codes: np.ndarray = field(repr=False)  # uint64
+    content_ptr: np.ndarray = field(repr=False)  # int64, units + 1
+
+    @classmethod
+    def empty(cls, chars: int) -> Sentences:
+        """The units of a text with none (or that will not be looked at)."""
+        zero, codes, f = np.zeros(1, np.int64), np.zeros(0, np.uint64), np.zeros(0, np.float64)
+        flat = Flat(zero, _NONE, codes, f, _NONE > 0, f, _NONE, _NONE)
+        return cls(chars, flat, _NONE, _NONE, [], _NONE, codes, zero)
 
     def __len__(self) -> int:
-        return len(self.units)
+        return len(self.starts)
 
     @cached_property
-    def flat(self) -> Flat:
-        return self.prepared or Flat.of(self.units)
+    def lengths(self) -> np.ndarray:
+        """Each unit's folded characters (int64)."""
+        return self.ends - self.starts
+
+    @cached_property
+    def units(self) -> list[Unit]:
+        f = self.flat
+        codes, weights, anchor = f.codes.tolist(), f.weights.tolist(), f.anchor.tolist()
+        ptr, norms = f.ptr.tolist(), f.norms.tolist()
+        words = [self.words[k] for k in self.content.tolist()]
+        word_codes, word_ptr = self.content_codes.tolist(), self.content_ptr.tolist()
+        units = []
+        spans = zip(self.starts.tolist(), self.ends.tolist(), strict=True)
+        for k, (start, end) in enumerate(spans):
+            a, b, wa, wb = ptr[k], ptr[k + 1], word_ptr[k], word_ptr[k + 1]
+            units.append(
+                Unit(
+                    start,
+                    end,
+                    tuple(words[wa:wb]),
+                    tuple(word_codes[wa:wb]),
+                    tuple(codes[a:b]),
+                    tuple(weights[a:b]),
+                    frozenset(c for c, x in zip(codes[a:b], anchor[a:b], strict=True) if x),
+                    norms[k],
+                )
+            )
+        return units
 
 
-def boundaries(text: NormalizedText) -> list[tuple[int, int]]:
-    """``[start, end)`` in ``text.chars`` of each unit (sentences, long ones cut at clauses)."""
+#: a code point (of the BMP) → 1: it ends a sentence, 2: a clause
+_BREAKS = np.zeros(0x10000, dtype=np.int8)
+_BREAKS[[ord(c) for c in SENTENCE_ENDS]] = 1
+_BREAKS[[ord(c) for c in CLAUSE_MARKS]] = 2
+
+
+def boundaries(text: NormalizedText) -> tuple[np.ndarray, np.ndarray]:
+    """``[start, end)`` in ``text.chars`` of each unit (sentences, long ones cut at clauses),
+    as two int64 arrays."""
     n = len(text.chars)
     if n == 0:
-        return []
-    source = codepoints(text.source)
-    ends = np.searchsorted(text.char_pos, np.flatnonzero(np.isin(source, _ENDS)))
-    clauses = np.searchsorted(text.char_pos, np.flatnonzero(np.isin(source, _CLAUSES)))
-    cuts = np.unique(np.r_[ends, n])
-    cuts = cuts[(cuts > 0) & (cuts <= n)].tolist()
-    clause_list = np.unique(clauses).tolist()
-    units, start, k = [], 0, 0
-    for end in cuts:
-        if end <= start:
-            continue
-        if end - start > LONG_UNIT_CHARS:
-            while k < len(clause_list) and clause_list[k] <= start:
-                k += 1
-            last = start
-            j = k
-            while j < len(clause_list) and clause_list[j] < end:
-                c = clause_list[j]
-                if c - last >= MIN_CLAUSE_CHARS and end - c >= MIN_CLAUSE_CHARS:
-                    units.append((last, c))
-                    last = c
-                j += 1
-            units.append((last, end))
-        else:
-            units.append((start, end))
-        start = end
-    return units
+        return _NONE, _NONE
+    kind = _BREAKS[np.minimum(codepoints(text.source), 0xFFFF)]
+    found = np.flatnonzero(kind)
+    at = np.searchsorted(text.char_pos, found)
+    is_end = kind[found] == 1
+    cuts = np.unique(np.append(at[is_end], n))
+    cuts = cuts[cuts > 0]  # sentence ends, the last at n
+    starts = np.concatenate(([0], cuts[:-1]))
+    # a long sentence is cut at each clause mark that leaves MIN_CLAUSE_CHARS on both sides
+    long = cuts - starts > LONG_UNIT_CHARS
+    extra = []
+    if long.any():
+        clauses = np.unique(at[~is_end])
+        first, last = starts[long], cuts[long]
+        lo, hi = np.searchsorted(clauses, first, "right"), np.searchsorted(clauses, last)
+        for start, end, a, b in zip(*(x.tolist() for x in (first, last, lo, hi)), strict=True):
+            for c in clauses[a:b].tolist():
+                if c - start >= MIN_CLAUSE_CHARS and end - c >= MIN_CLAUSE_CHARS:
+                    extra.append(c)
+                    start = c
+    if extra:
+        cuts = np.sort(np.append(cuts, extra))
+        starts = np.concatenate(([0], cuts[:-1]))
+    return starts.astype(np.int64), cuts.astype(np.int64)
 
 
 def sentences_of(
@@ -159,73 +192,50 @@ def sentences_of(
 ) -> Sentences:
     """The units of ``text``; ``words``: its jieba words cut line by line, if already cut
     (:func:`tracker.fingerprints.simhash.segment_lines`), else cut here. The words are
-    canonicalised all at once (:meth:`Lexicon.entries`), and grouped into units by numpy."""
+    canonicalised all at once (:meth:`Lexicon.entries`), and grouped into units by numpy;
+    the :class:`Unit` objects are built only when asked for (:attr:`Sentences.units`)."""
     from tracker.fingerprints.simhash import cut_lines
 
     lex = lex or lexicon()
-    if words is None or sum(map(len, words)) != len(text.chars):
+    n = len(text.chars)
+    lengths = np.fromiter(map(len, words), np.int64, len(words)) if words is not None else None
+    if lengths is None or lengths.sum() != n:
         words = cut_lines(text.lines())
-    bounds = boundaries(text)
-    if not bounds or not words:
-        return Sentences([], len(text.chars))
-    lengths = np.fromiter(map(len, words), np.int64, len(words))
-    ends = np.array([end for _, end in bounds], dtype=np.int64)
+        lengths = np.fromiter(map(len, words), np.int64, len(words))
+    starts, ends = boundaries(text)
+    if not len(ends) or not words:
+        return Sentences.empty(n)
+    offsets = np.cumsum(lengths) - lengths
     # a word belongs to the unit it starts in
-    owner = np.searchsorted(ends, np.cumsum(lengths) - lengths, side="right").tolist()
-    words, owner = join_numbers(words, owner)
+    owner = np.searchsorted(ends, offsets, side="right")
+    words, owner = join_numbers(words, owner, codepoints(text.chars)[offsets])
     at, codes, weights, anchor = lex.entries(words)
-    unit = np.asarray(owner, dtype=np.int64)[at]
+    unit = owner[at]
     # each unit's distinct codes, rarest first (then by code): sorted, then deduplicated
     order = np.lexsort((codes, -weights, unit))
     su, sc, sw, sa = unit[order], codes[order], weights[order], anchor[order]
     first = np.ones(len(su), dtype=bool)
     first[1:] = (su[1:] != su[:-1]) | (sc[1:] != sc[:-1])
-    starts = np.flatnonzero(first)
-    any_anchor = np.logical_or.reduceat(sa, starts) if len(starts) else sa
-    du, dc, dw = su[starts], sc[starts], sw[starts]
-    present, counts = np.unique(du, return_counts=True)
-    norms = np.sqrt(np.bincount(du, dw * dw, len(bounds)))
-    ptr = np.r_[0, np.cumsum(counts)].tolist()
-    # the content words in text order, unit by unit
-    word_list = [words[k] for k in at.tolist()]
-    word_ptr = np.searchsorted(unit, np.r_[present, present[-1] + 1] if len(present) else [0])
-    word_ptr = word_ptr.tolist()
-    all_codes, all_weights = dc.tolist(), dw.tolist()
-    all_word_codes = codes.tolist()
-    anchor_codes = dc[any_anchor].tolist()
-    anchor_unit = du[any_anchor].tolist()
-    anchors_of: dict[int, set[int]] = {}
-    for u, c in zip(anchor_unit, anchor_codes, strict=True):
-        anchors_of.setdefault(u, set()).add(c)
-    units = []
-    for k, u in enumerate(present.tolist()):
-        a, b = ptr[k], ptr[k + 1]
-        wa, wb = word_ptr[k], word_ptr[k + 1]
-        start, end = bounds[u]
-        units.append(
-            Unit(
-                start,
-                end,
-                tuple(word_list[wa:wb]),
-                tuple(all_word_codes[wa:wb]),
-                tuple(all_codes[a:b]),
-                tuple(all_weights[a:b]),
-                frozenset(anchors_of.get(u, ())),
-                float(norms[u]),
-            )
-        )
-    sizes = np.asarray(counts, dtype=np.int64)
+    starts_at = np.flatnonzero(first)
+    any_anchor = np.logical_or.reduceat(sa, starts_at) if len(starts_at) else sa
+    du, dc, dw = su[starts_at], sc[starts_at], sw[starts_at]
+    present, sizes = np.unique(du, return_counts=True)
+    norms = np.sqrt(np.bincount(du, dw * dw, len(ends)))
     flat = Flat(
-        np.asarray(ptr, dtype=np.int64),
-        np.repeat(np.arange(len(units), dtype=np.int64), sizes),
+        np.concatenate(([0], np.cumsum(sizes))).astype(np.int64),
+        np.repeat(np.arange(len(present), dtype=np.int64), sizes),
         dc,
         dw,
         any_anchor,
         norms[present],
-        sizes,
-        np.bincount(np.searchsorted(present, du[any_anchor]), minlength=len(units)),
+        sizes.astype(np.int64),
+        np.bincount(np.searchsorted(present, du[any_anchor]), minlength=len(present)),
     )
-    return Sentences(units, len(text.chars), flat)
+    # the content words in text order, unit by unit
+    content_ptr = np.searchsorted(unit, np.append(present, present[-1] + 1 if len(present) else 0))
+    return Sentences(
+        n, flat, starts[present], ends[present], words, at, codes, content_ptr.astype(np.int64)
+    )
 
 
 def pack_cuts(words: list[str], chars: int) -> bytes:
@@ -281,7 +291,7 @@ def master_keys(sentences: Sentences) -> np.ndarray:
     flat = sentences.flat
     units = np.flatnonzero(flat.sizes >= MIN_KEY_CODES)
     keys = pair_keys(flat.codes[flat.ptr[units]], flat.codes[flat.ptr[units] + 1])
-    if len(sentences.units) >= SAMPLE_ABOVE_UNITS:
+    if len(sentences) >= SAMPLE_ABOVE_UNITS:
         keys = keys[_kept(keys)]
     return np.unique(keys)
 

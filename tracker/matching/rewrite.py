@@ -288,16 +288,16 @@ def align_sentences(
     """The units of ``master`` that ``page`` rewrites (see the module's docstring); only the
     page's units ``among`` these, if given (on a long page: those near its key hits)."""
     none = RewriteAlignment([], 0.0, 0, 0)
-    if not page.units or not master.units:
+    if not len(page) or not len(master):
         return none
     if among is None:
-        among = np.arange(len(page.units))
+        among = np.arange(len(page))
     pf, mf = page.flat, master.flat
     codes = np.intersect1d(pf.codes[pf.gather(among)], mf.codes)  # sorted, distinct
     if len(codes) < MIN_SHARED:
         return none
     prows = _rows(pf, codes, among)
-    mrows = _rows(mf, codes, np.arange(len(master.units)))
+    mrows = _rows(mf, codes, np.arange(len(master)))
     if not len(prows) or not len(mrows):
         return none
     ours, theirs = _Side.of(pf, prows, codes), _Side.of(mf, mrows, codes)
@@ -366,15 +366,13 @@ def summary(
 ) -> RewriteAlignment:
     """The alignment of these pairs (filtered: see the module's docstring)."""
     pairs = sorted(_filtered(pairs), key=lambda p: p.page_first)
-    master_chars = sum(
-        master.units[j].chars for p in pairs for j in range(p.master_first, p.master_last + 1)
-    )
-    page_chars = sum(
-        page.units[i].chars for p in pairs for i in range(p.page_first, p.page_last + 1)
-    )
+    master_chars = _chars(master, [(p.master_first, p.master_last) for p in pairs])
+    page_chars = _chars(page, [(p.page_first, p.page_last) for p in pairs])
     coverage = min(1.0, master_chars / master.chars) if master.chars else 0.0
     run = passage(pairs)
-    run_units = [master.units[j] for p in run for j in range(p.master_first, p.master_last + 1)]
+    run_units = np.array(
+        [j for p in run for j in range(p.master_first, p.master_last + 1)], dtype=np.int64
+    )
     return RewriteAlignment(
         pairs,
         coverage,
@@ -383,11 +381,16 @@ def summary(
         conflicts,
         anchored_units,
         len(run),
-        sum(u.chars for u in run_units),
+        int(master.lengths[run_units].sum()),
         sum(p.anchored for p in run),
-        sum(1 for u in run_units if u.anchors),
-        sum(u.chars for u in page.units),
+        int((master.flat.anchors[run_units] > 0).sum()),
+        int(page.lengths.sum()),
     )
+
+
+def _chars(sentences: Sentences, spans: list[tuple[int, int]]) -> int:
+    """The folded characters of the units in the spans ``[first, last]``."""
+    return sum(int(sentences.lengths[a : b + 1].sum()) for a, b in spans)
 
 
 def passage(pairs: list[Pair]) -> list[Pair]:

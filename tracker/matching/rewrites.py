@@ -112,12 +112,11 @@ def open_units(sentences: Sentences, covered: np.ndarray | None) -> np.ndarray:
     """The units not inside a verbatim copy: less than half of their characters ``covered``
     (a mask over the folded characters). Only those can hold a rewritten copy of another
     master; the rest is explained already."""
-    everything = np.arange(len(sentences.units))
+    everything = np.arange(len(sentences))
     if covered is None or not covered.any() or not len(everything):
         return everything
     inside = np.r_[0, np.cumsum(covered, dtype=np.int64)]
-    starts = np.fromiter((u.start for u in sentences.units), np.int64, len(everything))
-    ends = np.fromiter((u.end for u in sentences.units), np.int64, len(everything))
+    starts, ends = sentences.starts, sentences.ends
     return everything[2 * (inside[ends] - inside[starts]) < ends - starts]
 
 
@@ -126,7 +125,7 @@ def worth_looking(sentences: Sentences, units: np.ndarray) -> bool:
     ``MIN_PAIRS`` aligned sentences, of ``MIN_REWRITE_CHARS`` in the master)."""
     if len(units) < MIN_PAIRS:
         return False
-    return sum(sentences.units[k].chars for k in units.tolist()) >= MIN_OPEN_CHARS
+    return int(sentences.lengths[units].sum()) >= MIN_OPEN_CHARS
 
 
 def find_rewrites(
@@ -145,7 +144,7 @@ def find_rewrites(
     units, opened = [], []
     for page, w, mask in zip(pages, words, covered, strict=True):
         if mask is not None and len(mask) - int(mask.sum()) < MIN_OPEN_CHARS:
-            units.append(Sentences([], len(page.chars)))  # no room left for a rewrite
+            units.append(Sentences.empty(len(page.chars)))  # no room left for a rewrite
             opened.append(np.zeros(0, dtype=np.int64))
             continue
         sentences = sentences_of(page, w)
@@ -206,7 +205,7 @@ def rewrites_of(
     )
     found = []
     # the page's room for a rewrite: its characters outside the verbatim copies
-    room = sum(page_units.units[k].chars for k in free.tolist())
+    room = int(page_units.lengths[free].sum())
     for doc, alignment in aligned.items():
         if doc in verbatim or not is_rewrite(replace(alignment, page_total=room)):
             continue
