@@ -16,6 +16,7 @@ from scrapy.crawler import Crawler
 from pipelines import SERVER_ERRORS, BatchedStage, Tally, close_batcher
 from pipelines.extract import worker_pool
 from tracker.config import Settings
+from tracker.crawling import workers
 from tracker.crawling.context import tracker_context
 from tracker.crawling.items import PageItem
 from tracker.crawling.match_worker import MatchFailed, match_pages
@@ -36,7 +37,7 @@ class MatchPipeline(BatchedStage):
         super().__init__(crawler)
         self.remote: PoolBatcher | None = None
         settings = crawler.settings
-        if settings.getbool("TRACKER_MATCH_IN_WORKERS", Settings.match_in_workers):
+        if workers.matching_in_workers(settings):
             pool = worker_pool(crawler)
             if pool.processes:
                 self.remote = PoolBatcher(
