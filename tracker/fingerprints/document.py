@@ -78,7 +78,17 @@ def fingerprint_many(
     anchors = AnchorIndex.master_anchors_many(tokens)
     keys = [master_keys(sentences_of(n, w)) for n, w in zip(normalized, words, strict=True)]
     return [
-        (n, DocumentFingerprint(h, d, a, len(n), k, pack_cuts(w, len(n.chars))))
+        (
+            n,
+            DocumentFingerprint(
+                simhash=h,
+                dna=d,
+                anchors=a,
+                length=len(n),
+                sentences=k,
+                cuts=pack_cuts(w, len(n.chars)),
+            ),
+        )
         for n, h, d, a, k, w in zip(
             normalized, simhashes, windows, anchors, keys, words, strict=True
         )

@@ -75,9 +75,10 @@ UNITS = {"十": 10, "百": 100, "千": 1000, "万": 10_000, "亿": 100_000_000}
 MAX_WORDS = 1_000_000  # words a process keeps canonicalised (a library's vocabulary: far fewer)
 SMALL_NUMBER = 32  # below: counts, months, days, hours (一只, 10月5日): no evidence
 PLACE_CLASS = "Di"  # Cilin's 社会·政法 class holding countries and capitals (中国, 北京)
+_DIGITS = "0123456789〇零一二两三四五六七八九十百千万亿"
+_NUMBER_FIRST = frozenset(_DIGITS)  # the characters _NUMBER starts with
 _NUMERAL_START = np.zeros(0x10000, dtype=bool)  # a code point (of the BMP) → starts a numeral
-_NUMERAL_START[[ord(c) for c in "0123456789.〇零一二两三四五六七八九十百千万亿"]] = True
-_NUMBER_FIRST = frozenset("0123456789〇零一二两三四五六七八九十百千万亿")  # as _NUMBER starts
+_NUMERAL_START[[ord(c) for c in _DIGITS + "."]] = True
 _NUMERAL_WORD = re.compile(r"^[0-9.〇零一二两三四五六七八九十百千万亿]+.{0,2}$")
 _NUMBER = re.compile(
     r"^([0-9]+(?:\.[0-9]+)?|[〇零一二两三四五六七八九十百千万亿]+)([万亿]?)(.{0,2})$"
