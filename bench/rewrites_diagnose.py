@@ -81,6 +81,14 @@ def cases(windows: int) -> list[tuple[str, str, str, str, bool]]:
             out.append((f"{name} medium", key, medium, item["master"], False))
             page = told + "\n" + wrap[k % len(wrap)]
             out.append((f"{name} in a page", key, page, item["master"], False))
+    news = hand.news()
+    for k, (key, told) in enumerate(hand.releases().items()):
+        master = news[key.split()[0]]["master"]
+        name = f"same release ({'angle' if key.endswith('angle') else 'close'})"
+        out.append((name, key, told, master, False))
+        out.append((f"{name} no8", key, r.rewrite(told, SEED + k, r.HELD, "no8"), master, False))
+        medium = r.rewrite(told, SEED + k, r.DEV, "medium")
+        out.append((f"{name} medium", key, medium, master, False))
     for k, (key, item) in enumerate(hand.chapters().items()):
         out.append(("chapter by hand", key, item["rewrite"], item["master"], True))
         for w in range(windows):
