@@ -6,8 +6,9 @@ Each copy is checked against its own master alone, without servers, step by step
 :mod:`tracker.matching.rewrites` does: the sentence keys (``votes``: page units naming one of
 the master's keys, ``MIN_VOTES`` make a candidate), the alignment (pairs, coverage,
 passage) and :func:`tracker.matching.rewrite.is_rewrite`. A miss is named by its first
-failing step: ``no-candidate``, ``few-pairs``, ``few-chars``, ``anchors`` (no pair keeps the
-master's names and numbers), ``coverage/passage``. The innocents (independent reports of the
+failing step: ``no-candidate``, ``few-pairs``, ``few-chars``, ``wording`` (the aligned
+sentences keep the master's facts, not enough of its other words), ``anchors`` (no pair keeps
+the master's names and numbers), ``coverage/passage``. The innocents (independent reports of the
 same events) are counted the same way, as flagged when every step passes. With
 ``--windows N``, also N random windows of 30, 40 and 50 % of each chapter's hand rewrite
 between two other chapters (more partial copies than the set's ten, from the same texts).
@@ -59,6 +60,8 @@ def step(page_text: str, master_text: str) -> tuple[str, int, rw.RewriteAlignmen
         return "few-pairs", votes, a
     if a.master_chars < rw.MIN_REWRITE_CHARS:
         return "few-chars", votes, a
+    if a.wording < rw.MIN_WORDING:
+        return "wording", votes, a
     if not a.anchored and (a.conflicts or a.anchored_units >= rw.MIN_ANCHORED_UNITS):
         return "anchors", votes, a
     return "coverage/passage", votes, a
@@ -81,6 +84,14 @@ def cases(windows: int) -> list[tuple[str, str, str, str, bool]]:
             out.append((f"{name} medium", key, medium, item["master"], False))
             page = told + "\n" + wrap[k % len(wrap)]
             out.append((f"{name} in a page", key, page, item["master"], False))
+    news = hand.news()
+    for k, (key, told) in enumerate(hand.releases().items()):
+        master = news[key.split()[0]]["master"]
+        name = f"same release ({'angle' if key.endswith('angle') else 'close'})"
+        out.append((name, key, told, master, False))
+        out.append((f"{name} no8", key, r.rewrite(told, SEED + k, r.HELD, "no8"), master, False))
+        medium = r.rewrite(told, SEED + k, r.DEV, "medium")
+        out.append((f"{name} medium", key, medium, master, False))
     for k, (key, item) in enumerate(hand.chapters().items()):
         out.append(("chapter by hand", key, item["rewrite"], item["master"], True))
         for w in range(windows):
@@ -108,7 +119,8 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"{'MISS' if copy else 'FLAG'} {kind} {key}: {name}, votes {votes}, "
                 f"pairs {len(a.pairs)}, coverage {a.coverage:.2f}, master chars "
-                f"{a.master_chars}, passage {a.passage_pairs} pairs / {a.passage_chars} chars"
+                f"{a.master_chars}, passage {a.passage_pairs} pairs / {a.passage_chars} chars, "
+                f"wording {a.wording:.2f}"
             )
     for kind in n:
         failing = {s: c for (k, s), c in steps.items() if k == kind and s != "ok"}

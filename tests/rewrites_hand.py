@@ -4,7 +4,9 @@ News articles (Xinhua style, with datelines) each with a rewrite by hand (as an 
 paraphraser or a 伪原创 writer would make it) and two independent reports of the same event by
 other writers (same names, places and numbers): ``event``, a feature with its own order,
 details and quotes, and ``wire``, another paper's or agency's story written from the same
-official release (so much in the same order, in its own words); chapter
+official release (so much in the same order, in its own words); more stories from the
+same releases (``releases.txt``: :func:`releases`), ``close`` ones like ``wire`` and
+``angle`` ones told from their own angle (lead, people, facts left out); chapter
 excerpts of several genres each with a rewrite by hand; chapters of other stories, never
 registered, to wrap partial copies in. :func:`cases` builds the copies and the innocents the
 detector is measured on (``bench.rewrites_dev_hand``, ``tests/test_rewrites.py``).
@@ -43,6 +45,12 @@ def _items(name: str) -> dict[str, dict[str, str]]:
 def news() -> dict[str, dict[str, str]]:
     """id → master, rewrite, event, wire."""
     return _items("news.txt")
+
+
+def releases() -> dict[str, str]:
+    """id → a second outlet's story written from the same release as the news item ``id``
+    (``releases.txt``: same facts, names, places and numbers, its own sentences)."""
+    return {k: v["text"] for k, v in _items("releases.txt").items()}
 
 
 def chapters() -> dict[str, dict[str, str]]:
@@ -90,6 +98,17 @@ def masters() -> list[tuple[str, str]]:
     ]
 
 
+def innocents(name: str, told: str, seed: int, filler: str) -> list[Case]:
+    """An independent report as written, rewritten by the tools (no8, medium), and joined
+    with other text."""
+    return [
+        Case(name, told, None),
+        Case(f"{name} no8", r.rewrite(told, seed, r.HELD, "no8"), None),
+        Case(f"{name} medium", r.rewrite(told, seed, r.DEV, "medium"), None),
+        Case(f"{name} in a page", told + "\n" + filler, None),
+    ]
+
+
 def cases(seed: int = 39) -> list[Case]:
     """The copies (with their master) and the innocents, by kind."""
     out: list[Case] = []
@@ -101,11 +120,10 @@ def cases(seed: int = 39) -> list[Case]:
             Case("news no8 (table)", r.rewrite(item["master"], seed + k, r.HELD, "no8"), doc)
         )
         for how in ("event", "wire"):
-            event, name = item[how], f"same event ({how})"
-            out.append(Case(name, event, None))
-            out.append(Case(f"{name} no8", r.rewrite(event, seed + k, r.HELD, "no8"), None))
-            out.append(Case(f"{name} medium", r.rewrite(event, seed + k, r.DEV, "medium"), None))
-            out.append(Case(f"{name} in a page", event + "\n" + wrap[k % len(wrap)], None))
+            out += innocents(f"same event ({how})", item[how], seed + k, wrap[k % len(wrap)])
+    for k, (key, told) in enumerate(releases().items()):
+        name = f"same release ({'angle' if key.endswith('angle') else 'close'})"
+        out += innocents(name, told, seed + k, wrap[k % len(wrap)])
     for k, (key, item) in enumerate(chapters().items()):
         doc = master_id("chapter", key)
         rng = random.Random(seed + k)

@@ -30,7 +30,7 @@ from tracker.fingerprints.lexicon import chinese_number, lexicon
 from tracker.fingerprints.sentences import master_keys, query_keys, sentences_of
 from tracker.index.master_index import MasterIndex
 from tracker.matching.library import MasterLibrary
-from tracker.matching.rewrite import align_sentences, is_rewrite
+from tracker.matching.rewrite import MIN_WORDING, align_sentences, is_rewrite
 from tracker.model import MasterDocument
 from tracker.text.normalize import normalize
 
@@ -186,6 +186,16 @@ def test_a_long_page_sharing_a_paragraph_with_a_short_master_is_no_rewrite():
     for seed in range(3):  # while the master rewritten is one
         copy = r.rewrite(FEATURE_MASTER, 7800 + seed, r.HELD, "no8")
         assert is_rewrite(align_sentences(sentences_of(normalize(copy)), master))
+
+
+def test_a_rewrite_keeps_more_of_the_masters_wording_than_its_facts():
+    master, copy = BY_HAND[1]
+    units = sentences_of(normalize(master))
+    alignment = align_sentences(sentences_of(normalize(copy)), units)
+    assert is_rewrite(alignment) and MIN_WORDING <= alignment.wording < 1
+    assert align_sentences(units, units).wording == 1.0
+    # the same pairs with too little of the master's words besides its names and numbers
+    assert not is_rewrite(replace(alignment, wording=MIN_WORDING - 0.01))
 
 
 @pytest.mark.parametrize(("master", "copy"), BY_HAND)
@@ -435,20 +445,43 @@ def test_independent_reports_of_the_same_event_are_not_flagged(hand_results):
     flagged = [
         (c.kind, [m.doc_id for m in ms])
         for c, ms in zip(HAND_CASES, hand_results, strict=True)
-        if c.expected is None and "(wire)" not in c.kind and ms
+        if c.expected is None and not c.kind.startswith(SAME_RELEASE) and ms
     ]
     assert flagged == []
+
+
+# stories from the same release as a master: told in its order (wire, close), or from their own
+# angle (lead, people, facts left out); as written, rewritten by the tools, in a page
+SAME_RELEASE = ("same event (wire)", "same release")
+ANGLE = "same release (angle)"
+ANGLE_STORIES_FLAGGED_AT_MOST = 1  # of 22: see the test
+
+
+def test_stories_from_the_same_release_told_from_their_own_angle_are_rarely_flagged(
+    hand_results,
+):
+    """They keep the release's facts, names and numbers, and tell them in words of their own:
+    the aligned sentences keep too little of the master's other words (main before issue 39's
+    precision work flagged 6 of the 22 stories, in 10 of their 88 forms). One may pass:
+    ``19 angle`` retells every fact of its release in the release's order after a lead of
+    its own, keeping 0.58 of the master's wording, more than the rewrites by hand keep at the
+    least (0.53)."""
+    rows = [(c, ms) for c, ms in zip(HAND_CASES, hand_results, strict=True) if ANGLE in c.kind]
+    stories = {m.doc_id for _, ms in rows for m in ms}  # one story a master
+    assert len(rows) == 88
+    assert len(stories) <= ANGLE_STORIES_FLAGGED_AT_MOST, sorted(stories)
 
 
 @pytest.mark.xfail(
     strict=True,
     reason="another paper's story from the same release, in the same order, aligns as a "
-    "rewrite: no measure tried (order, carried words, word order, new anchors) tells them apart",
+    "rewrite: no measure tried (order, carried words, word order, new anchors, the share of "
+    "the master's wording kept) tells them apart",
 )
 def test_stories_from_the_same_release_are_not_flagged(hand_results):
     flagged = [
         c.kind
         for c, ms in zip(HAND_CASES, hand_results, strict=True)
-        if c.expected is None and "(wire)" in c.kind and ms
+        if c.expected is None and c.kind.startswith(SAME_RELEASE) and ANGLE not in c.kind and ms
     ]
     assert flagged == []

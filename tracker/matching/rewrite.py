@@ -32,7 +32,10 @@ Text Reuse Detection at PAN 2014", CLEF 2014), on the canonical words of
    master has ``MIN_ANCHORED_UNITS`` units holding anchors or when there are *conflicts*,
    master units left unaligned as similar to a page unit left unaligned as a seed but for
    other anchors (two articles of one agency's formulas about two events align their
-   anchor-free sentences, and conflict on the rest).
+   anchor-free sentences, and conflict on the rest). And a rewrite keeps more than the
+   facts: the aligned master units' words that are no anchor must be kept on the page, by
+   IDF weight, to ``MIN_WORDING`` (:func:`wording`), which independent reports of the same
+   event, sharing its names, numbers and the words that go with them, fall short of.
 """
 
 from __future__ import annotations
@@ -68,6 +71,9 @@ MIN_PASSAGE_PAIRS = 6
 MIN_PASSAGE_CHARS = 120
 PASSAGE_GAP = 1  # units a passage may skip between two pairs, on the page
 MIN_PAGE_SHARE = 0.3  # of the page, that a short master's rewrite must make (see is_rewrite)
+# Of the aligned master units' words that are no anchor, the share (by IDF weight) a rewrite
+# keeps (see wording): set on the same-release stories of tests/rewrites_hand.py.
+MIN_WORDING = 0.52
 
 
 @dataclass(frozen=True)
@@ -98,6 +104,7 @@ class RewriteAlignment:
     passage_anchored_units: int = 0  # its master units holding an anchor
     page_total: int = 0  # the characters of the page's units (or of those outside its
     # verbatim copies): its room for a rewrite
+    wording: float = 1.0  # the share of the aligned master units' wording kept (see wording)
 
     @property
     def page_share(self) -> float:
@@ -385,7 +392,50 @@ def summary(
         sum(p.anchored for p in run),
         int((master.flat.anchors[run_units] > 0).sum()),
         int(page.lengths.sum()),
+        # only where it can matter: could_be_rewrite's terms
+        wording(pairs, page, master)
+        if len(pairs) >= MIN_PAIRS and master_chars >= MIN_REWRITE_CHARS
+        else 1.0,
     )
+
+
+def wording(pairs: list[Pair], page: Sentences, master: Sentences) -> float:
+    """The share of the aligned master units' *wording* that their page units keep: of the
+    IDF weight of their codes that are no anchor (on either side), the part the page units
+    hold too; 1 without any. Every report of an event keeps its names, places and numbers,
+    and the words that go with them (the measure word, the thing counted), so aligned pairs
+    are found between independent reports; a rewriter keeps the rest of the sentence too,
+    its words swapped for synonyms that fold to the same codes, where another writer tells
+    the fact in words of their own. On the development sets the copies keep 0.53 and more
+    (the least: rewrites by hand; the tools' 0.7 and more), the stories from the same release
+    told from their own angle 0.40–0.58, most below 0.5 (see bench.rewrites_diagnose)."""
+    if not pairs:
+        return 1.0
+    pf, mf = page.flat, master.flat
+    page_entries, page_pair = _entries(pf, [(p.page_first, p.page_last) for p in pairs])
+    master_entries, master_pair = _entries(mf, [(p.master_first, p.master_last) for p in pairs])
+    # (pair, code) as one integer: the codes numbered densely first
+    codes, dense = np.unique(
+        np.concatenate([pf.codes[page_entries], mf.codes[master_entries]]), return_inverse=True
+    )
+    page_keys = page_pair * len(codes) + dense[: len(page_entries)]
+    master_keys = master_pair * len(codes) + dense[len(page_entries) :]
+    free = ~mf.anchor[master_entries]
+    free &= ~np.isin(master_keys, page_keys[pf.anchor[page_entries]])
+    weights = mf.weights[master_entries][free]
+    total = float(weights.sum())
+    kept = float(weights[np.isin(master_keys[free], page_keys)].sum())
+    return kept / total if total else 1.0
+
+
+def _entries(flat: Flat, spans: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
+    """The entries of the units in the spans ``[first, last]``, with each one's span."""
+    first = np.array([a for a, _ in spans], dtype=np.int64)
+    lengths = np.array([b - a + 1 for a, b in spans], dtype=np.int64)
+    span = np.repeat(np.arange(len(spans)), lengths)
+    units = np.repeat(first - np.cumsum(lengths) + lengths, lengths) + np.arange(lengths.sum())
+    sizes = flat.ptr[units + 1] - flat.ptr[units]
+    return flat.gather(units), np.repeat(span, sizes)
 
 
 def _chars(sentences: Sentences, spans: list[tuple[int, int]]) -> int:
@@ -481,8 +531,8 @@ def is_rewrite(alignment: RewriteAlignment) -> bool:
     pairs, and three or four pairs are most of a short master. A rewrite of a short master
     is most of its page (0.4 and up on the development set, whatever was added), a page
     sharing a paragraph with it a fifth."""
-    if not could_be_rewrite(alignment):
-        return False
+    if not could_be_rewrite(alignment) or alignment.wording < MIN_WORDING:
+        return False  # too little evidence; or the facts retold in other words
     if is_passage(alignment):
         return True
     if not alignment.anchored and (
