@@ -93,6 +93,47 @@ assert _warm.stop_all(settings) == 0  # nothing left to stop: none said
     assert done.returncode == 0, done.stderr
 
 
+def test_a_checker_met_before_its_arguments_are_set_up_is_still_known(monkeypatch):
+    """A process caught between exec and the kernel setting up its arguments shows an empty
+    command line (a just-started checker on a loaded machine; the cause of a ``services
+    stop`` that once counted a warming checker as none): it is read again, not taken for
+    another program. A zombie's empty command line is final: no checker, without waiting."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from tracker.cli import _warm
+
+    marker = "tracker.cli._warm"  # in its argv, as a checker's
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", marker])
+    exited = subprocess.Popen([sys.executable, "-c", "pass", marker])
+    try:
+        while not Path(f"/proc/{sleeper.pid}/cmdline").read_bytes().endswith(b"_warm\0"):
+            time.sleep(0.01)  # its exec done for real
+        cmdline = Path(f"/proc/{sleeper.pid}/cmdline")
+        real_read = Path.read_bytes
+        reads: list[Path] = []
+
+        def mid_exec(path: Path) -> bytes:
+            reads.append(path)
+            return b"" if path == cmdline and len(reads) == 1 else real_read(path)
+
+        monkeypatch.setattr(Path, "read_bytes", mid_exec)
+        assert _warm._is_checker(sleeper.pid)
+        assert reads.count(cmdline) == 2
+
+        monkeypatch.setattr(Path, "read_bytes", real_read)
+        while not _warm._zombie(Path(f"/proc/{exited.pid}")):
+            time.sleep(0.01)
+        started = time.monotonic()
+        assert not _warm._is_checker(exited.pid, exec_wait_s=60)
+        assert time.monotonic() - started < 30  # not the mid-exec wait
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+        exited.wait()
+
+
 @pytest.mark.integration
 def test_restore_leaves_a_running_console_answering(tmp_path):
     """Issue 36: backup, a change, restore while ``tracker serve`` runs: the embedded MongoDB

@@ -159,21 +159,40 @@ def _pid_of(pid_file: Path) -> int | None:
         return int(number) if number.isdigit() else None
 
 
-def _is_checker(pid: int) -> bool:
-    """Whether ``pid`` is a warm checker (its command line, where /proc shows it)."""
-    cmdline = Path(f"/proc/{pid}/cmdline")
-    try:
-        return b"tracker.cli._warm" in cmdline.read_bytes()
-    except FileNotFoundError:
-        if Path("/proc/self").exists():
-            return False  # gone
+def _is_checker(pid: int, exec_wait_s: float = 2.0) -> bool:
+    """Whether ``pid`` is a warm checker (its command line, where /proc shows it).
+
+    A checker ``start()`` has only just spawned may show an empty command line: the kernel
+    lets the parent go on once the child's new program is mapped, before the child's arguments
+    are set up (``create_elf_tables``), and on a loaded machine the child can wait there a
+    while. An empty command line of a process that is no zombie is that moment: read again."""
+    proc = Path(f"/proc/{pid}")
+    deadline = time.monotonic() + exec_wait_s
+    while True:
         try:
-            os.kill(pid, 0)
+            cmdline = (proc / "cmdline").read_bytes()
+            if cmdline or _zombie(proc) or time.monotonic() >= deadline:
+                return b"tracker.cli._warm" in cmdline
+        except FileNotFoundError:
+            if Path("/proc/self").exists():
+                return False  # gone
+            try:
+                os.kill(pid, 0)
+            except OSError:
+                return False
+            return True
         except OSError:
             return False
+        time.sleep(0.01)
+
+
+def _zombie(proc: Path) -> bool:
+    """Whether the process has exited (its state Z or X in ``/proc/PID/stat``)."""
+    try:
+        state = proc.joinpath("stat").read_text().rpartition(")")[2].split()[0]
+    except (OSError, IndexError):
         return True
-    except OSError:
-        return False
+    return state in {"Z", "X"}
 
 
 def _columns() -> int:
