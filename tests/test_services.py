@@ -93,6 +93,36 @@ assert _warm.stop_all(settings) == 0  # nothing left to stop: none said
     assert done.returncode == 0, done.stderr
 
 
+def test_a_checker_that_cannot_warm_up_leaves_and_says_why(server_env):
+    """A warm checker whose MongoDB does not answer leaves (removing its pid file), and what it
+    wrote to its standard error, the reason, is in ``run/warm.log`` for the operator."""
+    import subprocess
+    import sys
+
+    script = """
+import time
+from tracker.cli import _warm
+from tracker.config import Settings
+
+settings = Settings.load()
+_warm.start(settings)
+deadline = time.monotonic() + 60
+while list(_warm.run_dir(settings).glob("warm-*.pid")):
+    assert time.monotonic() < deadline, "the checker stayed"
+    time.sleep(0.05)
+print(_warm.log_path(settings).read_text())
+"""
+    with socket.socket() as closed:  # a port nothing listens on
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    env = {**server_env, "TRACKER_CHECK_WARM_S": "600", "MONGO_URL": f"mongodb://127.0.0.1:{port}"}
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert "ServerError: MongoDB at mongodb://127.0.0.1:" in done.stdout
+
+
 def test_a_checker_met_before_its_arguments_are_set_up_is_still_known(monkeypatch):
     """A process caught between exec and the kernel setting up its arguments shows an empty
     command line (a just-started checker on a loaded machine; the cause of a ``services

@@ -105,17 +105,22 @@ def start(settings: Settings, config: str | None = None) -> None:
     environment = {**os.environ, "TRACKER_DATA_DIR": str(settings.data_dir)}
     if config:
         environment["TRACKER_CONFIG"] = str(Path(config).resolve())
-    with contextlib.suppress(OSError):
+    with contextlib.suppress(OSError), log_path(settings).open("wb") as log:
         checker = subprocess.Popen(
             [sys.executable, "-m", "tracker.cli._warm"],
             env=environment,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            stderr=log,  # why a checker that never answered left, for the operator
             start_new_session=True,
             cwd=os.getcwd(),
         )
         _pid_file(settings, checker.pid).write_text(str(checker.pid))
+
+
+def log_path(settings: Settings) -> Path:
+    """What the last checker started wrote to its standard error (a traceback, if it left)."""
+    return run_dir(settings) / "warm.log"
 
 
 def _pid_file(settings: Settings, pid: int) -> Path:
