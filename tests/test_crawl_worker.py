@@ -7,6 +7,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import replace
 
@@ -72,7 +73,21 @@ def test_a_standing_worker_joins_the_schedulers_crawl(runtime, settings, server_
             stderr=subprocess.PIPE,
             text=True,
         )
+        lines: list[str] = []
+        waiting = threading.Event()
+
+        def read() -> None:
+            for line in worker.stderr:
+                lines.append(line)
+                if "crawl worker waiting for crawls" in line:
+                    waiting.set()
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
         try:
+            # Posted once the worker looks at the board: on a loaded machine its start-up
+            # alone could outlast the crawl it is meant to join.
+            assert waiting.wait(120), "".join(lines)
             record = JobContext(sched, runtime).run("crawl:pirate")
             # The worker leaves once idle, recording its run: the second record.
             deadline = time.monotonic() + 60
@@ -80,7 +95,9 @@ def test_a_standing_worker_joins_the_schedulers_crawl(runtime, settings, server_
                 time.sleep(0.2)
         finally:
             worker.send_signal(signal.SIGTERM)
-            _, said = worker.communicate(timeout=60)
+            worker.wait(timeout=60)
+            reader.join(10)
+        said = "".join(lines)
         fetched = site.fetched()
         total = sum(fetched.values())
 
