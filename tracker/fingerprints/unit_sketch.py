@@ -15,6 +15,7 @@ aligned, as without one).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -43,6 +44,20 @@ class UnitSketch:
     @property
     def sizes(self) -> np.ndarray:
         return np.diff(self.ptr)
+
+    @cached_property
+    def _by_bits(self) -> np.ndarray:
+        return np.argsort(self.bits, kind="stable")
+
+    @cached_property
+    def sorted_bits(self) -> np.ndarray:
+        """The bits of every code, sorted (for a join with a page's)."""
+        return self.bits[self._by_bits]
+
+    @cached_property
+    def sorted_units(self) -> np.ndarray:
+        """The unit of each of :attr:`sorted_bits` (int64)."""
+        return np.repeat(np.arange(len(self)), self.sizes)[self._by_bits]
 
     def __len__(self) -> int:
         return len(self.ptr) - 1

@@ -36,6 +36,8 @@ explains nothing that another master's could lose (:func:`tracker.matching.rewri
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from tracker.fingerprints.sentences import Sentences
@@ -66,9 +68,28 @@ def _passes(shared, inside, norms, sizes, cosine: float, dice: float, least: int
     )
 
 
-def most_pairs(page: Sentences, among: np.ndarray, master: UnitSketch) -> int:
+@dataclass(frozen=True)
+class PageSide:
+    """What every bound of one page reads: its units, each entry's 16 bits and squared
+    weight, and each unit taken as one with the next (:func:`_unions`)."""
+
+    units: Sentences
+    bits: np.ndarray  # uint16, an entry of units.flat
+    weights2: np.ndarray  # float64, an entry
+    union_norms: np.ndarray  # float64, a unit but the last: with the next one
+    union_sizes: np.ndarray  # float64, likewise
+
+    @classmethod
+    def of(cls, units: Sentences) -> PageSide:
+        flat = units.flat
+        norms2, sizes = _unions(units)
+        return cls(units, bits16(flat.codes), flat.weights**2, np.sqrt(norms2), sizes)
+
+
+def most_pairs(side: PageSide, among: np.ndarray, master: UnitSketch) -> int:
     """The most pairs :func:`tracker.matching.rewrite.align_sentences` can keep between the
     page's units ``among`` these (sorted) and the master sketched (the module's docstring)."""
+    page = side.units
     flat = page.flat
     if len(among) < MIN_FRAGMENT_PAIRS or not len(master):
         return 0
@@ -76,22 +97,19 @@ def most_pairs(page: Sentences, among: np.ndarray, master: UnitSketch) -> int:
     row = np.full(len(page), -1, dtype=np.int64)
     row[among] = np.arange(len(among))
     at = flat.gather(among)
-    rows, weights2 = row[flat.unit[at]], flat.weights[at] ** 2
     # each page entry joined with the master units holding its 16 bits: (row, unit) counts
-    order = np.argsort(master.bits, kind="stable")
-    sorted_bits = master.bits[order]
-    units_of = np.repeat(np.arange(len(master)), master.sizes)[order]
-    page_bits = bits16(flat.codes[at])
-    lo = np.searchsorted(sorted_bits, page_bits, side="left")
-    counts = np.searchsorted(sorted_bits, page_bits, side="right") - lo
+    page_bits = side.bits[at]
+    lo = np.searchsorted(master.sorted_bits, page_bits, side="left")
+    counts = np.searchsorted(master.sorted_bits, page_bits, side="right") - lo
+    total = int(counts.sum())
     n, m = len(among), len(master)
-    if not counts.sum():
-        return 0
-    entry = np.repeat(np.arange(len(at)), counts)
-    found = np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
-    cell = rows[entry] * m + units_of[found]
+    if total < MIN_FRAGMENT_PAIRS * EXTEND_MIN_SHARED:
+        return 0  # not even two codes in each of three page units
+    entry = np.repeat(at, counts)
+    found = np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(total)
+    cell = row[flat.unit[entry]] * m + master.sorted_units[found]
     shared = np.bincount(cell, minlength=n * m).reshape(n, m)
-    inside = np.bincount(cell, weights2[entry], minlength=n * m).reshape(n, m)
+    inside = np.bincount(cell, side.weights2[entry], minlength=n * m).reshape(n, m)
     pnorms = flat.norms[among][:, None]
     mnorms = master.norms[None, :]
     psizes = flat.sizes[among].astype(np.float64)[:, None]
@@ -116,13 +134,12 @@ def most_pairs(page: Sentences, among: np.ndarray, master: UnitSketch) -> int:
         cols[1:] |= either
     next_to = among[1:] == among[:-1] + 1  # page units next to one another in the text
     if n > 1:  # two adjacent page units split from one master unit
-        union_norms2, union_sizes = _unions(page, among)
-        union_norms = np.sqrt(union_norms2)[:, None]
+        pick = np.minimum(among[:-1], len(page) - 2)  # the last unit has no next: masked
         split = next_to[:, None] & _passes(
             shared[:-1] + shared[1:],
             inside[:-1] + inside[1:],
-            union_norms * mnorms,
-            union_sizes[:, None] + msizes,
+            side.union_norms[pick][:, None] * mnorms,
+            side.union_sizes[pick][:, None] + msizes,
             SEED_COSINE,
             SEED_DICE,
             MIN_SHARED,
@@ -131,6 +148,8 @@ def most_pairs(page: Sentences, among: np.ndarray, master: UnitSketch) -> int:
         rows[:-1] |= either
         rows[1:] |= either
         cols |= split.any(axis=0)
+    if not rows.any():
+        return 0  # no seed: nothing to extend
     seeded = rows.copy()
     # Extension: a pair next to used units on both sides, as the aligner extends (it also
     # wants them unused: without that, this adds at least what it adds).
@@ -149,24 +168,22 @@ def most_pairs(page: Sentences, among: np.ndarray, master: UnitSketch) -> int:
     return _in_runs(among[rows], among[seeded])
 
 
-def _unions(page: Sentences, among: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Squared norm and size of each unit of ``among`` but the last taken as one with the unit
-    after it in the text (the union of their codes; a code both hold counted once, with the
-    first's weight)."""
-    flat = page.flat
+def _unions(page: Sentences) -> tuple[np.ndarray, np.ndarray]:
+    """Squared norm and size of each unit but the last taken as one with the next (the union
+    of their codes; a code both hold counted once, with the first's weight)."""
+    flat, n = page.flat, len(page)
+    if n < 2:
+        return np.zeros(0), np.zeros(0)
     # each entry whose code the unit before also holds (a unit's codes are distinct)
     order = np.lexsort((flat.unit, flat.codes))
     codes, units = flat.codes[order], flat.unit[order]
     again = np.zeros(len(order), dtype=bool)
     again[order[1:]] = (codes[1:] == codes[:-1]) & (units[1:] == units[:-1] + 1)
     new = ~again
-    n = len(page)
     added2 = np.bincount(flat.unit[new], flat.weights[new] ** 2, minlength=n)
     added = np.bincount(flat.unit[new], minlength=n)
-    first = among[:-1]
-    second = np.minimum(first + 1, n - 1)
-    norms2 = flat.norms[first] ** 2 + added2[second]
-    sizes = flat.sizes[first] + added[second]
+    norms2 = flat.norms[:-1] ** 2 + added2[1:]
+    sizes = flat.sizes[:-1] + added[1:]
     return norms2, sizes.astype(np.float64)
 
 

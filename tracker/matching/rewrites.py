@@ -43,7 +43,7 @@ from tracker.matching.rewrite import (
     is_rewrite,
     own_pairs,
 )
-from tracker.matching.rewrite_bound import most_pairs
+from tracker.matching.rewrite_bound import PageSide, most_pairs
 from tracker.text.normalize import NormalizedText
 
 if TYPE_CHECKING:
@@ -156,12 +156,16 @@ def pair_bounds(
     bounds = []
     for units, docs, found, near, free in zip(page_units, chosen, skip, hits, opened, strict=True):
         mine: dict[int, int | None] = {}
+        side = None
         for doc in docs:
             if doc in found or doc not in sketches:
                 continue  # a verbatim copy, or no such master
             sketch = sketches[doc]
-            among = near_hits(near[doc], len(units), free)
-            mine[doc] = None if sketch is None else most_pairs(units, among, sketch)
+            if sketch is None:
+                mine[doc] = None
+                continue
+            side = side or PageSide.of(units)
+            mine[doc] = most_pairs(side, near_hits(near[doc], len(units), free), sketch)
         bounds.append(mine)
     return bounds
 
