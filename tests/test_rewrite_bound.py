@@ -67,7 +67,7 @@ def test_the_sketch_keeps_each_units_size_norm_and_code_bits():
     assert (sketch.sizes == units.flat.sizes).all()
     assert (sketch.norms <= units.flat.norms).all()  # rounded down: a cosine bound stays one
     assert (units.flat.norms - sketch.norms < 1 / 256).all()
-    assert (sketch.bits == (units.flat.codes & np.uint64(0xFFFF))).all()
+    assert (sketch.bits == (units.flat.codes & np.uint64(0xFFF))).all()  # 12 bits a code
     # each code's bits are found among its own unit's
     for u in range(len(units)):
         start, end = units.flat.ptr[u], units.flat.ptr[u + 1]
@@ -94,8 +94,13 @@ def test_a_sketch_made_otherwise_is_refused(spoil):
     assert unpack_units(spoil(packed), stamp) is None
 
 
-def test_a_text_without_units_has_no_sketch():
+def test_a_text_without_units_or_with_a_unit_too_long_has_no_sketch():
     assert pack_units(sentences_of(normalize("")).flat, lexicon().stamp) == b""
+    # every sentence and clause mark taken out: one unit of more than 255 codes
+    run_on = "".join(ch for ch in r.chapter(713, 200) if ch not in "。！？；，、：…\n")
+    units = sentences_of(normalize(run_on))
+    assert len(units) == 1 and units.flat.sizes[0] > 255
+    assert pack_units(units.flat, lexicon().stamp) == b""
 
 
 def test_fingerprints_carry_the_sketch_of_the_units():

@@ -6,7 +6,7 @@ not loaded, rebuilt and aligned only to find nothing (:mod:`tracker.matching.rew
 :func:`tracker.matching.rewrite.align_sentences` pairs a page unit ``p`` (or two adjacent
 ones, a split sentence) with a master unit ``m`` (or two adjacent ones, merged) only at a
 cosine, a Dice coefficient and a number of shared codes at least its extension thresholds,
-and seeds at the higher seed thresholds. With ``s`` the codes of ``p`` whose 16 bits are
+and seeds at the higher seed thresholds. With ``s`` the codes of ``p`` whose 12 bits are
 among ``m``'s in the sketch (a superset of ``p ∩ m``: a collision only adds to it):
 
 * shared codes: ``|p ∩ m| ≤ s``;
@@ -41,7 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tracker.fingerprints.sentences import Sentences
-from tracker.fingerprints.unit_sketch import UnitSketch, bits16
+from tracker.fingerprints.unit_sketch import UnitSketch, code_bits
 from tracker.matching.rewrite import (
     EXTEND_COSINE,
     EXTEND_DICE,
@@ -70,7 +70,7 @@ def _passes(shared, inside, norms, sizes, cosine: float, dice: float, least: int
 
 @dataclass(frozen=True)
 class PageSide:
-    """What every bound of one page reads: its units, each entry's 16 bits and squared
+    """What every bound of one page reads: its units, each entry's 12 bits and squared
     weight, and each unit taken as one with the next (:func:`_unions`)."""
 
     units: Sentences
@@ -83,7 +83,7 @@ class PageSide:
     def of(cls, units: Sentences) -> PageSide:
         flat = units.flat
         norms2, sizes = _unions(units)
-        return cls(units, bits16(flat.codes), flat.weights**2, np.sqrt(norms2), sizes)
+        return cls(units, code_bits(flat.codes), flat.weights**2, np.sqrt(norms2), sizes)
 
 
 def most_pairs(side: PageSide, among: np.ndarray, master: UnitSketch) -> int:
@@ -97,7 +97,7 @@ def most_pairs(side: PageSide, among: np.ndarray, master: UnitSketch) -> int:
     row = np.full(len(page), -1, dtype=np.int64)
     row[among] = np.arange(len(among))
     at = flat.gather(among)
-    # each page entry joined with the master units holding its 16 bits: (row, unit) counts
+    # each page entry joined with the master units holding its 12 bits: (row, unit) counts
     page_bits = side.bits[at]
     lo = np.searchsorted(master.sorted_bits, page_bits, side="left")
     counts = np.searchsorted(master.sorted_bits, page_bits, side="right") - lo
