@@ -17,6 +17,13 @@ candidates' pairs they explain; so only when some other candidate's alignment co
 rewrite at all (:func:`could_be_rewrite`, which taking pairs away cannot make true): on a
 pirate page, a verbatim copy whose book's other chapters name a few keys, they are not.
 A master's sentences are rebuilt from the words cut at ingest (:func:`stored_words`).
+
+Before a candidate is loaded, the pairs it could align with the page are bounded from the
+sketch of its units stored at ingest (:func:`pair_bounds`, :mod:`tracker.matching.
+rewrite_bound`): in a large library most candidates share two rare word pairs with the page
+by chance, and cannot be a rewrite. Those are loaded and aligned only when another candidate
+of the page could be one (:func:`own_pairs` takes their pairs out of it), and not at all when
+they could align nothing: the answers are those of aligning every candidate.
 """
 
 from __future__ import annotations
