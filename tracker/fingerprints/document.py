@@ -8,8 +8,10 @@ from dataclasses import dataclass, field
 import numpy as np
 from bson import Binary
 
+from tracker.fingerprints.lexicon import lexicon
 from tracker.fingerprints.sentences import master_keys, pack_cuts, sentences_of
 from tracker.fingerprints.simhash import segment_lines, simhash_normalized, simhash_segmented
+from tracker.fingerprints.unit_sketch import pack_units
 from tracker.index.anchor_index import AnchorIndex
 from tracker.index.dna_index import master_windows_many
 from tracker.text.normalize import NormalizedText, normalize
@@ -34,6 +36,9 @@ class DocumentFingerprint:
     # the jieba words' starts (:func:`tracker.fingerprints.sentences.pack_cuts`): a check
     # rebuilds the master's sentences without cutting it again; not in the index
     cuts: bytes = b""
+    # its sentence units' codes, 16 bits each (:mod:`tracker.fingerprints.unit_sketch`): a
+    # check bounds what aligning it could find before loading it; not in the index
+    unit_sketch: bytes = b""
 
     def to_mongo(self) -> dict:
         # MongoDB integers are signed 64-bit: store the two's-complement value.
@@ -44,6 +49,7 @@ class DocumentFingerprint:
             "length": self.length,
             "sentences": Binary(self.sentences.astype("<u8").tobytes()),
             **({"cuts": Binary(self.cuts)} if self.cuts else {}),
+            **({"unit_sketch": Binary(self.unit_sketch)} if self.unit_sketch else {}),
             "version": VERSION,
         }
 
@@ -56,6 +62,7 @@ class DocumentFingerprint:
             length=int(doc.get("length", 0)),
             sentences=np.frombuffer(doc.get("sentences", b""), dtype="<u8").astype(np.uint64),
             cuts=bytes(doc.get("cuts") or b""),
+            unit_sketch=bytes(doc.get("unit_sketch") or b""),
         )
 
 
@@ -76,7 +83,8 @@ def fingerprint_many(
     simhashes = simhash_segmented([n.chars for n in normalized], words).tolist()
     windows = master_windows_many(tokens)
     anchors = AnchorIndex.master_anchors_many(tokens)
-    keys = [master_keys(sentences_of(n, w)) for n, w in zip(normalized, words, strict=True)]
+    units = [sentences_of(n, w) for n, w in zip(normalized, words, strict=True)]
+    stamp = lexicon().stamp
     return [
         (
             n,
@@ -85,12 +93,13 @@ def fingerprint_many(
                 dna=d,
                 anchors=a,
                 length=len(n),
-                sentences=k,
+                sentences=master_keys(u),
                 cuts=pack_cuts(w, len(n.chars)),
+                unit_sketch=pack_units(u.flat, stamp),
             ),
         )
-        for n, h, d, a, k, w in zip(
-            normalized, simhashes, windows, anchors, keys, words, strict=True
+        for n, h, d, a, u, w in zip(
+            normalized, simhashes, windows, anchors, units, words, strict=True
         )
     ]
 

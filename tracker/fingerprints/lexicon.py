@@ -34,6 +34,7 @@ import importlib.metadata
 import importlib.util
 import math
 import re
+import zlib
 from collections.abc import Iterable
 from functools import cache
 from itertools import compress, repeat
@@ -185,6 +186,9 @@ class Lexicon:
             group_freq[group] = group_freq.get(group, 0) + freq
         self.group_freq = group_freq
         self.max_weight = math.log(self.total)
+        # which tables made the codes: what a master's stored code filter was made with
+        # (tracker.fingerprints.unit_sketch) must be what the check reads codes with
+        self.stamp = zlib.crc32(f"{self.total}:{len(self.words)}:{len(self.synonyms)}".encode())
         self._cache: dict[str, Canon | None] = {}
         self._forget()
 

@@ -441,8 +441,7 @@ class MasterIndex:
         hits, at = [], 3
         for plan in plans:
             buckets, at = found[at : at + len(plan.keys)], at + len(plan.keys)
-            named = self.sentences.hits(plan, buckets, self.anchors.stop_after)
-            hits.append({doc: units for doc, units in named.items() if len(units) >= least})
+            hits.append(self.sentences.hits(plan, buckets, self.anchors.stop_after, least))
         return hits
 
     def compact(self) -> None:

@@ -44,9 +44,11 @@ class SentenceIndex:
         return self.postings.lookup(spread(keys), units)
 
     def hits(
-        self, lookup: Lookup, found: Sequence[bytes], stop_after: int
+        self, lookup: Lookup, found: Sequence[bytes], stop_after: int, least: int = 1
     ) -> dict[int, np.ndarray]:
-        """The masters holding some of the keys, with the page units of the keys they hold."""
+        """The masters holding ``least`` of the keys or more, with the page units of the keys
+        they hold. (At 50,000 chapters a page names ~600 masters, ~10 of them twice: the
+        others are dropped before their units are gathered.)"""
         docs, at = self.postings.hits(lookup, found, stop_after, posting_budget(lookup))
         if not len(docs):
             return {}
@@ -54,7 +56,9 @@ class SentenceIndex:
         order = np.argsort(docs, kind="stable")
         docs, units = docs[order], units[order]
         starts = np.flatnonzero(np.r_[True, docs[1:] != docs[:-1]])
+        ends = np.r_[starts[1:], len(docs)]
+        kept = ends - starts >= least
         return {
             int(docs[a]): np.sort(units[a:b])
-            for a, b in zip(starts.tolist(), [*starts[1:].tolist(), len(docs)], strict=True)
+            for a, b in zip(starts[kept].tolist(), ends[kept].tolist(), strict=True)
         }

@@ -135,6 +135,15 @@ class MasterCache:
             self._masters.put(doc, master)
         return found
 
+    def unit_sketches(self, docs: Sequence[int]) -> dict[int, dict]:
+        """``doc → {"version", "unit_sketch"}`` of the masters ``docs`` that exist: from the
+        cached ones, the others read without their texts (one query)."""
+        found = {d: self._masters[d].meta for d in docs if d in self._masters}
+        missing = [d for d in docs if d not in found]
+        if missing:
+            found.update(self.store.unit_sketches(missing))
+        return found
+
     def clear(self) -> None:
         self._masters.clear()
 

@@ -17,6 +17,13 @@ candidates' pairs they explain; so only when some other candidate's alignment co
 rewrite at all (:func:`could_be_rewrite`, which taking pairs away cannot make true): on a
 pirate page, a verbatim copy whose book's other chapters name a few keys, they are not.
 A master's sentences are rebuilt from the words cut at ingest (:func:`stored_words`).
+
+Before a candidate is loaded, the pairs it could align with the page are bounded from the
+sketch of its units stored at ingest (:func:`pair_bounds`, :mod:`tracker.matching.
+rewrite_bound`): in a large library most candidates share two rare word pairs with the page
+by chance, and cannot be a rewrite. Those are loaded and aligned only when another candidate
+of the page could be one (:func:`own_pairs` takes their pairs out of it), and not at all when
+they could align nothing: the answers are those of aligning every candidate.
 """
 
 from __future__ import annotations
@@ -28,9 +35,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from tracker.fingerprints.document import VERSION as FINGERPRINT_VERSION
+from tracker.fingerprints.lexicon import lexicon
 from tracker.fingerprints.sentences import Sentences, query_keys, sentences_of, unpack_cuts
+from tracker.fingerprints.unit_sketch import UnitSketch, unpack_units
 from tracker.index.master_index import MasterIndex
 from tracker.matching.rewrite import (
+    MIN_FRAGMENT_PAIRS,
     MIN_PAIRS,
     MIN_REWRITE_CHARS,
     RewriteAlignment,
@@ -40,6 +50,7 @@ from tracker.matching.rewrite import (
     is_rewrite,
     own_pairs,
 )
+from tracker.matching.rewrite_bound import PageSide, most_pairs
 from tracker.text.normalize import NormalizedText
 
 if TYPE_CHECKING:
@@ -128,6 +139,44 @@ def worth_looking(sentences: Sentences, units: np.ndarray) -> bool:
     return int(sentences.lengths[units].sum()) >= MIN_OPEN_CHARS
 
 
+def pair_bounds(
+    masters: MasterCache,
+    page_units: Sequence[Sentences],
+    chosen: Sequence[list[int]],
+    skip: Sequence[set[int]],
+    hits: Sequence[dict[int, np.ndarray]],
+    opened: Sequence[np.ndarray],
+) -> list[dict[int, int | None]]:
+    """For each page, the most pairs each of its candidates but the verbatim ones could align
+    (:func:`tracker.matching.rewrite_bound.most_pairs`, from the master's stored unit
+    sketch); None for a master without a sketch this code can read (no bound). Only the
+    masters that exist are named (one query for all their sketches; the cached ones read)."""
+    wanted = sorted(
+        {d for docs, found in zip(chosen, skip, strict=True) for d in docs if d not in found}
+    )
+    stored = masters.unit_sketches(wanted)
+    stamp = lexicon().stamp
+    sketches: dict[int, UnitSketch | None] = {}
+    for doc, meta in stored.items():
+        fresh = meta.get("version") == FINGERPRINT_VERSION
+        sketches[doc] = unpack_units(meta.get("unit_sketch") if fresh else None, stamp)
+    bounds = []
+    for units, docs, found, near, free in zip(page_units, chosen, skip, hits, opened, strict=True):
+        mine: dict[int, int | None] = {}
+        side = None
+        for doc in docs:
+            if doc in found or doc not in sketches:
+                continue  # a verbatim copy, or no such master
+            sketch = sketches[doc]
+            if sketch is None:
+                mine[doc] = None
+                continue
+            side = side or PageSide.of(units)
+            mine[doc] = most_pairs(side, near_hits(near[doc], len(units), free), sketch)
+        bounds.append(mine)
+    return bounds
+
+
 def find_rewrites(
     index: MasterIndex,
     masters: MasterCache,
@@ -153,18 +202,23 @@ def find_rewrites(
         opened.append(free if worth_looking(sentences, free) else free[:0])
     hits = index.sentence_candidates([query_keys(u, o) for u, o in zip(units, opened, strict=True)])
     chosen = [ranked(h, s) for h, s in zip(hits, skip, strict=True)]
-    wanted = sorted(
-        {d for docs, found in zip(chosen, skip, strict=True) for d in docs if d not in found}
-    )
-    if not wanted:
+    if not any(d not in found for docs, found in zip(chosen, skip, strict=True) for d in docs):
         return [[] for _ in pages]
-    loaded = masters.get(wanted)
+    bounds = pair_bounds(masters, units, chosen, skip, hits, opened)
+    # loaded first: the candidates that could be a rewrite (the others only if one is)
+    first = sorted({d for b in bounds for d, most in b.items() if could_pair(most, MIN_PAIRS)})
+    loaded = masters.get(first) if first else {}
     return [
-        rewrites_of(page, page_units, docs, verbatim, near, free, loaded, masters)
-        for page, page_units, docs, verbatim, near, free in zip(
-            pages, units, chosen, skip, hits, opened, strict=True
+        rewrites_of(page, page_units, docs, verbatim, near, free, loaded, masters, most)
+        for page, page_units, docs, verbatim, near, free, most in zip(
+            pages, units, chosen, skip, hits, opened, bounds, strict=True
         )
     ]
+
+
+def could_pair(most: int | None, least: int) -> bool:
+    """Whether a candidate bounded to ``most`` pairs (None: unbounded) may align ``least``."""
+    return most is None or most >= least
 
 
 def rewrites_of(
@@ -176,10 +230,15 @@ def rewrites_of(
     free: np.ndarray,
     loaded: dict[int, CachedMaster],
     masters: MasterCache,
+    bounds: dict[int, int | None] | None = None,
 ) -> list[Match]:
     """The rewritten copies of one page among its candidates ``docs`` (:func:`ranked`), whose
     key hits are ``near``; ``free``: its units outside its verbatim copies (of ``verbatim``);
-    the other candidates ``loaded``, the verbatim masters loaded only if needed."""
+    ``bounds``: the most pairs each other candidate could align (:func:`pair_bounds`; none
+    bounded if not given), those that could be a rewrite ``loaded``. The candidates that
+    could not, but could align some pairs, and the verbatim masters, are loaded and aligned
+    only if one of those is a possible rewrite (:func:`tracker.matching.rewrite.own_pairs`
+    takes their pairs out of it); those that could align nothing never are."""
     from tracker.matching.detector import Match, versions_by_simhash
 
     def align(doc: int) -> RewriteAlignment:
@@ -187,12 +246,20 @@ def rewrites_of(
             page_units, sentences[doc], near_hits(near[doc], len(page_units), free)
         )
 
-    others = [d for d in docs if d not in verbatim and d in loaded]
+    if bounds is None:
+        bounds = {d: None for d in docs if d not in verbatim}
+    others = [d for d in docs if could_pair(bounds.get(d, 0), MIN_PAIRS) and d in loaded]
     sentences = {d: master_sentences(loaded[d]) for d in others}
     alignments = {d: align(d) for d in others}
     if not any(map(could_be_rewrite, alignments.values())):
         return []  # nor would any be with the pairs the verbatim masters explain taken out
-    theirs = masters.get([d for d in docs if d in verbatim])
+    rest = [
+        d
+        for d in docs
+        if d in verbatim
+        or (d not in alignments and could_pair(bounds.get(d, 0), MIN_FRAGMENT_PAIRS))
+    ]
+    theirs = masters.get(rest)
     loaded = {**loaded, **theirs}
     sentences.update({d: master_sentences(m) for d, m in theirs.items()})
     alignments.update({d: align(d) for d in theirs})

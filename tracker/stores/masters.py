@@ -232,6 +232,12 @@ class MasterStore:
         cursor = self.masters.find({"n": {"$in": [int(n) for n in ns]}}, _WITHOUT_PRINTS)
         return {int(d["n"]): d for d in cursor}
 
+    def unit_sketches(self, ns: Iterable[int]) -> dict[int, dict]:
+        """``n → {"version", "unit_sketch"}`` of the masters numbered ``ns`` that exist, in one
+        indexed query without their texts (:mod:`tracker.fingerprints.unit_sketch`)."""
+        cursor = self.masters.find({"n": {"$in": [int(n) for n in ns]}}, _UNIT_SKETCH)
+        return {int(d["n"]): d for d in cursor}
+
     def texts(self, doc_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
         """``doc_id → {"_id", "text", "title", "work", "source"}`` of the masters among
         ``doc_ids`` still in the library (ids read in lists of ``ID_BATCH``)."""
@@ -344,6 +350,7 @@ CHANGES_FROM = "library_changes_from"  # the first library version in library_ch
 _CHANGED_FIELDS = {"text": 1, "n": 1, "work": 1, "title": 1, "changed_in": 1}
 _WITHOUT_PRINTS = dict.fromkeys(("dna", "anchors", "sentences", "tokens"), 0)
 _WITHOUT_TEXT = {"text": 0, "tokens": 0}
+_UNIT_SKETCH = {"_id": 0, "n": 1, "version": 1, "unit_sketch": 1}
 _TEXT_AND_TITLE = {"text": 1, "title": 1, "work": 1, "source": 1}
 _ENTRY = {"work": 1, "title": 1, "length": 1, "added_at": 1, "updated_at": 1}
 _LISTED = {"deleted": {"$ne": True}}

@@ -1,0 +1,208 @@
+"""The bound on what a candidate master's alignment could find (:mod:`tracker.matching.
+rewrite_bound`), read from the sketch of its units stored at ingest (:mod:`tracker.
+fingerprints.unit_sketch`): never below the pairs the alignment keeps, below a rewrite's
+minimum for most masters a page only shares words with; and a check that skips the masters it
+rules out answers as one that aligns them all."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from tests import rewrites as r
+from tests.test_rewrites import BY_HAND
+from tests.texts import ARTICLE, OTHER_ARTICLE
+from tracker.fingerprints.document import fingerprint
+from tracker.fingerprints.lexicon import lexicon
+from tracker.fingerprints.sentences import sentences_of
+from tracker.fingerprints.unit_sketch import FORMAT, pack_units, unpack_units
+from tracker.matching import rewrites
+from tracker.matching.detector import MasterCache
+from tracker.matching.library import MasterLibrary
+from tracker.matching.rewrite import MIN_PAIRS, align_sentences
+from tracker.matching.rewrite_bound import PageSide, most_pairs
+from tracker.model import MasterDocument
+from tracker.text.normalize import normalize
+
+NEWS = range(700, 706)
+CHAPTERS = range(710, 713)
+
+
+def _masters() -> list[str]:
+    return (
+        [r.news(s) for s in NEWS]
+        + [r.chapter(s) for s in CHAPTERS]
+        + [master for master, _ in BY_HAND]
+    )
+
+
+def _pages() -> list[str]:
+    """Rewrites of the masters at every strength, by both tools, some inside other text;
+    independent reports of the same events, commentary quoting them, other chapters."""
+    pages = [copy for _, copy in BY_HAND]
+    for k, text in enumerate(_masters()[: len(NEWS) + len(CHAPTERS)]):
+        tool = r.DEV if k % 2 else r.HELD
+        for strength in r.STRENGTHS:
+            pages.append(r.rewrite(text, 8000 + k, tool, strength))
+        rng = random.Random(k)
+        inner = r.part(r.rewrite(text, 8100 + k, tool, "no8"), 0.4, rng)
+        pages.append(r.embed(inner, r.chapter(9100 + k, 30), rng))
+    for k, s in enumerate(NEWS):
+        pages += [r.same_event(s, k), r.commentary(k, r.news(s))]
+    pages += [r.chapter(9600 + k) for k in range(4)] + [ARTICLE, OTHER_ARTICLE]
+    return pages
+
+
+def _sketch(units):
+    stamp = lexicon().stamp
+    return unpack_units(pack_units(units.flat, stamp), stamp)
+
+
+def test_the_sketch_keeps_each_units_size_norm_and_code_bits():
+    units = sentences_of(normalize(r.news(700)))
+    sketch = _sketch(units)
+    assert sketch is not None and len(sketch) == len(units)
+    assert (sketch.sizes == units.flat.sizes).all()
+    assert (sketch.norms <= units.flat.norms).all()  # rounded down: a cosine bound stays one
+    assert (units.flat.norms - sketch.norms < 1 / 256).all()
+    assert (sketch.bits == (units.flat.codes & np.uint64(0xFFF))).all()  # 12 bits a code
+    # each code's bits are found among its own unit's
+    for u in range(len(units)):
+        start, end = units.flat.ptr[u], units.flat.ptr[u + 1]
+        held = set(sketch.sorted_bits[sketch.sorted_units == u].tolist())
+        assert set(sketch.bits[start:end].tolist()) == held
+
+
+@pytest.mark.parametrize(
+    "spoil",
+    [
+        lambda packed: bytes([FORMAT + 1]) + packed[1:],  # another format
+        lambda packed: packed[:1] + bytes([packed[1] ^ 1]) + packed[2:],  # another lexicon
+        lambda packed: packed[:-2],  # a code short
+        lambda packed: packed[:-1],  # half a code
+        lambda packed: packed[:7],  # no more than a header
+        lambda packed: b"",  # stored without one
+    ],
+    ids=["format", "lexicon", "short", "odd", "header", "missing"],
+)
+def test_a_sketch_made_otherwise_is_refused(spoil):
+    stamp = lexicon().stamp
+    packed = pack_units(sentences_of(normalize(r.news(701))).flat, stamp)
+    assert unpack_units(packed, stamp) is not None
+    assert unpack_units(spoil(packed), stamp) is None
+
+
+def test_a_text_without_units_or_with_a_unit_too_long_has_no_sketch():
+    assert pack_units(sentences_of(normalize("")).flat, lexicon().stamp) == b""
+    # every sentence and clause mark taken out: one unit of more than 255 codes
+    run_on = "".join(ch for ch in r.chapter(713, 200) if ch not in "。！？；，、：…\n")
+    units = sentences_of(normalize(run_on))
+    assert len(units) == 1 and units.flat.sizes[0] > 255
+    assert pack_units(units.flat, lexicon().stamp) == b""
+
+
+def test_fingerprints_carry_the_sketch_of_the_units():
+    normalized, fp = fingerprint(r.chapter(712))
+    expected = pack_units(sentences_of(normalized).flat, lexicon().stamp)
+    assert fp.unit_sketch == expected and bytes(fp.to_mongo()["unit_sketch"]) == expected
+
+
+def test_the_bound_is_never_below_the_pairs_aligned():
+    """Every page with every master, all of the page and a window of it: the alignment never
+    keeps more pairs than the bound allows. The rewrites align enough pairs to be one, so the
+    bound is tested where it matters; most pairs of unrelated texts are ruled out."""
+    masters = [sentences_of(normalize(t)) for t in _masters()]
+    sketches = [_sketch(m) for m in masters]
+    rng = np.random.default_rng(40)
+    aligned, bounded, unrelated, ruled_out = 0, 0, 0, 0
+    for text in _pages():
+        page = sentences_of(normalize(text))
+        side = PageSide.of(page)
+        every = np.arange(len(page))
+        window = np.sort(rng.choice(every, size=max(1, len(every) // 2), replace=False))
+        for master, sketch in zip(masters, sketches, strict=True):
+            for among in (every, window):
+                pairs = len(align_sentences(page, master, among).pairs)
+                most = most_pairs(side, among, sketch)
+                assert most >= pairs, (text[:40], pairs, most)
+                aligned += pairs >= MIN_PAIRS
+                bounded += most >= MIN_PAIRS
+                if not pairs:
+                    unrelated += 1
+                    ruled_out += most < MIN_PAIRS
+    assert aligned >= 60  # the rewrites
+    assert ruled_out > 0.8 * unrelated, (ruled_out, unrelated)
+
+
+@pytest.fixture()
+def library(runtime):
+    """The masters, and other reports of their events: candidates of the pages on those
+    events (the same names, places and numbers) that no page rewrites."""
+    lib = MasterLibrary.from_runtime(runtime)
+    lib.ingest(
+        [MasterDocument(f"news/{s}", "news", f"n{s}", r.news(s)) for s in NEWS]
+        + [
+            MasterDocument(f"other/{s}", "other", f"o{s}", r.same_event(s, 50 + k))
+            for k, s in enumerate(NEWS)
+        ]
+        + [MasterDocument(f"book/{s}", "book", f"c{s}", r.chapter(s)) for s in CHAPTERS]
+        + [
+            MasterDocument(f"hand/{k}", "hand", f"h{k}", master)
+            for k, (master, _) in enumerate(BY_HAND)
+        ]
+    )
+    return lib
+
+
+def _checked(library, monkeypatch, pages: list[str], sketches: bool):
+    """The answers to ``pages`` (with their evidence) and how many masters were aligned with
+    them; ``sketches`` False: every master read as if stored without a sketch (each
+    candidate aligned)."""
+    aligned: list[int] = []
+    align, read = rewrites.align_sentences, MasterCache.unit_sketches
+
+    def counted(*args):
+        aligned.append(1)
+        return align(*args)
+
+    def unsketched(self, docs):
+        return {
+            d: {k: v for k, v in m.items() if k != "unit_sketch"}
+            for d, m in read(self, docs).items()
+        }
+
+    monkeypatch.setattr(rewrites, "align_sentences", counted)
+    if not sketches:
+        monkeypatch.setattr(MasterCache, "unit_sketches", unsketched)
+    detector = library.detector()
+    answers = [[m.to_dict() for m in ms] for ms in detector.check_many(pages)]
+    monkeypatch.undo()
+    return answers, len(aligned)
+
+
+def test_a_check_skipping_ruled_out_masters_answers_the_same(library, monkeypatch):
+    pages = [*_pages(), r.news(703) + "\n" + BY_HAND[1][1]]  # one beside a verbatim copy
+    bounded, fewer = _checked(library, monkeypatch, pages, sketches=True)
+    aligned, every = _checked(library, monkeypatch, pages, sketches=False)
+    assert bounded == aligned
+    assert sum(m["method"] == "rewrite" for ms in bounded for m in ms) >= 10
+    assert fewer < every, (fewer, every)
+
+
+def test_a_master_stored_without_a_sketch_is_aligned(library, monkeypatch):
+    """A master ingested before sketches were (or by another lexicon) has no bound: it is
+    loaded and aligned as before."""
+    copy = BY_HAND[0][1]
+    read = MasterCache.unit_sketches
+    monkeypatch.setattr(
+        MasterCache,
+        "unit_sketches",
+        lambda self, docs: {d: {**m, "unit_sketch": b"\x07"} for d, m in read(self, docs).items()},
+    )
+    aligned = []
+    align = rewrites.align_sentences
+    monkeypatch.setattr(rewrites, "align_sentences", lambda *a: aligned.append(1) or align(*a))
+    [match] = library.detector().check(copy)
+    assert (match.doc_id, match.method) == ("hand/0", "rewrite") and aligned
