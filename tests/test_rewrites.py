@@ -30,7 +30,13 @@ from tracker.fingerprints.lexicon import chinese_number, lexicon
 from tracker.fingerprints.sentences import master_keys, query_keys, sentences_of
 from tracker.index.master_index import MasterIndex
 from tracker.matching.library import MasterLibrary
-from tracker.matching.rewrite import MIN_WORDING, align_sentences, is_rewrite
+from tracker.matching.rewrite import (
+    MIN_PARTIAL_SHARE,
+    MIN_PASSAGE_SHARE,
+    MIN_WORDING,
+    align_sentences,
+    is_rewrite,
+)
 from tracker.model import MasterDocument
 from tracker.text.normalize import normalize
 
@@ -196,6 +202,24 @@ def test_a_rewrite_keeps_more_of_the_masters_wording_than_its_facts():
     assert align_sentences(units, units).wording == 1.0
     # the same pairs with too little of the master's words besides its names and numbers
     assert not is_rewrite(replace(alignment, wording=MIN_WORDING - 0.01))
+
+
+@pytest.mark.parametrize(("chapter", "draw"), [("04", 1), ("07", 4)])
+def test_a_short_passage_rewritten_by_hand_inside_other_text_is_a_rewrite(chapter, draw):
+    """30 % of a chapter of the hand set rewritten by hand, between two other texts: its
+    heaviest rewritten sentences stay unaligned, so the passage aligns less than a quarter of
+    the master (``MIN_PARTIAL_SHARE``), and is proved as one passage from
+    ``MIN_PASSAGE_SHARE``; the same pairs covering less are not."""
+    k = list(rewrites_hand.chapters()).index(chapter)
+    item, wrap = rewrites_hand.chapters()[chapter], rewrites_hand.fillers()
+    inner = rewrites_hand.window(item["rewrite"], 0.3, random.Random(1000 * draw + k))
+    page = f"{wrap[(k + draw) % len(wrap)]}\n{inner}\n{wrap[(k + draw + 2) % len(wrap)]}"
+    alignment = align_sentences(
+        sentences_of(normalize(page)), sentences_of(normalize(item["master"]))
+    )
+    assert MIN_PASSAGE_SHARE <= alignment.coverage < MIN_PARTIAL_SHARE
+    assert is_rewrite(alignment), (alignment.passage_pairs, alignment.passage_chars)
+    assert not is_rewrite(replace(alignment, coverage=MIN_PASSAGE_SHARE - 0.01))
 
 
 @pytest.mark.parametrize(("master", "copy"), BY_HAND)

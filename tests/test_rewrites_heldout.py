@@ -84,7 +84,8 @@ def test_copies_with_no_shared_run_of_8_are_found(measured):
 
 @pytest.mark.xfail(
     strict=False,
-    reason=_ON_MAIN + "partial-hand 0.35 then 0.70 (14/20), partial-table-no8 0.75 then 0.95",
+    reason=_ON_MAIN + "partial-hand 0.35 then 0.70 then 0.75 (15/20, h44: a passage from 0.2 "
+    "of the master), partial-table-no8 0.75 then 0.95",
 )
 def test_partial_rewrites_inside_other_text_are_found(measured):
     assert not _low(measured, heldout.PARTIAL, 0.95)
