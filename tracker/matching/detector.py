@@ -185,27 +185,32 @@ class Detector:
         pages: Sequence[NormalizedText],
         simhashes: Sequence[int],
         progress: Progress | None = None,
+        rewrites: bool = True,
     ) -> list[list[Match]]:
-        """:meth:`check_normalized` of a batch of pages, looked up in one round trip."""
-        return self._check(list(pages), list(simhashes), progress)
+        """:meth:`check_normalized` of a batch of pages, looked up in one round trip.
+        ``rewrites=False`` leaves the rewrite stage out (a warm-up that should not load its
+        lexicon, which a crawl of verbatim copies never needs)."""
+        return self._check(list(pages), list(simhashes), progress, rewrites)
 
     def _check(
         self,
         pages: list[NormalizedText],
         simhashes: list[int] | None = None,
         progress: Progress | None = None,
+        rewrites: bool = True,
     ) -> list[list[Match]]:
         """Pages up to ``LONG_PAGE_TOKENS`` are checked together in one batch, longer ones one
         at a time in segments; ``progress`` is told of the long ones. Threads calling the
         same detector take turns."""
         with self._checking:
-            return self._check_locked(pages, simhashes, progress)
+            return self._check_locked(pages, simhashes, progress, rewrites)
 
     def _check_locked(
         self,
         pages: list[NormalizedText],
         simhashes: list[int] | None,
         progress: Progress | None,
+        rewrites: bool = True,
     ) -> list[list[Match]]:
         results: list[list[Match]] = [[] for _ in pages]
         short = [i for i, page in enumerate(pages) if 0 < len(page) <= LONG_PAGE_TOKENS]
@@ -251,7 +256,7 @@ class Detector:
                 ]
             # A page its verbatim copies cover leaves no room for a rewritten one.
             rest = [k for k, share in enumerate(covered) if share < COVERED_PAGE]
-            if self.settings.rewrite_detection and rest:
+            if rewrites and self.settings.rewrite_detection and rest:
                 if words is not None:
                     cut = [words.result()[k] for k in rest]
                 else:
