@@ -23,6 +23,13 @@ class FingerprintPipeline(BatchedStage):
         """Nothing: the stage uses no server, and the segmenter's dictionary (~0.2 s) loads on
         the first page that needs hashing here, which most crawls never meet."""
 
+    async def process_item(self, item: PageItem) -> PageItem:
+        """A page hashed already (by its extraction worker, nearly every page) goes on at
+        once, without a round trip through the stage's thread."""
+        if item.get("simhash") is not None:
+            return item
+        return await super().process_item(item)
+
     def process_batch(self, items: list[PageItem]) -> list[Tally]:
         unhashed = [item for item in items if item.get("simhash") is None]
         for item in unhashed:

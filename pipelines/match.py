@@ -50,11 +50,12 @@ class MatchPipeline(BatchedStage):
 
     def warm_up(self) -> None:
         """The connections, and one short text looked up: the index's query tables load (in
-        the workers instead when they check the pages)."""
+        the workers instead when they check the pages); the rewrite stage's lexicon loads on
+        the first page that stage reads (see :func:`tracker.crawling.match_worker.warm_up`)."""
         super().warm_up()
         if self.remote is None:
             detector = tracker_context(self.crawler).detector
-            detector.check_normalized_many([normalize(WARM_UP_TEXT)], [0])
+            detector.check_normalized_many([normalize(WARM_UP_TEXT)], [0], rewrites=False)
 
     async def process_item(self, item: Any) -> Any:
         if self.remote is None or item.get("file"):

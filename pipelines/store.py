@@ -78,9 +78,12 @@ class StorePipeline(BatchedStage):
                 saving = [k for k in saving if records[k].matched is None]
         if not saving:
             return
+        # the stored states the unchanged stage read for these pages are not read again
+        known = {items[k]["url"]: items[k]["stored"] for k in saving if "stored" in items[k]}
         try:
             changed = ctx.call(
-                lambda: ctx.pages.save_many([records[k] for k in saving], now), "storing the page"
+                lambda: ctx.pages.save_many([records[k] for k in saving], now, known),
+                "storing the page",
             )
         except SERVER_ERRORS as exc:  # the store is away: count each page, keep crawling
             for k in saving:

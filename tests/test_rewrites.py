@@ -509,3 +509,37 @@ def test_stories_from_the_same_release_are_not_flagged(hand_results):
         if c.expected is None and c.kind.startswith(SAME_RELEASE) and ANGLE not in c.kind and ms
     ]
     assert flagged == []
+
+
+def test_the_crawl_path_cuts_words_only_for_the_pages_the_rewrite_stage_reads(library, monkeypatch):
+    """With the pages' SimHashes given (a crawl's), the check finds what ``check`` finds, and
+    segments only the pages its verbatim copies do not cover; ``rewrites=False`` (the
+    warm-ups) leaves the rewrite stage out."""
+    import tracker.matching.detector as detector_module
+    from tracker.fingerprints.simhash import simhash_normalized
+
+    verbatim = r.news(NEWS[0])
+    rewritten = r.rewrite(r.news(NEWS[1]), 7300, r.HELD, "no13")
+    beside = r.news(NEWS[2]) + "\n" + BY_HAND[1][1]
+    texts = [verbatim, rewritten, beside]
+    detector = library.detector()
+    expected = [[(m.doc_id, m.method) for m in ms] for ms in detector.check_many(texts)]
+    assert expected[0] == [(f"news/{NEWS[0]}", expected[0][0][1])]
+    assert any(method == "rewrite" for _, method in expected[2])
+
+    segmented: list[int] = []
+    segment = detector_module.segment_lines
+    monkeypatch.setattr(
+        detector_module,
+        "segment_lines",
+        lambda pages: segmented.append(len(pages)) or segment(pages),
+    )
+    pages = [normalize(text) for text in texts]
+    simhashes = simhash_normalized(pages).tolist()
+    found = detector.check_normalized_many(pages, simhashes)
+    assert [[(m.doc_id, m.method) for m in ms] for ms in found] == expected
+    assert sum(segmented) < len(pages)  # not the verbatim copy
+
+    plain = detector.check_normalized_many(pages, simhashes, rewrites=False)
+    assert all(m.method != "rewrite" for ms in plain for m in ms)
+    assert [m.doc_id for m in plain[0]] == [f"news/{NEWS[0]}"]

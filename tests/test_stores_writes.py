@@ -77,3 +77,41 @@ def test_matches_are_created_reopened_and_closed_by_what_a_check_finds(runtime):
     assert sorted(day["doc_ids"]) == ["A/1", "A/2"]
     assert store.record_many({url: []}, T0 + timedelta(hours=3)) == (0, 2)
     assert runtime.db["page_days"].find_one({"url": url})["doc_ids"] == []
+
+
+class _CountedFinds:
+    """A collection whose ``find`` calls are counted (everything else passed through)."""
+
+    def __init__(self, collection) -> None:
+        self.collection = collection
+        self.finds = 0
+
+    def find(self, *args, **kwargs):
+        self.finds += 1
+        return self.collection.find(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.collection, name)
+
+
+def test_pages_whose_stored_state_is_known_are_not_read_again(runtime):
+    """A crawl's store stage passes the states its unchanged stage read: those pages are not
+    read again, a known new page is inserted, a known stored one updated (its first sighting
+    kept), and a page the caller did not know about is still read."""
+    pages = PageStore(runtime.db)
+    stored, new, unknown = (f"http://pirate.test/{n}.html" for n in (1, 2, 3))
+    pages.save_many([PageRecord(url=u, text="正文一", matched=[]) for u in (stored, unknown)], T0)
+    known = {stored: pages.states([stored])[stored], new: None}
+    pages.pages = counted = _CountedFinds(pages.pages)
+    later = T0 + timedelta(hours=1)
+    records = [
+        PageRecord(url=stored, text="正文一", matched=[]),
+        PageRecord(url=new, text="正文二", matched=[]),
+    ]
+    assert pages.save_many(records, later, known) == [False, True]
+    assert counted.finds == 0
+    assert pages.save_many([PageRecord(url=unknown, text="正文一", matched=[])], later) == [False]
+    assert counted.finds == 1
+    docs = {d["_id"]: d for d in runtime.db["pages"].find({})}
+    assert (docs[stored]["first_seen"], docs[stored]["last_seen"]) == (T0, later)
+    assert (docs[new]["first_seen"], docs[new]["text"]) == (later, "正文二")

@@ -40,7 +40,7 @@ from scrapy.http import Request, TextResponse
 
 from tracker.crawling.process_pool import ProcessPool
 from tracker.reading.extract import PageContext, has_private_use
-from tracker.reading.visibility import import_urls, relevant_css
+from tracker.reading.visibility import Sheet, import_urls, read_stylesheet
 from tracker.reading.webfont import data_uri_bytes, font_face_urls, glyph_table
 
 log = logging.getLogger(__name__)
@@ -100,22 +100,9 @@ def merge_resources(found: list[dict[str, Any] | None]) -> dict[str, Any] | None
     }
 
 
-class Sheet(NamedTuple):
-    css: str  # the rules that decide visibility
-    fonts: tuple[str, ...]  # its @font-face sources
-    imports: tuple[str, ...] = ()  # the sheets it @imports (same site or not: checked on use)
-
-
 class Glyphs(NamedTuple):
     glyphs: dict[int, str]
     private: int  # Private-Use glyphs in the font
-
-
-def read_stylesheet(text: str, url: str) -> Sheet:
-    """A fetched sheet as a page needs it (in a worker process: tinycss2 is pure Python)."""
-    return Sheet(
-        relevant_css(text), tuple(font_face_urls(text, url)), tuple(import_urls(text, url))
-    )
 
 
 class _Cache:

@@ -194,39 +194,47 @@ class Detector:
         pages: Sequence[NormalizedText],
         simhashes: Sequence[int],
         progress: Progress | None = None,
+        rewrites: bool = True,
     ) -> list[list[Match]]:
-        """:meth:`check_normalized` of a batch of pages, looked up in one round trip."""
-        return self._check(list(pages), list(simhashes), progress)
+        """:meth:`check_normalized` of a batch of pages, looked up in one round trip.
+        ``rewrites=False`` leaves the rewrite stage out (a warm-up that should not load its
+        lexicon, which a crawl of verbatim copies never needs)."""
+        return self._check(list(pages), list(simhashes), progress, rewrites)
 
     def _check(
         self,
         pages: list[NormalizedText],
         simhashes: list[int] | None = None,
         progress: Progress | None = None,
+        rewrites: bool = True,
     ) -> list[list[Match]]:
         """Pages up to ``LONG_PAGE_TOKENS`` are checked together in one batch, longer ones one
         at a time in segments; ``progress`` is told of the long ones. Threads calling the
         same detector take turns."""
         with self._checking:
-            return self._check_locked(pages, simhashes, progress)
+            return self._check_locked(pages, simhashes, progress, rewrites)
 
     def _check_locked(
         self,
         pages: list[NormalizedText],
         simhashes: list[int] | None,
         progress: Progress | None,
+        rewrites: bool = True,
     ) -> list[list[Match]]:
         results: list[list[Match]] = [[] for _ in pages]
         short = [i for i, page in enumerate(pages) if 0 < len(page) <= LONG_PAGE_TOKENS]
         if short:
             texts = [pages[i] for i in short]
-            # jieba words, cut on another core meanwhile: for the SimHash and the sentences
-            words = self._segmenter().submit(segment_lines, texts)
-            hashes = (
-                self._simhashes(texts, words)
-                if simhashes is None
-                else [simhashes[i] for i in short]
-            )
+            # jieba words, for the SimHash and the rewrite stage's sentences: cut on another
+            # core meanwhile when the SimHash needs them; with the SimHashes given (a crawl's
+            # pages), only for the pages the rewrite stage reads (none on a page its verbatim
+            # copies cover: on a pirate site, nearly every page)
+            words: Future[list[list[str]]] | None = None
+            if simhashes is None:
+                words = self._segmenter().submit(segment_lines, texts)
+                hashes: Sequence[int] | Callable[[], Sequence[int]] = self._simhashes(texts, words)
+            else:
+                hashes = [simhashes[i] for i in short]
             found = self._align(self._lookup([page.tokens for page in texts], hashes))
             copied: list[set[int]] = []  # the masters each page copies verbatim
             covered: list[float] = []  # the share of each page they cover
@@ -257,13 +265,16 @@ class Detector:
                 ]
             # A page its verbatim copies cover leaves no room for a rewritten one.
             rest = [k for k, share in enumerate(covered) if share < COVERED_PAGE]
-            if self.settings.rewrite_detection and rest:
-                cut = words.result()
+            if rewrites and self.settings.rewrite_detection and rest:
+                if words is not None:
+                    cut = [words.result()[k] for k in rest]
+                else:
+                    cut = segment_lines([texts[k] for k in rest])
                 rewritten = find_rewrites(
                     self.index,
                     self.masters,
                     [texts[k] for k in rest],
-                    [cut[k] for k in rest],
+                    cut,
                     [copied[k] for k in rest],
                     [inside[k] for k in rest],
                 )

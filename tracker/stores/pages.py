@@ -21,7 +21,7 @@ next crawl.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any
@@ -105,12 +105,22 @@ class PageStore:
         changed."""
         return self.save_many([page], now)[0]
 
-    def save_many(self, pages: list[PageRecord], now: datetime | None = None) -> list[bool]:
+    def save_many(
+        self,
+        pages: list[PageRecord],
+        now: datetime | None = None,
+        known: Mapping[str, dict[str, Any] | None] | None = None,
+    ) -> list[bool]:
         """:meth:`save` for several pages: one read of their stored hashes, one bulk write
-        (inserts for the new pages, see :mod:`tracker.stores.writes`)."""
+        (inserts for the new pages, see :mod:`tracker.stores.writes`). ``known``: the stored
+        state (:meth:`states`; None: not stored) of pages the caller has just read, which are
+        not read again (a crawl's unchanged stage read them; a page stored meanwhile by
+        another process is met by its insert and upserted, see :func:`write`)."""
         now = now or datetime.now(UTC)
-        stored = {}
-        for chunk in batches([page.url for page in pages], ID_BATCH):
+        known = known or {}
+        stored = {url: doc.get("content_hash") for url, doc in known.items() if doc is not None}
+        unknown = [page.url for page in pages if page.url not in known]
+        for chunk in batches(unknown, ID_BATCH):
             for doc in self.pages.find({"_id": {"$in": chunk}}, {"content_hash": 1}):
                 stored[doc["_id"]] = doc.get("content_hash")
         upserts: list[Upsert] = []
