@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import io
 import json
-import os
 import random
 import resource
 import shutil
@@ -36,6 +35,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from bench.cli_latency import check_env
 from tracker.config import Settings
 from tracker.demo import master_documents
 from tracker.matching.library import MasterLibrary
@@ -91,16 +91,8 @@ def main(argv: list[str] | None = None) -> int:
             target.write_text("\n".join(lines) + "\n", encoding="utf-8")
             check = ["check", "--jsonl", str(target)]
         cache = tmp_path / "cache"
-        env = {
-            **os.environ,
-            "MONGO_URL": runtime.mongo_url,
-            "REDIS_URL": runtime.redis_url,
-            "TRACKER_MONGO_DB": settings.mongo_db,
-            "TRACKER_REDIS_PREFIX": settings.redis_prefix,
-            "TRACKER_DATA_DIR": str(settings.data_dir),
-            "TRACKER_CHECK_WARM_S": "0",
-            "XDG_CACHE_HOME": str(cache),
-        }
+        env = {**check_env(runtime, settings), "TRACKER_CHECK_WARM_S": "0"}
+        env["XDG_CACHE_HOME"] = str(cache)
         env.pop("PYTHONDONTWRITEBYTECODE", None)  # bytecode cached, as an installed package's
         old = tmp_path / "old"
         old.mkdir()
