@@ -74,6 +74,18 @@ def timed(
     return times
 
 
+def check_env(runtime: Runtime, settings: Settings) -> dict[str, str]:
+    """The environment of a ``tracker`` command that uses ``runtime``'s servers and library."""
+    return {
+        **os.environ,
+        "MONGO_URL": runtime.mongo_url,
+        "REDIS_URL": runtime.redis_url,
+        "TRACKER_MONGO_DB": settings.mongo_db,
+        "TRACKER_REDIS_PREFIX": settings.redis_prefix,
+        "TRACKER_DATA_DIR": str(settings.data_dir),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7, help="timed runs per row (median kept)")
@@ -95,14 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         page.write_text(
             "最新章节 笔趣阁\n" + documents[2].text + "\n本章完，请记住本站域名", encoding="utf-8"
         )
-        env = {
-            **os.environ,
-            "MONGO_URL": runtime.mongo_url,
-            "REDIS_URL": runtime.redis_url,
-            "TRACKER_MONGO_DB": settings.mongo_db,
-            "TRACKER_REDIS_PREFIX": settings.redis_prefix,
-            "TRACKER_DATA_DIR": str(settings.data_dir),
-        }
+        env = check_env(runtime, settings)
         tracker = [str(Path(sys.executable).with_name("tracker"))]
         if not Path(tracker[0]).exists():
             tracker = [sys.executable, "-m", "tracker.cli"]

