@@ -205,3 +205,23 @@ def test_the_redis_index_is_rebuilt_from_mongodb(runtime, clusterer):
         "https://b.example/1": first
     }
     assert clusterer.index.size() == 1
+
+
+def test_prints_read_from_the_pages_seen_since_are_those_read_by_id(runtime):
+    """The close of a crawl reads its matched pages from one range of ``last_seen`` (at most
+    twice as many pages as asked), then the rest by id: the same prints as by id alone, whether
+    the pages were seen since then, before, or lie beyond the range's limit."""
+    store = PageStore(runtime.db)
+    for k in range(30):
+        crawl(runtime, f"https://s.example/{k}", flip(BASE, k), hour=1 + k % 6)
+    wanted = [f"https://s.example/{k}" for k in (0, 3, 17, 29)] + ["https://s.example/unstored"]
+
+    def key(page):
+        return page.url
+
+    by_id = sorted(store.prints(wanted), key=key)
+    assert {p.url: p.simhash for p in by_id} == {
+        f"https://s.example/{k}": flip(BASE, k) for k in (0, 3, 17, 29)
+    }
+    for since in (at(0), at(3), at(7)):  # all seen since, some, none
+        assert sorted(store.prints(wanted, seen_since=since), key=key) == by_id

@@ -10,6 +10,8 @@ of them can be overridden for one run with ``-s NAME=VALUE``. ``TRACKER_CRAWL_ID
 
 import sys
 
+from scrapy.settings import default_settings
+
 from tracker import __version__
 from tracker.config import ConfigError, Settings
 
@@ -150,6 +152,17 @@ EXTENSIONS = {
     "tracker.crawling.extensions.CrawlRunRecorder": 500,
     "tracker.crawling.outcomes.UrlOutcomes": 505,  # how each fetched URL ended
     "tracker.crawling.alerts.AlertExtension": 510,  # only with alert_webhook
+}
+# No console into the crawl process: the telnet one is off (TELNETCONSOLE_ENABLED below), and
+# Scrapy 2.19's HTTP remote control evaluates the Python sent to it. They are left out of the
+# base list, not set to None: Scrapy imports every extension it names, even a disabled one, and
+# the remote control's import (aiohttp) cost ~0.4 s of every crawl's start.
+_consoles = {
+    "scrapy.extensions.telnet.TelnetConsole",
+    "scrapy.extensions.remote_control.RemoteControl",
+}
+EXTENSIONS_BASE = {
+    name: order for name, order in default_settings.EXTENSIONS_BASE.items() if name not in _consoles
 }
 ADDONS = {"tracker.crawling.distributed.DistributedAddon": 0}
 

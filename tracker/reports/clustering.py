@@ -127,10 +127,15 @@ class PageClusterer:
     def cluster_seen_since(self, since: datetime, until: datetime | None = None) -> ClusterSummary:
         """Cluster the pages with a match seen since ``since`` (and first seen before
         ``until``)."""
-        return self.cluster_urls(self.matches.urls_seen_since(since, first_seen_before=until))
+        urls = self.matches.urls_seen_since(since, first_seen_before=until)
+        return self.cluster_urls(urls, seen_since=since)
 
-    def cluster_urls(self, urls: Iterable[str], now: datetime | None = None) -> ClusterSummary:
-        """Put each of these pages not yet clustered (or changed since) in its cluster."""
+    def cluster_urls(
+        self, urls: Iterable[str], now: datetime | None = None, seen_since: datetime | None = None
+    ) -> ClusterSummary:
+        """Put each of these pages not yet clustered (or changed since) in its cluster;
+        ``seen_since``: when they were likely all seen since then (a faster read of the pages,
+        :meth:`~tracker.stores.pages.PageStore.prints`)."""
         urls = sorted(set(urls))
         summary = ClusterSummary(pages=len(urls))
         if not urls:
@@ -145,7 +150,7 @@ class PageClusterer:
                 rebuilt = self.index.rebuild(self.store.iter_centres())
                 log.info("rebuilt the index of cluster centres: %d clusters", rebuilt)
             memberships = self.store.memberships(urls)
-            pages = self._pages(urls)
+            pages = self._pages(urls, seen_since)
             summary.skipped = len(urls) - len(pages)  # matched, but the page is not stored
             todo = []  # (url, fingerprint, site), earliest first seen first
             for page in pages:
@@ -162,9 +167,9 @@ class PageClusterer:
             self.index.compact()
         return summary
 
-    def _pages(self, urls: list[str]) -> list[PagePrint]:
+    def _pages(self, urls: list[str], seen_since: datetime | None) -> list[PagePrint]:
         """The stored pages among ``urls``, earliest first seen first."""
-        pages = self.pages.prints(urls)
+        pages = self.pages.prints(urls, seen_since)
         epoch = datetime.min.replace(tzinfo=UTC)
         pages.sort(key=lambda p: (_utc(p.first_seen) if p.first_seen else epoch, p.url))
         return pages

@@ -248,22 +248,24 @@ class PageStore:
         doc = self.counters.find_one({"_id": "page_n"})
         return int(doc["seq"]) if doc else 0
 
-    def prints(self, urls: Iterable[str]) -> list[PagePrint]:
+    def prints(self, urls: Iterable[str], seen_since: datetime | None = None) -> list[PagePrint]:
         """:class:`PagePrint` of the stored pages among ``urls`` (ids read in lists of
-        ``ID_BATCH``)."""
-        found = []
-        for chunk in batches(sorted(set(urls)), ID_BATCH):
+        ``ID_BATCH``). With ``seen_since``, when the pages were likely all seen since then (a
+        crawl's matched pages, at its close), they are read first from one range of the
+        ``last_seen`` index, at most twice as many pages as ``urls`` (SecantusDB reads a range
+        at less than half the cost a page of ``$in`` lists: 1,000 pages 0.11-0.17 s against
+        0.26-0.34 s), and only those not found there by id."""
+        wanted = set(urls)
+        found: dict[str, PagePrint] = {}
+        if seen_since is not None and wanted:
+            seen = self.pages.find({"last_seen": {"$gte": seen_since}}, _PRINT)
+            for doc in seen.limit(2 * len(wanted)):
+                if doc["_id"] in wanted:
+                    found[doc["_id"]] = _page_print(doc)
+        for chunk in batches(sorted(wanted - found.keys()), ID_BATCH):
             for doc in self.pages.find({"_id": {"$in": chunk}}, _PRINT):
-                simhash = doc.get("simhash")
-                found.append(
-                    PagePrint(
-                        doc["_id"],
-                        None if simhash is None else to_unsigned(int(simhash)),
-                        doc.get("site") or site_of(doc["_id"]),
-                        doc.get("first_seen"),
-                    )
-                )
-        return found
+                found[doc["_id"]] = _page_print(doc)
+        return list(found.values())
 
     def titles(self, urls: Iterable[str]) -> dict[str, str]:
         """The titles of the stored pages among ``urls``, by URL (pages never stored are left
@@ -324,6 +326,18 @@ _DETAILS = dict.fromkeys(
     1,
 )
 _PRINT = {"simhash": 1, "site": 1, "first_seen": 1}
+
+
+def _page_print(doc: dict[str, Any]) -> PagePrint:
+    simhash = doc.get("simhash")
+    return PagePrint(
+        doc["_id"],
+        None if simhash is None else to_unsigned(int(simhash)),
+        doc.get("site") or site_of(doc["_id"]),
+        doc.get("first_seen"),
+    )
+
+
 _TO_FILE = {"text": 1, "n": 1, "stored_at": 1}  # filed in the generation of its time
 _TO_MATCH = dict.fromkeys(
     ("text", "n", "matched_version", "stored_at", "match_state", "matched_doc_ids"), 1
