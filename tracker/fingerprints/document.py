@@ -36,8 +36,9 @@ class DocumentFingerprint:
     # the jieba words' starts (:func:`tracker.fingerprints.sentences.pack_cuts`): a check
     # rebuilds the master's sentences without cutting it again; not in the index
     cuts: bytes = b""
-    # its sentence units' codes, 16 bits each (:mod:`tracker.fingerprints.unit_sketch`): a
-    # check bounds what aligning it could find before loading it; not in the index
+    # its sentence units' sizes, norms and 12 bits of each code
+    # (:mod:`tracker.fingerprints.unit_sketch`): a check bounds what aligning it could find
+    # before loading it; not in the index
     unit_sketch: bytes = b""
 
     def to_mongo(self) -> dict:

@@ -83,9 +83,14 @@ class Flat:
 
     def gather(self, units: np.ndarray) -> np.ndarray:
         """The entries of ``units``, unit by unit."""
-        lengths = self.ptr[units + 1] - self.ptr[units]
-        first = np.repeat(self.ptr[units] - np.cumsum(lengths) + lengths, lengths)
-        return first + np.arange(lengths.sum())
+        return ranges(self.ptr[units], self.ptr[units + 1] - self.ptr[units])
+
+
+def ranges(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """``starts[i], starts[i] + 1, …, starts[i] + counts[i] - 1``, range after range, in one
+    array (without a Python loop over the ranges)."""
+    total = int(counts.sum())
+    return np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(total)
 
 
 _NONE = np.zeros(0, dtype=np.int64)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tracker.fingerprints.anchors import GRAM, gram_hashes
+from tracker.fingerprints.sentences import ranges
 
 
 @dataclass(frozen=True)
@@ -102,8 +103,7 @@ def seed_runs(page: Shingles, master: Shingles, max_repeats: int = 8) -> np.ndar
         return np.zeros((0, 3), dtype=np.int64)
     lo = lo[shared]
     counts = np.searchsorted(page.ordered, master.ordered[shared], side="right") - lo
-    offsets = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
-    page_i = page.order[np.repeat(lo, counts) + offsets].astype(np.int64)
+    page_i = page.order[ranges(lo, counts)].astype(np.int64)
     master_j = master.order[np.repeat(shared, counts)].astype(np.int64)
     # Sorted by diagonal, then page position: one sort of packed (diagonal, position) keys,
     # unique since each (page_i, master_j) pair occurs once.

@@ -267,7 +267,8 @@ class Detector:
             rest = [k for k, share in enumerate(covered) if share < COVERED_PAGE]
             if rewrites and self.settings.rewrite_detection and rest:
                 if words is not None:
-                    cut = [words.result()[k] for k in rest]
+                    cut_all = words.result()
+                    cut = [cut_all[k] for k in rest]
                 else:
                     cut = segment_lines([texts[k] for k in rest])
                 rewritten = find_rewrites(

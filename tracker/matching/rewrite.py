@@ -45,7 +45,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tracker.fingerprints.sentences import Flat, Sentences
+from tracker.fingerprints.sentences import Flat, Sentences, ranges
 from tracker.text.normalize import NormalizedText
 
 SEED_COSINE = 0.5
@@ -235,7 +235,7 @@ def _products(a: _Side, b: _Side) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         counts = hi - lo
         if counts.sum():
             left = np.repeat(np.arange(len(a.cols)), counts)
-            right = np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
+            right = ranges(lo, counts)
             flat = a.rows[left] * m + b.rows[right]
             dot = np.bincount(flat, a.weights[left] * b.weights[right], n * m)
             shared = np.bincount(flat, minlength=n * m).astype(np.float64)
@@ -434,7 +434,7 @@ def _entries(flat: Flat, spans: list[tuple[int, int]]) -> tuple[np.ndarray, np.n
     first = np.array([a for a, _ in spans], dtype=np.int64)
     lengths = np.array([b - a + 1 for a, b in spans], dtype=np.int64)
     span = np.repeat(np.arange(len(spans)), lengths)
-    units = np.repeat(first - np.cumsum(lengths) + lengths, lengths) + np.arange(lengths.sum())
+    units = ranges(first, lengths)
     sizes = flat.ptr[units + 1] - flat.ptr[units]
     return flat.gather(units), np.repeat(span, sizes)
 

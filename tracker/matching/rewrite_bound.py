@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tracker.fingerprints.sentences import Sentences
+from tracker.fingerprints.sentences import Sentences, ranges
 from tracker.fingerprints.unit_sketch import UnitSketch, code_bits
 from tracker.matching.rewrite import (
     EXTEND_COSINE,
@@ -106,7 +106,7 @@ def most_pairs(side: PageSide, among: np.ndarray, master: UnitSketch) -> int:
     if total < MIN_FRAGMENT_PAIRS * EXTEND_MIN_SHARED:
         return 0  # not even two codes in each of three page units
     entry = np.repeat(at, counts)
-    found = np.repeat(lo - np.cumsum(counts) + counts, counts) + np.arange(total)
+    found = ranges(lo, counts)
     cell = row[flat.unit[entry]] * m + master.sorted_units[found]
     shared = np.bincount(cell, minlength=n * m).reshape(n, m)
     inside = np.bincount(cell, side.weights2[entry], minlength=n * m).reshape(n, m)
