@@ -22,6 +22,9 @@ new rule must reject) and the copies found (what it must keep). For those, per a
   (the literal phrasing);
 * ``swaps``: of ``M``'s wording (IDF, no anchors) that ``P`` does not repeat word for word,
   the part ``P`` holds as another word of the same code (a synonym swap), not lost;
+* ``pair wording q25``: the lower quartile of the pairs' own ``wording`` (a rewriter is said
+  to keep every sentence's wording, where another writer copies some fact sentences of the
+  release and tells the others in words of their own: a spread the pooled share hides);
 * ``quotes``: 1 when the page is still a rewrite with the text inside 「」“”"" taken out of
   both texts (every report of a release quotes the same people).
 
@@ -57,7 +60,7 @@ from bench.rewrites_diagnose import cases, step  # noqa: E402
 from tests import rewrites as r  # noqa: E402
 from tests import rewrites_hand as hand  # noqa: E402
 from tracker.fingerprints.sentences import Sentences, sentences_of  # noqa: E402
-from tracker.matching.rewrite import RewriteAlignment  # noqa: E402
+from tracker.matching.rewrite import RewriteAlignment, wording  # noqa: E402
 from tracker.text.normalize import normalize  # noqa: E402
 
 QUOTES = re.compile(r"「[^」]*」|“[^”]*”|\"[^\"]*\"|『[^』]*』")
@@ -69,6 +72,7 @@ MEASURES = (
     "char trigrams",
     "swaps",
     "quotes",
+    "pair wording q25",
 )
 
 
@@ -165,6 +169,7 @@ def measures(page_text: str, master_text: str, a: RewriteAlignment) -> dict[str,
         "char trigrams": grams_kept / grams if grams else 1.0,
         "swaps": swapped / (swapped + lost) if swapped + lost else 1.0,
         "quotes": float(quoted == "ok"),
+        "pair wording q25": float(np.percentile([wording([p], page, master) for p in a.pairs], 25)),
     }
 
 
