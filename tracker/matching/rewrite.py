@@ -582,9 +582,7 @@ def is_partial_passage(alignment: RewriteAlignment) -> bool:
     it is another report of the same facts (the development set's stories from one press
     release)."""
     return (
-        is_rewrite(alignment)
-        and is_passage(alignment)
-        and alignment.coverage < MOST_OF_THE_MASTER
+        is_rewrite(alignment) and is_passage(alignment) and alignment.coverage < MOST_OF_THE_MASTER
     )
 
 
