@@ -7,7 +7,7 @@ Each copy is checked against its own master alone, without servers, step by step
 the master's keys, ``MIN_VOTES`` make a candidate), the alignment (pairs, coverage,
 passage) and :func:`tracker.matching.rewrite.is_rewrite`. (Without the verbatim stage's
 index, a ``no-candidate`` of one vote here may be a candidate in the detector: with an anchor
-or DNA record shared, a master named by one key is aligned, and found only as a partial
+shared, a master named by one key is aligned, and found only as a partial
 passage, :func:`tracker.matching.rewrite.is_partial_passage`.) A miss is named by its first
 failing step: ``no-candidate``, ``few-pairs``, ``few-chars``, ``wording`` (the aligned
 sentences keep the master's facts, not enough of its other words), ``anchors`` (no pair keeps

@@ -82,12 +82,6 @@ class Candidates:
     def anchor_votes(self) -> dict[int, int]:
         return {**self.short_votes, **self.long_votes}
 
-    @property
-    def named(self) -> set[int]:
-        """The masters sharing any anchor or DNA record with the text, however few: the
-        rewrite stage's second signal (:func:`tracker.matching.rewrites.ranked`)."""
-        return {*self.short_votes, *self.long_votes, *self.dna_votes}
-
     def ranked(
         self,
         tokens: int = 0,

@@ -279,7 +279,8 @@ class Detector:
                     cut,
                     [copied[k] for k in rest],
                     [inside[k] for k in rest],
-                    [lookup.candidates[k].named - copied[k] for k in rest],
+                    # an anchor: the second signal of one sentence key (tracker.matching.rewrites)
+                    [set(lookup.candidates[k].anchor_votes) - copied[k] for k in rest],
                 )
                 for k, matches in zip(rest, rewritten, strict=True):
                     results[short[k]].extend(matches)

@@ -13,14 +13,15 @@ explained already), and a page with fewer than ``MIN_OPEN_CHARS`` characters out
 not looked at.
 
 A master a page names by one sentence key only is a candidate too when the verbatim stage's
-index names it as well (an anchor or DNA record shared: :attr:`Candidates.named`, two
-independent signals where either alone is chance), but only as a *partial* copy
+index names it as well (an anchor shared: ``Candidates.anchor_votes``, two independent
+signals where either alone is chance), but only as a *partial* copy
 (:func:`tracker.matching.rewrite.is_partial_passage`). A rewritten part of a chapter inside
 other text keeps few of its sentences' keys: its units are few, and a rewriter by hand swaps
-the rare words the keys are made of (on the development windows of 30-50 % of a chapter, a
-third of the misses named one key). A rewrite of a whole master keeps keys in proportion
-to its units; a page telling all of a short master with one key left is another report of
-its facts.
+the rare words the keys are made of (of the development windows of 30-50 % of a chapter
+rewritten by hand, 28 of the 46 missed named one key). A rewrite of a whole master keeps
+keys in proportion to its units; a page telling all of a short master with one key left is
+another report of its facts. Such a candidate is loaded only if its unit sketch allows the
+``MIN_PASSAGE_PAIRS`` of that passage (:func:`least_pairs`).
 
 The masters found verbatim are aligned too, only so that :func:`own_pairs` drops the other
 candidates' pairs they explain; so only when some other candidate's alignment could be a
@@ -52,6 +53,7 @@ from tracker.index.master_index import MasterIndex
 from tracker.matching.rewrite import (
     MIN_FRAGMENT_PAIRS,
     MIN_PAIRS,
+    MIN_PASSAGE_PAIRS,
     MIN_REWRITE_CHARS,
     RewriteAlignment,
     align_sentences,
@@ -224,7 +226,14 @@ def find_rewrites(
         return [[] for _ in pages]
     bounds = pair_bounds(masters, units, chosen, skip, hits, opened)
     # loaded first: the candidates that could be a rewrite (the others only if one is)
-    first = sorted({d for b in bounds for d, most in b.items() if could_pair(most, MIN_PAIRS)})
+    first = sorted(
+        {
+            d
+            for b, near in zip(bounds, hits, strict=True)
+            for d, most in b.items()
+            if could_pair(most, least_pairs(near[d]))
+        }
+    )
     loaded = masters.get(first) if first else {}
     return [
         rewrites_of(page, page_units, docs, verbatim, near, free, loaded, masters, most)
@@ -232,6 +241,13 @@ def find_rewrites(
             pages, units, chosen, skip, hits, opened, bounds, strict=True
         )
     ]
+
+
+def least_pairs(units: np.ndarray) -> int:
+    """The pairs a candidate whose key hits are on the page ``units`` must align to be a
+    rewrite: ``MIN_PAIRS``, or, named by fewer than ``MIN_VOTES`` keys, the
+    ``MIN_PASSAGE_PAIRS`` of the partial passage it can only be found as."""
+    return MIN_PAIRS if local_votes(units) >= MIN_VOTES else MIN_PASSAGE_PAIRS
 
 
 def could_pair(most: int | None, least: int) -> bool:
@@ -266,7 +282,7 @@ def rewrites_of(
 
     if bounds is None:
         bounds = {d: None for d in docs if d not in verbatim}
-    others = [d for d in docs if could_pair(bounds.get(d, 0), MIN_PAIRS) and d in loaded]
+    others = [d for d in docs if could_pair(bounds.get(d, 0), least_pairs(near[d])) and d in loaded]
     sentences = {d: master_sentences(loaded[d]) for d in others}
     alignments = {d: align(d) for d in others}
     if not any(map(could_be_rewrite, alignments.values())):
