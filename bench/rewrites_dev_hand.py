@@ -11,6 +11,11 @@ tools, joined with other text; chapters of other stories). Any match on an innoc
 another master on a copy, is counted.
 
     python -m bench.rewrites_dev_hand            # ~2 min
+    python -m bench.rewrites_dev_hand --windows 10   # and 300 windows of 30-50 % of a chapter
+
+``--windows N`` adds, per chapter and share, N random windows of 30, 40 and 50 % of its hand
+rewrite between two other texts (those of :mod:`bench.rewrites_diagnose`), through the whole
+detector (its diagnosis of a miss has no verbatim stage).
 
 Writes ``bench/results/rewrites-dev-hand.json`` and ``.md``.
 """
@@ -37,6 +42,17 @@ from tests import rewrites_hand as hand  # noqa: E402
 from tracker.model import MasterDocument  # noqa: E402
 
 
+def windows(n: int) -> list[hand.Case]:
+    """The diagnosis's windows of the chapters' hand rewrites, as cases of the detector."""
+    from bench.rewrites_diagnose import cases as diagnosed
+
+    return [
+        hand.Case(kind, page, hand.master_id("chapter", key))
+        for kind, key, page, _, _ in diagnosed(n)
+        if kind.startswith("window")
+    ]
+
+
 def measure(detector, cases: list[hand.Case]) -> dict:
     """Per kind: n, found (copies: their master reported), flagged (innocents: any match),
     as_rewrite, wrong ids; the innocents flagged, named."""
@@ -56,7 +72,7 @@ def measure(detector, cases: list[hand.Case]) -> dict:
         wrong[case.kind] += sum(m.doc_id != case.expected for m in matches)
     kinds = {}
     for kind in n:
-        copies = kind in hand.KINDS_FOUND
+        copies = kind in hand.KINDS_FOUND or kind.startswith("window")
         kinds[kind] = {
             "n": n[kind],
             "recall" if copies else "flagged": (found[kind] if copies else flagged[kind]) / n[kind],
@@ -71,6 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-corpus", action="store_true", help="only the hand set's masters")
     p.add_argument("--seed", type=int, default=39)
     p.add_argument("--out", type=Path, default=RESULTS / "rewrites-dev-hand.json")
+    p.add_argument("--windows", type=int, default=0, help="windows per chapter and share")
     args = p.parse_args(argv)
     masters = [MasterDocument(doc, "hand", doc, text) for doc, text in hand.masters()]
     if not args.no_corpus:
@@ -84,7 +101,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         log(f"ingest {len(masters)} masters")
         engine.ingest(masters)
-        result = measure(engine.detector, hand.cases(args.seed))
+        cases = hand.cases(args.seed) + (windows(args.windows) if args.windows else [])
+        result = measure(engine.detector, cases)
         load_avg = os.getloadavg()
     finally:
         engine.close(stop_servers=True)

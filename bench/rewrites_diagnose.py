@@ -5,7 +5,10 @@ the held-out set.
 Each copy is checked against its own master alone, without servers, step by step as
 :mod:`tracker.matching.rewrites` does: the sentence keys (``votes``: page units naming one of
 the master's keys, ``MIN_VOTES`` make a candidate), the alignment (pairs, coverage,
-passage) and :func:`tracker.matching.rewrite.is_rewrite`. A miss is named by its first
+passage) and :func:`tracker.matching.rewrite.is_rewrite`. (Without the verbatim stage's
+index, a ``no-candidate`` of one vote here may be a candidate in the detector: with an anchor
+shared, a master named by one key is aligned, and found only as a partial
+passage, :func:`tracker.matching.rewrite.is_partial_passage`.) A miss is named by its first
 failing step: ``no-candidate``, ``few-pairs``, ``few-chars``, ``wording`` (the aligned
 sentences keep the master's facts, not enough of its other words), ``anchors`` (no pair keeps
 the master's names and numbers), ``coverage/passage``. The innocents (independent reports of the

@@ -416,11 +416,15 @@ class MasterIndex:
         return holders
 
     def sentence_candidates(
-        self, queries: Sequence[tuple[np.ndarray, np.ndarray]], least: int = SENTENCE_MIN_HITS
+        self,
+        queries: Sequence[tuple[np.ndarray, np.ndarray]],
+        least: int = SENTENCE_MIN_HITS,
+        also: Sequence[set[int]] | None = None,
     ) -> list[dict[int, np.ndarray]]:
         """For each page's sentence keys and their units
         (:func:`tracker.fingerprints.sentences.query_keys`), the masters filing at least
-        ``least`` of them, with the page units of those keys (one round trip for all).
+        ``least`` of them, and those of the page's ``also`` filing one, with the page units of
+        those keys (one round trip for all).
 
         A master naming one key of a page is chance, not a candidate (a rewritten passage
         keeps several of its sentences' keys: ``MIN_VOTES`` in :mod:`tracker.matching.rewrites`),
@@ -437,11 +441,12 @@ class MasterIndex:
             ]
         )
         if self._follow(*found[:3]):
-            return self.sentence_candidates(queries)
+            return self.sentence_candidates(queries, least, also)
         hits, at = [], 3
-        for plan in plans:
+        for k, plan in enumerate(plans):
             buckets, at = found[at : at + len(plan.keys)], at + len(plan.keys)
-            hits.append(self.sentences.hits(plan, buckets, self.anchors.stop_after, least))
+            named = also[k] if also is not None else None
+            hits.append(self.sentences.hits(plan, buckets, self.anchors.stop_after, least, named))
         return hits
 
     def compact(self) -> None:

@@ -44,11 +44,17 @@ class SentenceIndex:
         return self.postings.lookup(spread(keys), units)
 
     def hits(
-        self, lookup: Lookup, found: Sequence[bytes], stop_after: int, least: int = 1
+        self,
+        lookup: Lookup,
+        found: Sequence[bytes],
+        stop_after: int,
+        least: int = 1,
+        also: set[int] | None = None,
     ) -> dict[int, np.ndarray]:
-        """The masters holding ``least`` of the keys or more, with the page units of the keys
-        they hold. (At 50,000 chapters a page names ~600 masters, ~10 of them twice: the
-        others are dropped before their units are gathered.)"""
+        """The masters holding ``least`` of the keys or more, and those ``also`` named holding
+        one, with the page units of the keys they hold. (At 50,000 chapters a page names ~600
+        masters, ~10 of them twice: the others are dropped before their units are
+        gathered.)"""
         docs, at = self.postings.hits(lookup, found, stop_after, posting_budget(lookup))
         if not len(docs):
             return {}
@@ -58,6 +64,8 @@ class SentenceIndex:
         starts = np.flatnonzero(np.r_[True, docs[1:] != docs[:-1]])
         ends = np.r_[starts[1:], len(docs)]
         kept = ends - starts >= least
+        if also:
+            kept |= np.isin(docs[starts], np.fromiter(also, np.int64, len(also)))
         return {
             int(docs[a]): np.sort(units[a:b])
             for a, b in zip(starts[kept].tolist(), ends[kept].tolist(), strict=True)

@@ -235,7 +235,8 @@ class Detector:
                 hashes: Sequence[int] | Callable[[], Sequence[int]] = self._simhashes(texts, words)
             else:
                 hashes = [simhashes[i] for i in short]
-            found = self._align(self._lookup([page.tokens for page in texts], hashes))
+            lookup = self._lookup([page.tokens for page in texts], hashes)
+            found = self._align(lookup)
             copied: list[set[int]] = []  # the masters each page copies verbatim
             covered: list[float] = []  # the share of each page they cover
             inside: list[np.ndarray | None] = []  # the folded characters they cover
@@ -278,6 +279,8 @@ class Detector:
                     cut,
                     [copied[k] for k in rest],
                     [inside[k] for k in rest],
+                    # an anchor: the second signal of one sentence key (tracker.matching.rewrites)
+                    [set(lookup.candidates[k].anchor_votes) - copied[k] for k in rest],
                 )
                 for k, matches in zip(rest, rewritten, strict=True):
                     results[short[k]].extend(matches)

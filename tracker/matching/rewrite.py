@@ -573,6 +573,19 @@ def is_passage(alignment: RewriteAlignment) -> bool:
     )
 
 
+def is_partial_passage(alignment: RewriteAlignment) -> bool:
+    """A rewrite (:func:`is_rewrite`) of a part of the master, rewritten as one passage of the
+    page (:func:`is_passage`), and less than ``MOST_OF_THE_MASTER`` of it: what a master
+    named by a single sentence key may be found as (:mod:`tracker.matching.rewrites`). Such
+    a page rewrites few of the master's units, so it keeps few of their keys; a page
+    retelling most of a master keeps one key a sentence it rewrites, and with one key left
+    it is another report of the same facts (the development set's stories from one press
+    release)."""
+    return (
+        is_rewrite(alignment) and is_passage(alignment) and alignment.coverage < MOST_OF_THE_MASTER
+    )
+
+
 def evidence(
     alignment: RewriteAlignment,
     page: NormalizedText,

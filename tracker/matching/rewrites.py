@@ -12,6 +12,17 @@ page's sentences inside its verbatim copies are neither looked up nor aligned (t
 explained already), and a page with fewer than ``MIN_OPEN_CHARS`` characters outside them is
 not looked at.
 
+A master a page names by one sentence key only is a candidate too when the verbatim stage's
+index names it as well (an anchor shared: ``Candidates.anchor_votes``, two independent
+signals where either alone is chance), but only as a *partial* copy
+(:func:`tracker.matching.rewrite.is_partial_passage`). A rewritten part of a chapter inside
+other text keeps few of its sentences' keys: its units are few, and a rewriter by hand swaps
+the rare words the keys are made of (of the development windows of 30-50 % of a chapter
+rewritten by hand, 28 of the 46 missed named one key). A rewrite of a whole master keeps
+keys in proportion to its units; a page telling all of a short master with one key left is
+another report of its facts. Such a candidate is loaded only if its unit sketch allows the
+``MIN_PASSAGE_PAIRS`` of that passage (:func:`least_pairs`).
+
 The masters found verbatim are aligned too, only so that :func:`own_pairs` drops the other
 candidates' pairs they explain; so only when some other candidate's alignment could be a
 rewrite at all (:func:`could_be_rewrite`, which taking pairs away cannot make true): on a
@@ -42,11 +53,13 @@ from tracker.index.master_index import MasterIndex
 from tracker.matching.rewrite import (
     MIN_FRAGMENT_PAIRS,
     MIN_PAIRS,
+    MIN_PASSAGE_PAIRS,
     MIN_REWRITE_CHARS,
     RewriteAlignment,
     align_sentences,
     could_be_rewrite,
     evidence,
+    is_partial_passage,
     is_rewrite,
     own_pairs,
 )
@@ -104,12 +117,14 @@ def near_hits(units: np.ndarray, length: int, among: np.ndarray | None = None) -
     return found if among is None else np.intersect1d(found, among)
 
 
-def ranked(hits: dict[int, np.ndarray], found: set[int]) -> list[int]:
+def ranked(
+    hits: dict[int, np.ndarray], found: set[int], named: set[int] | frozenset[int] = frozenset()
+) -> list[int]:
     """The candidates to align: the masters found copied verbatim (``found``: they may be
     aligned too, for :func:`tracker.matching.rewrite.own_pairs`), then the best by local
-    votes."""
+    votes, of ``MIN_VOTES`` or ``named`` (see the module's docstring)."""
     votes = {d: local_votes(units) for d, units in hits.items()}
-    eligible = [d for d, v in votes.items() if v >= MIN_VOTES and d not in found]
+    eligible = [d for d, v in votes.items() if d not in found and (v >= MIN_VOTES or d in named)]
     if not eligible:
         return []  # nothing to find beside the verbatim copies
     eligible.sort(key=lambda d: (-votes[d], d))
@@ -184,11 +199,14 @@ def find_rewrites(
     words: Sequence[list[str] | None],
     skip: Sequence[set[int]],
     covered: Sequence[np.ndarray | None] | None = None,
+    named: Sequence[set[int]] | None = None,
 ) -> list[list[Match]]:
     """The rewritten copies of each page (``words``: its jieba words cut line by line, or
     None), but the masters in its ``skip`` (found copied verbatim: they keep that evidence);
     ``covered``: each page's folded characters inside those verbatim copies, whose sentences
-    are not looked up nor aligned (:func:`open_units`)."""
+    are not looked up nor aligned (:func:`open_units`); ``named``: the masters the verbatim
+    stage's index names for each page, candidates with one sentence key (see the module's
+    docstring)."""
     covered = covered or [None] * len(pages)
     units, opened = [], []
     for page, w, mask in zip(pages, words, covered, strict=True):
@@ -200,13 +218,22 @@ def find_rewrites(
         units.append(sentences)
         free = open_units(sentences, mask)
         opened.append(free if worth_looking(sentences, free) else free[:0])
-    hits = index.sentence_candidates([query_keys(u, o) for u, o in zip(units, opened, strict=True)])
-    chosen = [ranked(h, s) for h, s in zip(hits, skip, strict=True)]
+    queries = [query_keys(u, o) for u, o in zip(units, opened, strict=True)]
+    hits = index.sentence_candidates(queries, also=named)
+    named = named or [set() for _ in pages]
+    chosen = [ranked(h, s, n) for h, s, n in zip(hits, skip, named, strict=True)]
     if not any(d not in found for docs, found in zip(chosen, skip, strict=True) for d in docs):
         return [[] for _ in pages]
     bounds = pair_bounds(masters, units, chosen, skip, hits, opened)
     # loaded first: the candidates that could be a rewrite (the others only if one is)
-    first = sorted({d for b in bounds for d, most in b.items() if could_pair(most, MIN_PAIRS)})
+    first = sorted(
+        {
+            d
+            for b, near in zip(bounds, hits, strict=True)
+            for d, most in b.items()
+            if could_pair(most, least_pairs(near[d]))
+        }
+    )
     loaded = masters.get(first) if first else {}
     return [
         rewrites_of(page, page_units, docs, verbatim, near, free, loaded, masters, most)
@@ -214,6 +241,13 @@ def find_rewrites(
             pages, units, chosen, skip, hits, opened, bounds, strict=True
         )
     ]
+
+
+def least_pairs(units: np.ndarray) -> int:
+    """The pairs a candidate whose key hits are on the page ``units`` must align to be a
+    rewrite: ``MIN_PAIRS``, or, named by fewer than ``MIN_VOTES`` keys, the
+    ``MIN_PASSAGE_PAIRS`` of the partial passage it can only be found as."""
+    return MIN_PAIRS if local_votes(units) >= MIN_VOTES else MIN_PASSAGE_PAIRS
 
 
 def could_pair(most: int | None, least: int) -> bool:
@@ -248,7 +282,7 @@ def rewrites_of(
 
     if bounds is None:
         bounds = {d: None for d in docs if d not in verbatim}
-    others = [d for d in docs if could_pair(bounds.get(d, 0), MIN_PAIRS) and d in loaded]
+    others = [d for d in docs if could_pair(bounds.get(d, 0), least_pairs(near[d])) and d in loaded]
     sentences = {d: master_sentences(loaded[d]) for d in others}
     alignments = {d: align(d) for d in others}
     if not any(map(could_be_rewrite, alignments.values())):
@@ -274,8 +308,11 @@ def rewrites_of(
     # the page's room for a rewrite: its characters outside the verbatim copies
     room = int(page_units.lengths[free].sum())
     for doc, alignment in aligned.items():
-        if doc in verbatim or not is_rewrite(replace(alignment, page_total=room)):
+        alignment = replace(alignment, page_total=room)
+        if doc in verbatim or not is_rewrite(alignment):
             continue
+        if local_votes(near[doc]) < MIN_VOTES and not is_partial_passage(alignment):
+            continue  # named by one key: a partial copy only (see the module's docstring)
         master, units = loaded[doc], sentences[doc]
         shorter = max(1, min(page_units.chars, units.chars))
         found.append(
