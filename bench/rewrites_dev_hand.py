@@ -72,7 +72,7 @@ def measure(detector, cases: list[hand.Case]) -> dict:
         wrong[case.kind] += sum(m.doc_id != case.expected for m in matches)
     kinds = {}
     for kind in n:
-        copies = kind in hand.KINDS_FOUND or kind.startswith("window")
+        copies = kind in hand.KINDS_FOUND + hand.KINDS_HARD or kind.startswith("window")
         kinds[kind] = {
             "n": n[kind],
             "recall" if copies else "flagged": (found[kind] if copies else flagged[kind]) / n[kind],

@@ -88,6 +88,8 @@ def cases(windows: int) -> list[tuple[str, str, str, str, bool]]:
             page = told + "\n" + wrap[k % len(wrap)]
             out.append((f"{name} in a page", key, page, item["master"], False))
     news = hand.news()
+    for key, text in hand.news_hard().items():
+        out.append(("news hard by hand", key, text, news[key]["master"], True))
     for k, (key, told) in enumerate(hand.releases().items()):
         master = news[key.split()[0]]["master"]
         name = f"same release ({'angle' if key.endswith('angle') else 'close'})"
