@@ -55,10 +55,10 @@ def windows(n: int) -> list[hand.Case]:
 
 def measure(detector, cases: list[hand.Case]) -> dict:
     """Per kind: n, found (copies: their master reported), flagged (innocents: any match),
-    as_rewrite, wrong ids; the innocents flagged, named."""
+    as_rewrite, wrong ids; the innocents flagged and the copies missed, named."""
     results = detector.check_many([c.text for c in cases])
     n, found, rewrite, wrong, flagged = Counter(), Counter(), Counter(), Counter(), Counter()
-    named = []
+    named, missed = [], []
     for case, matches in zip(cases, results, strict=True):
         n[case.kind] += 1
         if case.expected is None:
@@ -68,6 +68,8 @@ def measure(detector, cases: list[hand.Case]) -> dict:
             continue
         hit = [m for m in matches if m.doc_id == case.expected]
         found[case.kind] += bool(hit)
+        if not hit:
+            missed.append([case.kind, case.expected])
         rewrite[case.kind] += any(m.method == "rewrite" for m in hit)
         wrong[case.kind] += sum(m.doc_id != case.expected for m in matches)
     kinds = {}
@@ -79,7 +81,7 @@ def measure(detector, cases: list[hand.Case]) -> dict:
             "as_rewrite": rewrite[kind] / n[kind] if copies else None,
             "wrong_ids": wrong[kind],
         }
-    return {"kinds": kinds, "innocents_flagged": named}
+    return {"kinds": kinds, "innocents_flagged": named, "copies_missed": missed}
 
 
 def main(argv: list[str] | None = None) -> int:
