@@ -4,8 +4,9 @@
 The hand set's masters (news articles, chapter excerpts) are registered beside the detection
 benchmark's (``bench.corpus``, when it is there: ``--no-corpus`` leaves it out), on fresh
 embedded servers; then, per kind, the share of the copies whose master is reported (news and
-chapters rewritten by hand, rewritten 40 % of a chapter between two other chapters, by hand
-and with a swap table down to no 8-character run; the news rewritten with the table) and the
+chapters rewritten by hand, news rewritten harder by hand (``news_hard.txt``), rewritten 40 %
+of a chapter between two other chapters, by hand and with a swap table down to no 8-character
+run; the news rewritten with the table) and the
 innocents flagged (independent reports of the same events, as written, rewritten by the
 tools, joined with other text; chapters of other stories). Any match on an innocent, or of
 another master on a copy, is counted.
