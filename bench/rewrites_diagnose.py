@@ -16,12 +16,15 @@ same events) are counted the same way, as flagged when every step passes. With
 ``--windows N``, also N random windows of 30, 40 and 50 % of each chapter's hand rewrite
 between two other chapters (more partial copies than the set's ten, from the same texts).
 
-    python -m bench.rewrites_diagnose [-v] [--windows 20]     # ~15 s of CPU, no servers
+``--out`` writes each copy missed with its sentence keys' fates (:func:`lost_keys`).
+
+    python -m bench.rewrites_diagnose [-v] [--windows 20] [--out missed.json]  # ~15 s, no servers
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import random
 import sys
 from collections import Counter
@@ -36,7 +39,13 @@ if str(ROOT) not in sys.path:
 
 from tests import rewrites as r  # noqa: E402
 from tests import rewrites_hand as hand  # noqa: E402
-from tracker.fingerprints.sentences import master_keys, query_keys, sentences_of  # noqa: E402
+from tracker.fingerprints.sentences import (  # noqa: E402
+    MIN_KEY_CODES,
+    master_keys,
+    pair_key,
+    query_keys,
+    sentences_of,
+)
 from tracker.matching import rewrite as rw  # noqa: E402
 from tracker.matching.rewrites import MIN_VOTES, local_votes, near_hits  # noqa: E402
 from tracker.text.normalize import normalize  # noqa: E402
@@ -70,6 +79,26 @@ def step(page_text: str, master_text: str) -> tuple[str, int, rw.RewriteAlignmen
     return "coverage/passage", votes, a
 
 
+def lost_keys(page_text: str, master_text: str) -> list[dict]:
+    """The master's sentence keys (every unit's, unsampled) and how each fares on the page:
+    ``hit`` (a page unit names it), ``word gone`` (one of its two words has no code on the
+    page: renamed, written otherwise, or a synonym the thesaurus lacks), ``apart`` (both
+    codes are on the page, never among one unit's ``QUERY_RAREST`` rarest)."""
+    page, master = sentences_of(normalize(page_text)), sentences_of(normalize(master_text))
+    looked_up = set(query_keys(page)[0].tolist())
+    on_page = {c for u in page.units for c in u.codes}
+    rows = []
+    for unit in master.units:
+        if len(unit.codes) < MIN_KEY_CODES:
+            continue
+        word = dict(zip(unit.word_codes, unit.words, strict=True))
+        pair = unit.codes[:2]
+        gone = [word[c] for c in pair if c not in on_page]
+        fate = "hit" if pair_key(*pair) in looked_up else "word gone" if gone else "apart"
+        rows.append({"words": [word[c] for c in pair], "fate": fate, "gone": gone})
+    return rows
+
+
 def cases(windows: int) -> list[tuple[str, str, str, str, bool]]:
     """(kind, id, page, master, is a copy) of the set, as tests.rewrites_hand builds it."""
     out = []
@@ -88,6 +117,8 @@ def cases(windows: int) -> list[tuple[str, str, str, str, bool]]:
             page = told + "\n" + wrap[k % len(wrap)]
             out.append((f"{name} in a page", key, page, item["master"], False))
     news = hand.news()
+    for key, text in hand.news_hard().items():
+        out.append(("news hard by hand", key, text, news[key]["master"], True))
     for k, (key, told) in enumerate(hand.releases().items()):
         master = news[key.split()[0]]["master"]
         name = f"same release ({'angle' if key.endswith('angle') else 'close'})"
@@ -111,13 +142,31 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("-v", action="store_true", help="every copy missed and innocent flagged")
     p.add_argument("--windows", type=int, default=10, help="partial windows per chapter share")
+    p.add_argument("--out", type=Path, help="the copies missed, with their keys' fates (JSON)")
     args = p.parse_args(argv)
     n, ok, steps = Counter(), Counter(), Counter()
+    missed = []
     for kind, key, page, master, copy in cases(args.windows):
         name, votes, a = step(page, master)
         n[kind] += 1
         ok[kind] += name == "ok"
         steps[kind, name] += 1
+        if copy and name != "ok" and args.out:
+            keys = lost_keys(page, master)
+            missed.append(
+                {
+                    "kind": kind,
+                    "id": key,
+                    "step": name,
+                    "votes": votes,
+                    "pairs": len(a.pairs),
+                    "coverage": round(a.coverage, 3),
+                    "master_chars": a.master_chars,
+                    "wording": round(a.wording, 3),
+                    "keys": dict(Counter(k["fate"] for k in keys)),
+                    "words_gone": [w for k in keys for w in k["gone"]],
+                }
+            )
         if args.v and (name == "ok") != copy:
             print(
                 f"{'MISS' if copy else 'FLAG'} {kind} {key}: {name}, votes {votes}, "
@@ -128,6 +177,8 @@ def main(argv: list[str] | None = None) -> int:
     for kind in n:
         failing = {s: c for (k, s), c in steps.items() if k == kind and s != "ok"}
         print(f"{kind:30s} passing {ok[kind]:3d} of {n[kind]:3d}  {failing}")
+    if args.out:
+        args.out.write_text(json.dumps(missed, ensure_ascii=False, indent=1) + "\n")
     return 0
 
 

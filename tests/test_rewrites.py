@@ -510,6 +510,20 @@ def test_hand_written_rewrites_are_found(hand_results, kind):
     assert all(m.doc_id == c.expected for c, ms in rows for m in ms)  # no wrong ids
 
 
+def test_the_harder_news_rewrites_share_no_run_of_8_characters():
+    """The hand set's harder news rewrites (``news_hard.txt``) keep no 8 characters in a row
+    of their master, punctuation left out; the set's first rewrites do."""
+    news = rewrites_hand.news()
+    hard = rewrites_hand.news_hard()
+    assert len(hard) >= 15 and set(hard) <= set(news)
+    assert {
+        k: run
+        for k, v in hard.items()
+        if len(run := rewrites_hand.longest_run(v, news[k]["master"])) >= 8
+    } == {}
+    assert len(rewrites_hand.longest_run(news["01"]["rewrite"], news["01"]["master"])) >= 8
+
+
 def test_independent_reports_of_the_same_event_are_not_flagged(hand_results):
     """Reports of the masters' events by other writers (features with their own order,
     details and quotes), as written, rewritten by the tools, joined with other text; and
