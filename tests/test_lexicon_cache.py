@@ -34,8 +34,36 @@ def sample() -> list[str]:
     return [*SAMPLE, cilin_only, *list(jieba_dictionary()[0])[::40_000]]
 
 
-def answers(lex: Lexicon) -> tuple[int, list, list]:
-    return lex.stamp, [lex.lookup(w) for w in sample()], [lex.canon(w) for w in sample()]
+def answers(lex: Lexicon) -> tuple[int, list, list, list]:
+    words = sample()
+    entries = [a.tolist() for a in lex.entries(words)]
+    return lex.stamp, [lex.lookup(w) for w in words], [lex.canon(w) for w in words], entries
+
+
+def test_entries_read_each_vocabulary_words_canon_from_the_tables(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A word of jieba's or Cilin's is not canonicalised where it is met: its canon was made
+    once, cached beside the tables, and is the canon of the word; other words (numbers,
+    unknown words) are made where met."""
+    lex = Lexicon()
+    vocabulary = set(lex._vocabulary)
+    words = [*sample(), "三百二十名", "320", "二〇二四年", "不存在的词", *lex._vocabulary[::997]]
+    made = [lex.canon(w) for w in words]
+    canon = Lexicon._canon
+
+    def outside_only(self: Lexicon, word: str):
+        assert word not in vocabulary, word
+        return canon(self, word)
+
+    monkeypatch.setattr(Lexicon, "_canon", outside_only)
+    keep, codes, weights, anchors = Lexicon().entries(words)
+    content = [(k, c) for k, c in enumerate(made) if c is not None]
+    assert keep.tolist() == [k for k, _ in content]
+    assert codes.tolist() == [c.code for _, c in content]
+    assert weights.tolist() == [c.weight for _, c in content]
+    assert anchors.tolist() == [c.anchor for _, c in content]
+    assert any(c.anchor for _, c in content) and not all(c.anchor for _, c in content)
 
 
 @pytest.fixture
@@ -111,3 +139,9 @@ def test_no_writable_cache_still_works(tmp_path: Path, monkeypatch: pytest.Monke
     monkeypatch.setenv("XDG_CACHE_HOME", str(blocked))
     lex = Lexicon()
     assert [lex.lookup(w) for w in SAMPLE] == [expected(w) for w in SAMPLE]
+    # the words' canons are not made for all the vocabulary in each process, but where met
+    assert lex._canon_kinds is None
+    keep, codes, _, _ = lex.entries(SAMPLE)
+    content = [(k, c) for k, c in enumerate(map(lex.canon, SAMPLE)) if c is not None]
+    assert keep.tolist() == [k for k, _ in content]
+    assert codes.tolist() == [c.code for _, c in content]

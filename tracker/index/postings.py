@@ -88,18 +88,18 @@ class HashPostings:
         # a table of the 2^16 (~5 MB when full) and picked with one gather; making all of them
         # up front cost a one-text `tracker check` 0.1-0.3 s.
         if self.depth > KEY_TABLE_MAX_BITS:
-            cache, make = self._key_cache, self.storage.bucket_key
-            return [
-                cache.get(b) or cache.setdefault(b, make(self.table, b))
-                for b in np.asarray(buckets).tolist()
-            ]
+            cache = self._key_cache
+            wanted = np.asarray(buckets).tolist()
+            new = [b for b in dict.fromkeys(wanted) if b not in cache]
+            cache.update(zip(new, self.storage.bucket_keys(self.table, new), strict=True))
+            return [cache[b] for b in wanted]
         if self._key_table is None:
             self._key_table = np.empty(1 << self.depth, dtype=object)
             self._key_made = np.zeros(1 << self.depth, dtype=bool)
         buckets = np.asarray(buckets, dtype=np.int64)
         missing = np.unique(buckets[~self._key_made[buckets]])
         if len(missing):
-            self._key_table[missing] = [self.storage.bucket_key(self.table, b) for b in missing]
+            self._key_table[missing] = self.storage.bucket_keys(self.table, missing.tolist())
             self._key_made[missing] = True
         return self._key_table[buckets].tolist()
 

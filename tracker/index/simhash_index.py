@@ -44,7 +44,7 @@ class SimHashTable:
         return self.storage.bucket_key(self.name, self.bucket(fingerprint))
 
     def bucket_keys(self, buckets: Sequence[int]) -> list[bytes]:
-        return [self.storage.bucket_key(self.name, int(b)) for b in buckets]
+        return self.storage.bucket_keys(self.name, [int(b) for b in buckets])
 
     def at_depth(self, depth: int) -> SimHashTable:
         return SimHashTable(self.storage, self.root, self.mask, self.base, depth)

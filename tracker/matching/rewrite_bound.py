@@ -29,7 +29,11 @@ pairs in groups of ``MIN_FRAGMENT_PAIRS`` whose neighbours on the page are at mo
 least as many units as the group has pairs, and holds a seed (an extended pair is next on the
 page to a pair it extends, so to a seed by a chain inside the group). So the pairs kept are
 at most the eligible units of the runs of ``MIN_FRAGMENT_PAIRS`` or more that hold a seed
-unit: :func:`most_pairs`. Below ``MIN_PAIRS`` the master cannot be a rewrite
+unit. Likewise on the master's side: pairs share no master unit, and each of a pair's master
+units is *eligible* (some page unit may pair with it, by the same tests, extension next to
+eligible units on both sides), so the pairs are at most the eligible master units. The lesser
+of the two, 0 when below ``MIN_FRAGMENT_PAIRS`` (no group is kept), is :func:`most_pairs`.
+Below ``MIN_PAIRS`` the master cannot be a rewrite
 (:func:`tracker.matching.rewrite.could_be_rewrite`); at 0 its alignment is empty, and
 explains nothing that another master's could lose (:func:`tracker.matching.rewrite.own_pairs`).
 """
@@ -165,7 +169,9 @@ def most_pairs(side: PageSide, among: np.ndarray, master: UnitSketch) -> int:
         if (new_rows == rows).all() and (new_cols == cols).all():
             break
         rows, cols = new_rows, new_cols
-    return _in_runs(among[rows], among[seeded])
+    # each pair holds master units of its own, all among ``cols`` (the module's docstring)
+    most = min(_in_runs(among[rows], among[seeded]), int(cols.sum()))
+    return most if most >= MIN_FRAGMENT_PAIRS else 0
 
 
 def _unions(page: Sentences) -> tuple[np.ndarray, np.ndarray]:
