@@ -477,6 +477,9 @@ class RedisStorage(Storage):
     def add_counts_and_maximize(
         self, key: bytes, deltas: Mapping[str, int], counter: bytes, value: int
     ) -> None:
+        if self.cluster:  # a cluster's pipelines take no scripts
+            super().add_counts_and_maximize(key, deltas, counter, value)
+            return
         pipe = self.client.pipeline(transaction=False)
         for name, delta in deltas.items():
             pipe.hincrby(key, name, delta)
