@@ -64,10 +64,13 @@ class StorePipeline(BatchedStage):
         matched = [k for k in saving if records[k].matched is not None]
         if matched:
             found = {records[k].url: _with_query(items[k]) for k in matched}
+            # pages the unchanged stage found not stored: their day records are not looked for
+            unstored = {items[k]["url"] for k in matched if items[k].get("stored", {}) is None}
             alerts = self._queue_alerts(ctx, now)
             try:
                 new, closed = ctx.call(
-                    lambda: ctx.matches.record_many(found, now, on_new=alerts), "storing matches"
+                    lambda: ctx.matches.record_many(found, now, alerts, unstored),
+                    "storing matches",
                 )
                 tallies[matched[0]].inc("tracker/matches_closed", closed)  # the batch's totals
                 tallies[matched[0]].inc("tracker/matches_new", new)

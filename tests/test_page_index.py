@@ -141,3 +141,24 @@ def test_pages_filed_by_the_first_format_are_filed_again_by_a_rebuild(runtime, c
     assert rematcher.rebuild_page_index() == 2
     assert not index.legacy()
     assert set(index.candidates([normalize(master.text).tokens])) == {records[0].n}
+
+
+def test_counts_read_and_written_together_are_those_of_the_single_calls(runtime):
+    """The page index's batched round trips (two count hashes read at once; counts added with
+    the max page number raised) leave Redis as the single calls leave the memory storage."""
+    redis = RedisStorage(runtime.redis, runtime.settings.redis_prefix + "pix:")
+    memory = MemoryStorage()
+    a, b, top = (runtime.settings.redis_prefix.encode() + k for k in (b"a", b"b", b"max"))
+    for storage in (redis, memory):
+        storage.add_counts(a, {"g1": 2})
+        storage.maximize(top, 5)
+    redis.add_counts_and_maximize(a, {"g1": 3, "g2": 1}, top, 4)  # 4 < 5: kept
+    memory.add_counts(a, {"g1": 3, "g2": 1})
+    memory.maximize(top, 4)
+    redis.add_counts_and_maximize(b, {"g3": 7}, top, 9)
+    memory.add_counts(b, {"g3": 7})
+    memory.maximize(top, 9)
+    keys = [a, b, b + b"none"]
+    assert redis.read_counts_many(keys) == [memory.read_counts(k) for k in keys]
+    assert redis.read_counts_many(keys) == [{"g1": 5, "g2": 1}, {"g3": 7}, {}]
+    assert redis.get([top]) == memory.get([top])

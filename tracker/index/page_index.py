@@ -175,15 +175,16 @@ class PageIndex:
                 filed[generation.name] = count
             expires = int(self.expires_at(period).timestamp())
             self.storage.append(chunks, expire_at=expires)
-            self.storage.add_counts(self.filed_key, filed)
-        self.storage.maximize(self.max_key, max(n for n, _ in items))
+            top = max(n for n, _ in items)
+            self.storage.add_counts_and_maximize(self.filed_key, filed, self.max_key, top)
+        else:
+            self.storage.maximize(self.max_key, max(n for n, _ in items))
 
     def _open(self, period: int, block: int) -> Generation:
         """The generation pages of ``period`` and ``block`` are filed in now: the last one
         opened, or a new one when it is full (twice the records its buckets were chosen
         for) or none is open."""
-        known = self.storage.read_counts(self.generations_key)
-        filed = self.storage.read_counts(self.filed_key)
+        known, filed = self.storage.read_counts_many([self.generations_key, self.filed_key])
         mine = sorted(
             (Generation.parse(name, bits) for name, bits in known.items()),
             key=lambda g: g.rank,

@@ -98,6 +98,10 @@ class Storage(ABC):
     def read_counts(self, key: bytes) -> dict[str, int]:
         """The named counts of the hash at ``key``."""
 
+    def read_counts_many(self, keys: Sequence[bytes]) -> list[dict[str, int]]:
+        """:meth:`read_counts` of several hashes (one round trip on a server)."""
+        return [self.read_counts(key) for key in keys]
+
     @abstractmethod
     def set_default(self, key: bytes, name: str, value: int) -> None:
         """Set the named count of the hash at ``key`` unless it is set already."""
@@ -118,6 +122,13 @@ class Storage(ABC):
     @abstractmethod
     def maximize(self, key: bytes, value: int) -> None:
         """Raise the counter at ``key`` to ``value`` unless it is already at least that."""
+
+    def add_counts_and_maximize(
+        self, key: bytes, deltas: Mapping[str, int], counter: bytes, value: int
+    ) -> None:
+        """:meth:`add_counts` then :meth:`maximize` (one round trip on a server)."""
+        self.add_counts(key, deltas)
+        self.maximize(counter, value)
 
     def compact(self) -> None:  # noqa: B027 - most storages have nothing to release
         """Release the spare room appends left in buckets (call after a bulk load)."""
@@ -465,7 +476,25 @@ class RedisStorage(Storage):
         pipe.execute()
 
     def read_counts(self, key: bytes) -> dict[str, int]:
-        return {k.decode(): int(v) for k, v in self.client.hgetall(key).items()}
+        return self.read_counts_many([key])[0]
+
+    def read_counts_many(self, keys: Sequence[bytes]) -> list[dict[str, int]]:
+        pipe = self.client.pipeline(transaction=False)
+        for key in keys:
+            pipe.hgetall(key)
+        return [{k.decode(): int(v) for k, v in found.items()} for found in pipe.execute()]
+
+    def add_counts_and_maximize(
+        self, key: bytes, deltas: Mapping[str, int], counter: bytes, value: int
+    ) -> None:
+        if self.cluster:  # a cluster's pipelines take no scripts
+            super().add_counts_and_maximize(key, deltas, counter, value)
+            return
+        pipe = self.client.pipeline(transaction=False)
+        for name, delta in deltas.items():
+            pipe.hincrby(key, name, delta)
+        pipe.eval(_MAXIMIZE, 1, counter, value)
+        pipe.execute()
 
     def set_default(self, key: bytes, name: str, value: int) -> None:
         self.client.hsetnx(key, name, value)

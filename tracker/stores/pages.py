@@ -21,7 +21,7 @@ next crawl.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any
@@ -381,11 +381,14 @@ class MatchStore:
         found: dict[str, list[dict[str, Any]]],
         now: datetime | None = None,
         on_new: Callable[[list[tuple[str, dict[str, Any]]]], None] | None = None,
+        unstored: Container[str] = (),
     ) -> tuple[int, int]:
         """:meth:`record` for several pages: one read of their stored matches, then bulk writes
         of the matches found, of those closed and of the days' records; returns the totals.
         ``on_new`` is given the ``(url, match)`` pairs never stored before, ahead of the
-        writes (the alert outbox is written first: a crash in between finds them new again)."""
+        writes (the alert outbox is written first: a crash in between finds them new again).
+        ``unstored``: URLs the caller found no page stored for, whose day records are written
+        as inserts without a read (see :meth:`_write_days`)."""
         now = now or datetime.now(UTC)
         carried = {url: [str(m["doc_id"]) for m in matches] for url, matches in found.items()}
         stored = self._stored_matches(found)
@@ -431,7 +434,8 @@ class MatchStore:
         closed = self.matches.bulk_write(closes, ordered=False).modified_count if closes else 0
         # The day's record of every page that carries a match now, and (when matches were
         # closed) of those that lost them all; not of pages that carried nothing and still do.
-        self._write_days([(url, ids) for url, ids in carried.items() if ids or closed], now)
+        days = [(url, ids) for url, ids in carried.items() if ids or closed]
+        self._write_days(days, now, unstored)
         return new, closed
 
     def _stored_matches(self, urls: Iterable[str]) -> dict[str, list[dict[str, Any]]]:
@@ -501,8 +505,13 @@ class MatchStore:
             urls.update(doc["url"] for doc in self.matches.find(query, {"url": 1}))
         return urls
 
-    def _write_days(self, pages: list[tuple[str, list[str]]], now: datetime) -> None:
-        """Set the day's record of each page ``(url, doc ids)`` to these doc ids."""
+    def _write_days(
+        self, pages: list[tuple[str, list[str]]], now: datetime, unstored: Container[str] = ()
+    ) -> None:
+        """Set the day's record of each page ``(url, doc ids)`` to these doc ids. The records
+        of pages among ``unstored`` are not looked for: a page not stored has none, but for
+        one a crash left between its day's record and its page, which the insert meets and
+        redoes as its upsert (:func:`tracker.stores.writes.write`)."""
         day = day_of(now)
         upserts = [
             Upsert(
@@ -513,7 +522,8 @@ class MatchStore:
         ]
         ids = [upsert._id for upsert in upserts]
         existing = set()
-        for chunk in batches(ids, ID_BATCH):
+        looked_for = [f"{day} {url}" for url, _ in pages if url not in unstored]
+        for chunk in batches(looked_for, ID_BATCH):
             found = self.page_days.find({"_id": {"$in": chunk}}, {"_id": 1})
             existing.update(doc["_id"] for doc in found)
         write(self.page_days, upserts, set(ids) - existing)
