@@ -45,7 +45,9 @@ from tracker.servers.runtime import Runtime
 
 def lookups(index, pages: list) -> list:
     """The index part of a check of ``pages`` (normalised text, SimHash): their candidates."""
-    queries = [index.plan(text.tokens) for text, _ in pages]
+    plan_many = getattr(index, "plan_many", None)  # the base version plans page by page
+    tokens = [text.tokens for text, _ in pages]
+    queries = plan_many(tokens) if plan_many else [index.plan(t) for t in tokens]
     index.fetch(queries)
     candidates = [index.candidates(q) for q in queries]
     index.fetch_simhash(queries, [h for _, h in pages])
@@ -109,9 +111,7 @@ def main(argv: list[str] | None = None) -> int:
         return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:16]
 
     table = {
-        part: {
-            k: [round(r[part][k], 3) for r in rounds] for k in ("cpu", "valkey")
-        }
+        part: {k: [round(r[part][k], 3) for r in rounds] for k in ("cpu", "valkey")}
         for part in ("lookups", "check")
     }
     result = {
@@ -121,7 +121,8 @@ def main(argv: list[str] | None = None) -> int:
         "load": os.getloadavg()[0],
         "rounds": table,
         "median": {
-            part: {k: statistics.median(v) for k, v in parts.items()} for part, parts in table.items()
+            part: {k: statistics.median(v) for k, v in parts.items()}
+            for part, parts in table.items()
         },
         "candidates_sha256": digest(candidates),
         "matches_sha256": digest(matches),

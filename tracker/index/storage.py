@@ -481,9 +481,7 @@ class RedisStorage(Storage):
         batches = self._batches(keys, 10 * self.BATCH)
         replies = None if self.cluster else self._mget(keys, batches)
         if replies is None:
-            replies = self._run(
-                [(slot, ("MGET", *(keys[i] for i in at))) for slot, at in batches]
-            )
+            replies = self._run([(slot, ("MGET", *(keys[i] for i in at))) for slot, at in batches])
         if len(replies) == 1:  # one server: the keys in order
             return [blob or b"" for blob in replies[0]]
         blobs: list[bytes] = [b""] * len(keys)
