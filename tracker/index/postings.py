@@ -274,8 +274,9 @@ def tally(docs: np.ndarray) -> dict[int, int]:
     """``{document: occurrences}`` of an array of document ids."""
     ordered = np.sort(docs)
     starts = np.flatnonzero(runs(ordered))
-    counts = np.diff(starts, append=len(ordered))
-    return dict(zip(ordered[starts].tolist(), counts.tolist(), strict=True))
+    ends = np.empty_like(starts)
+    ends[:-1], ends[-1:] = starts[1:], len(ordered)
+    return dict(zip(ordered[starts].tolist(), (ends - starts).tolist(), strict=True))
 
 
 @dataclass(frozen=True)

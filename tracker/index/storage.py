@@ -504,13 +504,13 @@ class RedisStorage(Storage):
         for _, at in batches:
             chosen = keys if len(at) == len(keys) else [keys[i] for i in at]
             try:
-                args = [packed[key] for key in chosen]
+                args = b"".join(map(packed.__getitem__, chosen))
             except KeyError:
                 for key in chosen:
                     if key not in packed:
                         packed[key] = b"$%d\r\n%s\r\n" % (len(key), key)
-                args = [packed[key] for key in chosen]
-            commands.append(b"*%d\r\n$4\r\nMGET\r\n%s" % (len(args) + 1, b"".join(args)))
+                args = b"".join(map(packed.__getitem__, chosen))
+            commands.append(b"*%d\r\n$4\r\nMGET\r\n%s" % (len(chosen) + 1, args))
         pool = self.client.connection_pool
         connection = pool.get_connection()
         try:
