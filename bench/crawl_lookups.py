@@ -17,7 +17,7 @@ Each is timed in CPU of this process (all threads) and of the embedded valkey, i
 The SHA-256 of every page's candidates and matches (JSON) is printed, so two versions of the
 code can be shown to give the same answers.
 
-    python -m bench.crawl_lookups --pages 300 --batch 16 --rounds 5 [--json out.json]
+    python -m bench.crawl_lookups --pages 300 --rounds 5 [--copy-share 1.0] [--json out.json]
 """
 
 from __future__ import annotations
@@ -61,6 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pages", type=int, default=300)
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--copy-share", type=float, default=1.0)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
 
@@ -70,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         settings = replace(base, mongo_db=tag, redis_prefix=f"{tag}:")
         runtime = Runtime(settings)
         library = MasterLibrary.from_runtime(runtime)
-        library.ingest(build_pirate_site(Path(tmp) / "site", args.pages))
+        library.ingest(build_pirate_site(Path(tmp) / "site", args.pages, args.copy_share))
         files = sorted((Path(tmp) / "site" / "p").glob("*.html"), key=lambda p: int(p.stem))
         pages = []
         for path in files:
@@ -116,6 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     result = {
         "pages": len(pages),
+        "copy_share": args.copy_share,
         "matched": matched,
         "batch": args.batch,
         "load": os.getloadavg()[0],
