@@ -59,9 +59,41 @@ def winnow(hashes: np.ndarray, window: int) -> np.ndarray:
         return hashes[:0]
     if n <= window:
         return hashes[np.argmin(hashes) :][:1]
-    minima = window_minima(hashes, window)
+    return _distinct_minima(window_minima(hashes, window))
+
+
+def winnow_two(hashes: np.ndarray, small: int, large: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(winnow(hashes, small), winnow(hashes, large))`` with one pass of window minima: a
+    window of ``large`` hashes starting at *i* is the union of the ``small`` ones starting at
+    *i* and at *i* + ``large`` − ``small`` (when ``large`` ≤ 2 ``small``), so its minimum is
+    the smaller of theirs."""
+    n = len(hashes)
+    if not small < large <= 2 * small or n <= large:
+        return winnow(hashes, small), winnow(hashes, large)
+    minima = window_minima(hashes, small)
+    count = n - large + 1
+    wide = np.minimum(minima[:count], minima[large - small : large - small + count])
+    return _distinct_minima(minima), _distinct_minima(wide)
+
+
+def _distinct_minima(minima: np.ndarray) -> np.ndarray:
     # A minimum stays the minimum of many consecutive windows: sort one of each run.
-    return np.unique(minima[np.r_[True, minima[1:] != minima[:-1]]])
+    return distinct(minima[runs(minima)])
+
+
+def runs(ordered: np.ndarray) -> np.ndarray:
+    """Where each run of equal consecutive values starts (a mask)."""
+    first = np.empty(len(ordered), dtype=bool)
+    first[:1] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+    return first
+
+
+def distinct(values: np.ndarray) -> np.ndarray:
+    """The distinct values, sorted: :func:`numpy.unique` without its ~20 µs a call, which
+    the short arrays of a lookup (a few hundred values) paid many times a page."""
+    ordered = np.sort(values)
+    return ordered[runs(ordered)]
 
 
 def winnow_many(hashes: np.ndarray, sizes: np.ndarray, window: int) -> list[np.ndarray]:

@@ -22,7 +22,14 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
-from tracker.fingerprints.anchors import GRAM, gram_hashes, mix, winnow, winnow_many
+from tracker.fingerprints.anchors import (
+    GRAM,
+    gram_hashes,
+    mix,
+    winnow,
+    winnow_many,
+    winnow_two,
+)
 from tracker.index.layout import ORIGINAL, IndexLayout, Tables
 from tracker.index.postings import HashPostings, Lookup
 from tracker.index.storage import Storage
@@ -113,9 +120,24 @@ class AnchorIndex:
     def plan(self, page_hashes: np.ndarray) -> tuple[Lookup, Lookup]:
         """Lookups of the page's dense anchors (short masters), with their positions, and of
         its sparse ones (long masters)."""
-        return (
-            self.dense.lookup(*_with_positions(page_hashes, winnow(page_hashes, DENSE_WINDOW))),
-            self.sparse.lookup(spread(winnow(page_hashes, SPARSE_WINDOW))),
+        ((dense, sparse),) = self.plan_many([page_hashes])
+        return dense, sparse
+
+    def plan_many(self, pages: Sequence[np.ndarray]) -> list[tuple[Lookup, Lookup]]:
+        """:meth:`plan` of several pages' shingle hashes, their bucket keys made at once."""
+        dense, positions, sparse = [], [], []
+        for hashes in pages:
+            few, many = winnow_two(hashes, DENSE_WINDOW, SPARSE_WINDOW)
+            values, at = _with_positions(hashes, few)
+            dense.append(values)
+            positions.append(at)
+            sparse.append(spread(many))
+        return list(
+            zip(
+                self.dense.lookup_many(dense, positions),
+                self.sparse.lookup_many(sparse),
+                strict=True,
+            )
         )
 
 

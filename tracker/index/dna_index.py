@@ -37,6 +37,11 @@ def query_windows(tokens: np.ndarray) -> np.ndarray:
     return dna_windows(tokens, window=MASTER_WINDOW, overlap=QUERY_OVERLAP)
 
 
+def query_windows_many(texts: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """:func:`query_windows` of several token arrays, computed together."""
+    return dna_windows_many(texts, window=MASTER_WINDOW, overlap=QUERY_OVERLAP)
+
+
 class DnaIndex:
     def __init__(
         self,
@@ -56,6 +61,9 @@ class DnaIndex:
 
     def plan(self, windows: np.ndarray) -> Lookup:
         return self.postings.lookup(spread(windows))
+
+    def plan_many(self, pages: Sequence[np.ndarray]) -> list[Lookup]:
+        return self.postings.lookup_many([spread(windows) for windows in pages])
 
     def votes(self, lookup: Lookup, found: Sequence[bytes]) -> dict[int, int]:
         return self.postings.votes(lookup, found)

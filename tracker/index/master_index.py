@@ -19,7 +19,7 @@ from tracker.fingerprints.anchors import gram_hashes
 from tracker.fingerprints.document import DocumentFingerprint
 from tracker.index import growth
 from tracker.index.anchor_index import DENSE_BELOW_TOKENS, AnchorIndex, spread
-from tracker.index.dna_index import DnaIndex, query_windows
+from tracker.index.dna_index import DnaIndex, query_windows_many
 from tracker.index.dna_index import spread as dna_spread
 from tracker.index.layout import ORIGINAL, IndexLayout, Tables
 from tracker.index.postings import CHECK_BITS, HashPostings, Lookup, posting_budget, tally
@@ -319,23 +319,33 @@ class MasterIndex:
 
     def plan(self, tokens: np.ndarray) -> Query:
         """What a page of these tokens needs from the index."""
-        grams, windows = gram_hashes(tokens), query_windows(tokens)
-        dense, sparse = self.anchors.plan(grams)
-        return Query(grams, windows, dense, sparse, self.dna.plan(windows))
+        return self.plan_many([tokens])[0]
+
+    def plan_many(self, pages: Sequence[np.ndarray]) -> list[Query]:
+        """:meth:`plan` of a batch of pages: their DNA windows computed together, and the
+        bucket keys of each table made at once (a call per table, not per page and table)."""
+        if not pages:
+            return []
+        grams = [gram_hashes(tokens) for tokens in pages]
+        windows = query_windows_many(pages)
+        anchors = self.anchors.plan_many(grams)
+        dna = self.dna.plan_many(windows)
+        return [
+            Query(g, w, dense, sparse, d)
+            for g, w, (dense, sparse), d in zip(grams, windows, anchors, dna, strict=True)
+        ]
 
     def fetch(self, queries: Sequence[Query]) -> int:
         """Fetch the anchor and DNA buckets of ``queries`` in one round trip; returns the
         library version, read in the same trip (0 for an index never built). An index rebuilt
         with another layout, or grown, since this process last looked is followed: the queries
         are planned again and fetched again (one more round trip)."""
-        found = self.storage.get(
-            [
-                self.version_key,
-                self.layout_key,
-                self.tables_key,
-                *(k for q in queries for k in q.keys),
-            ]
-        )
+        keys = [self.version_key, self.layout_key, self.tables_key]
+        for q in queries:
+            keys += q.dense.keys
+            keys += q.sparse.keys
+            keys += q.dna.keys
+        found = self.storage.get(keys)
         if self._follow(*found[:3]):
             for q in queries:
                 q.dense, q.sparse = self.anchors.plan(q.grams)

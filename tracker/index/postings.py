@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tracker.fingerprints.anchors import distinct, runs
 from tracker.index.storage import Storage, doc_ids
 
 BUCKET_BITS = 16
@@ -169,20 +170,34 @@ class HashPostings:
     def lookup(self, values: np.ndarray, positions: np.ndarray | None = None) -> Lookup:
         """Plan a query: the distinct values as bucket+check keys, and the buckets to fetch;
         with ``positions`` (where each value occurs in the text), where each first occurs."""
-        values = np.asarray(values, dtype=np.uint64)
-        if positions is None:
-            distinct, first = np.unique(values), None
-        else:
-            distinct, at = np.unique(values, return_index=True)
-            first = np.asarray(positions)[at]
-        buckets, checks = self._split(distinct)
-        fetched = np.unique(buckets)
-        return Lookup(
-            wanted=(buckets << CHECK_BITS) | checks.astype(np.int64),
-            buckets=fetched,
-            keys=self._keys(fetched),
-            positions=first,
-        )
+        return self.lookup_many([values], None if positions is None else [positions])[0]
+
+    def lookup_many(
+        self, values: Sequence[np.ndarray], positions: Sequence[np.ndarray] | None = None
+    ) -> list[Lookup]:
+        """:meth:`lookup` of several queries: the keys of all their buckets made at once."""
+        planned = []
+        for k, page in enumerate(values):
+            page = np.asarray(page, dtype=np.uint64)
+            if positions is None:
+                unique, first = distinct(page), None
+            else:
+                unique, at = np.unique(page, return_index=True)
+                first = np.asarray(positions[k])[at]
+            buckets, checks = self._split(unique)  # sorted by value, so by bucket
+            planned.append((buckets, checks, buckets[runs(buckets)], first))
+        fetched = [f for _, _, f, _ in planned]
+        keys = self._keys(np.concatenate(fetched)) if planned else []
+        ends = np.cumsum([len(f) for f in fetched]).tolist()
+        return [
+            Lookup(
+                wanted=(buckets << CHECK_BITS) | checks.astype(np.int64),
+                buckets=found,
+                keys=keys[end - len(found) : end],
+                positions=first,
+            )
+            for (buckets, checks, found, first), end in zip(planned, ends, strict=True)
+        ]
 
     def remove(self, doc: int, values: np.ndarray) -> None:
         self.storage.remove_doc(self.keys_of(values), doc, self.record)
@@ -257,8 +272,11 @@ def set_docs(rows: np.ndarray, docs: np.ndarray) -> None:
 
 def tally(docs: np.ndarray) -> dict[int, int]:
     """``{document: occurrences}`` of an array of document ids."""
-    ids, counts = np.unique(docs, return_counts=True)
-    return dict(zip(ids.tolist(), counts.tolist(), strict=True))
+    ordered = np.sort(docs)
+    starts = np.flatnonzero(runs(ordered))
+    ends = np.empty_like(starts)
+    ends[:-1], ends[-1:] = starts[1:], len(ordered)
+    return dict(zip(ordered[starts].tolist(), (ends - starts).tolist(), strict=True))
 
 
 @dataclass(frozen=True)

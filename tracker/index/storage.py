@@ -337,6 +337,7 @@ class RedisStorage(Storage):
             check_prefix(prefix)
         self._appended: set[bytes] = set()
         self._slots: dict[bytes, int] = {}
+        self._packed: dict[bytes, bytes] = {}  # a bucket's key as an MGET argument (see _mget)
 
     def key(self, name: str) -> bytes:
         return (self.prefix + name + (STATE_TAG if self.cluster else "")).encode()
@@ -507,7 +508,9 @@ class RedisStorage(Storage):
         if not keys:
             return []
         batches = self._batches(keys, 10 * self.BATCH)
-        replies = self._run([(slot, ("MGET", *(keys[i] for i in at))) for slot, at in batches])
+        replies = None if self.cluster else self._mget(keys, batches)
+        if replies is None:
+            replies = self._run([(slot, ("MGET", *(keys[i] for i in at))) for slot, at in batches])
         if len(replies) == 1:  # one server: the keys in order
             return [blob or b"" for blob in replies[0]]
         blobs: list[bytes] = [b""] * len(keys)
@@ -516,6 +519,40 @@ class RedisStorage(Storage):
                 if blob:
                     blobs[i] = blob
         return blobs
+
+    def _mget(self, keys: Sequence[bytes], batches: list[tuple[int, list[int]]]) -> list | None:
+        """The ``MGET`` of each batch on one server, sent as one write of protocol bytes made
+        from each key's cached argument (``$<length>\\r\\n<key>\\r\\n``): a check reads ~380
+        buckets a page, and redis-py's packing of every argument (a type check, then hiredis)
+        cost ~1.2 µs a key, more than the server's own work. None when the connection failed
+        (the caller then runs the command the ordinary way, with the client's retries)."""
+        packed = self._packed
+        if len(packed) > self.MAX_SLOTS_KNOWN:
+            packed.clear()
+        commands = []
+        for _, at in batches:
+            chosen = keys if len(at) == len(keys) else [keys[i] for i in at]
+            try:
+                args = b"".join(map(packed.__getitem__, chosen))
+            except KeyError:
+                for key in chosen:
+                    if key not in packed:
+                        packed[key] = b"$%d\r\n%s\r\n" % (len(key), key)
+                args = b"".join(map(packed.__getitem__, chosen))
+            commands.append(b"*%d\r\n$4\r\nMGET\r\n%s" % (len(chosen) + 1, args))
+        pool = self.client.connection_pool
+        connection = pool.get_connection()
+        try:
+            connection.send_packed_command([b"".join(commands)])
+            return [connection.read_response() for _ in commands]
+        except (redis.ConnectionError, redis.TimeoutError):
+            connection.disconnect()
+            return None
+        except BaseException:
+            connection.disconnect()  # a reply may be left unread on it
+            raise
+        finally:
+            pool.release(connection)
 
     def remove_doc(self, keys: Iterable[bytes], doc: int, record: np.dtype) -> None:
         unique = sorted(set(keys))

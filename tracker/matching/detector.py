@@ -367,7 +367,7 @@ class Detector:
         their lookups are planned; the anchor and DNA buckets are fetched while the pages'
         shingles are sorted and their SimHash summed; the masters the votes name are loaded
         from MongoDB and normalised while the SimHash buckets are fetched."""
-        queries = [self.index.plan(tokens) for tokens in pages]
+        queries = self.index.plan_many(pages)
         io = self._io()
         pending = io.submit(self.index.fetch, queries)
         page_shingles = [Shingles.of(q.grams) for q in queries]
