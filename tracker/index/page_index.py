@@ -162,6 +162,7 @@ class PageIndex:
         items = [(n, page_anchors(tokens)) for n, tokens in items]
         if not items:
             return
+        top = max(n for n, _ in items)
         if self.live(period):
             by_block: dict[int, list[tuple[int, np.ndarray]]] = defaultdict(list)
             for n, anchors in items:
@@ -175,10 +176,9 @@ class PageIndex:
                 filed[generation.name] = count
             expires = int(self.expires_at(period).timestamp())
             self.storage.append(chunks, expire_at=expires)
-            top = max(n for n, _ in items)
             self.storage.add_counts_and_maximize(self.filed_key, filed, self.max_key, top)
         else:
-            self.storage.maximize(self.max_key, max(n for n, _ in items))
+            self.storage.maximize(self.max_key, top)
 
     def _open(self, period: int, block: int) -> Generation:
         """The generation pages of ``period`` and ``block`` are filed in now: the last one

@@ -243,11 +243,18 @@ def find_rewrites(
     ]
 
 
+def named_once(units: np.ndarray) -> bool:
+    """Whether a candidate whose key hits are on the page ``units`` has fewer than
+    ``MIN_VOTES`` of them (a candidate only as the verbatim index names it too: a partial
+    copy, see the module's docstring)."""
+    return local_votes(units) < MIN_VOTES
+
+
 def least_pairs(units: np.ndarray) -> int:
     """The pairs a candidate whose key hits are on the page ``units`` must align to be a
-    rewrite: ``MIN_PAIRS``, or, named by fewer than ``MIN_VOTES`` keys, the
-    ``MIN_PASSAGE_PAIRS`` of the partial passage it can only be found as."""
-    return MIN_PAIRS if local_votes(units) >= MIN_VOTES else MIN_PASSAGE_PAIRS
+    rewrite: ``MIN_PAIRS``, or, :func:`named_once`, the ``MIN_PASSAGE_PAIRS`` of the partial
+    passage it can only be found as."""
+    return MIN_PASSAGE_PAIRS if named_once(units) else MIN_PAIRS
 
 
 def could_pair(most: int | None, least: int) -> bool:
@@ -311,8 +318,8 @@ def rewrites_of(
         alignment = replace(alignment, page_total=room)
         if doc in verbatim or not is_rewrite(alignment):
             continue
-        if local_votes(near[doc]) < MIN_VOTES and not is_partial_passage(alignment):
-            continue  # named by one key: a partial copy only (see the module's docstring)
+        if named_once(near[doc]) and not is_partial_passage(alignment):
+            continue  # a partial copy only
         master, units = loaded[doc], sentences[doc]
         shorter = max(1, min(page_units.chars, units.chars))
         found.append(

@@ -522,7 +522,7 @@ class MatchStore:
         ]
         ids = [upsert._id for upsert in upserts]
         existing = set()
-        looked_for = [f"{day} {url}" for url, _ in pages if url not in unstored]
+        looked_for = [i for i, (url, _) in zip(ids, pages, strict=True) if url not in unstored]
         for chunk in batches(looked_for, ID_BATCH):
             found = self.page_days.find({"_id": {"$in": chunk}}, {"_id": 1})
             existing.update(doc["_id"] for doc in found)
