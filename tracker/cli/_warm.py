@@ -32,6 +32,7 @@ import struct
 import subprocess
 import sys
 import time
+import traceback
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -224,8 +225,12 @@ def serve() -> None:
     try:
         service.warm_up()  # the servers, the library, jieba and the tables: loaded now
     except BaseException:
+        # The reason is written before the pid file goes: whoever waits for the pid file to
+        # go reads the log next, and an exception left to the interpreter is printed later.
+        traceback.print_exc()
+        sys.stderr.flush()
         pid_file.unlink(missing_ok=True)
-        raise
+        raise SystemExit(1) from None
     finally:
         (directory / "check.starting").unlink(missing_ok=True)
     path.unlink(missing_ok=True)
