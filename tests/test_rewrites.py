@@ -25,7 +25,7 @@ from tests import rewrites as r
 from tests.texts import ARTICLE, OTHER_ARTICLE
 from tracker.cli import main
 from tracker.config import Settings
-from tracker.fingerprints.document import DocumentFingerprint, fingerprint
+from tracker.fingerprints.document import VERSION, DocumentFingerprint, fingerprint
 from tracker.fingerprints.lexicon import chinese_number, lexicon
 from tracker.fingerprints.sentences import master_keys, query_keys, sentences_of
 from tracker.index.master_index import MasterIndex
@@ -117,11 +117,26 @@ def test_synonyms_share_a_code_function_words_drop_and_numbers_fold():
     for function_word in ("但是", "然而", "的", "非常", "表示", "据"):
         assert lex.canon(function_word) is None
     assert chinese_number("三百二十") == 320 and chinese_number("二〇二四") == 2024
-    assert chinese_number("一万二千") == 12000
+    assert chinese_number("一万二千") == 12000 and chinese_number("二亿三千万") == 230_000_000
+    assert chinese_number("一万亿") == 10**12 and chinese_number("一百零五") == 105
     a = sentences_of(normalize("三百二十名工人返回工厂。"))
     b = sentences_of(normalize("320名工友回到工厂。"))
     assert set(a.units[0].codes) == set(b.units[0].codes)
     assert lex.canon("北京").anchor and not lex.canon("工人").anchor
+
+
+def test_a_decimal_point_keeps_the_value_of_its_number():
+    """Folding drops punctuation, the decimal point with it: 1.9万吨 was read as 19万吨."""
+    with_points = sentences_of(normalize("全市稻谷总产量达1.9万吨，销售额2.3亿元，增长3．5%。"))
+    in_words = sentences_of(normalize("全市稻谷总产量达一万九千吨，销售额二亿三千万元，增长3.5%。"))
+    ten_times = sentences_of(normalize("全市稻谷总产量达19万吨，销售额23亿元，增长35%。"))
+    codes = set(with_points.units[0].codes)
+    assert codes == set(in_words.units[0].codes)
+    assert codes != set(ten_times.units[0].codes)
+    assert "1.9万吨" in with_points.units[0].words and "2.3亿元" in with_points.units[0].words
+    # a dot with no digit on one side is no decimal point
+    for text in ("共有19.万吨", "共有19万.吨", "共有.19万吨"):
+        assert sentences_of(normalize(text)).units[0].words == ("共有", "19万吨"), text
 
 
 def test_units_are_sentences_and_long_ones_are_cut_at_clauses():
@@ -295,6 +310,30 @@ def test_fingerprints_keep_their_sentence_keys_in_mongodb():
     _, fp = fingerprint(r.news(531))
     back = DocumentFingerprint.from_mongo(fp.to_mongo())
     assert np.array_equal(back.sentences, fp.sentences) and len(fp.sentences)
+
+
+def test_masters_fingerprinted_by_an_older_version_are_given_the_new_sentence_keys(runtime):
+    """Version 7 read 1.9万吨 as 19万吨: rebuilding the index recomputes such a master's
+    sentence keys from its text, and files the new ones."""
+    master = (
+        rewrites_hand.news()["01"]["master"]
+        .replace("一万九千吨", "1.9万吨")
+        .replace("二亿三千万元", "2.3亿元")
+    )
+    _, new = fingerprint(master)
+    _, old = fingerprint(master.replace("1.9万", "19万").replace("2.3亿", "23亿"))
+    assert set(new.sentences.tolist()) != set(old.sentences.tolist())
+    lib = MasterLibrary.from_runtime(runtime)
+    lib.ingest([MasterDocument("news/01", "news", "n01", master)])
+    masters = lib.store.masters
+    masters.update_one({"_id": "news/01"}, {"$set": {**old.to_mongo(), "version": VERSION - 1}})
+    lib.rebuild_index()
+    stored = masters.find_one({"_id": "news/01"})
+    assert stored["version"] == VERSION
+    assert np.array_equal(DocumentFingerprint.from_mongo(stored).sentences, new.sentences)
+    n = stored["n"]
+    [hits] = lib.index.sentence_candidates([query_keys(sentences_of(normalize(master)))])
+    assert len(hits[n]) == len(set(new.sentences.tolist()))
 
 
 # ----------------------------------------------------------------------- the detector

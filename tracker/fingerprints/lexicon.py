@@ -37,6 +37,7 @@ import re
 import zlib
 from bisect import bisect_left
 from collections.abc import Iterable
+from decimal import Decimal
 from functools import cache
 from itertools import compress, repeat
 from pathlib import Path
@@ -82,7 +83,7 @@ PLACE_CLASS = "Di"  # Cilin's 社会·政法 class holding countries and capital
 _DIGITS = "0123456789〇零一二两三四五六七八九十百千万亿"
 TABLES_FORMAT = "lexicon-tables-2"  # :func:`_build_tables`' layout: a change makes new caches
 TABLES_KEYS = ("words", "freqs", "tags", "tag_of", "groups", "group_of", "group_freqs", "sizes")
-CANON_FORMAT = "lexicon-canon-1"  # :func:`_canon_tables`' layout, and how :meth:`_canon` works
+CANON_FORMAT = "lexicon-canon-2"  # :func:`_canon_tables`' layout, and how :meth:`_canon` works
 CANON_KEYS = ("canon_codes", "canon_weights", "canon_kinds")
 NOT_CONTENT, CONTENT, ANCHOR = 0, 1, 2  # a vocabulary word's kind in ``canon_kinds``
 _NUMBER_FIRST = frozenset(_DIGITS)  # the characters _NUMBER starts with
@@ -112,19 +113,23 @@ def chinese_number(text: str) -> int | None:
     """The value of a Chinese numeral (三百二十 → 320, 二〇二四 → 2024); None if it is none."""
     if all(ch in NUMERALS for ch in text):  # digit by digit (years, codes)
         return int("".join(str(NUMERALS[ch]) for ch in text)) if len(text) > 1 else NUMERALS[text]
-    total, section, digit = 0, 0, 0
+    # ``section``: below 万; ``wan``: the 万 below 亿 (二亿三千万: 2·10⁸ + 3000·10⁴)
+    total, wan, section, digit = 0, 0, 0, 0
     for ch in text:
         if ch in NUMERALS:
             digit = NUMERALS[ch]
-        elif ch in ("万", "亿"):
-            total = (total + section + digit) * UNITS[ch]
+        elif ch == "亿":
+            total = (total + wan + section + digit) * UNITS[ch]
+            wan = section = digit = 0
+        elif ch == "万":
+            wan = (wan + section + digit) * UNITS[ch]
             section = digit = 0
         elif ch in UNITS:
             section += (digit or 1) * UNITS[ch]
             digit = 0
         else:
             return None
-    return total + section + digit
+    return total + wan + section + digit
 
 
 def number_code(word: str) -> str | None:
@@ -136,14 +141,14 @@ def number_code(word: str) -> str | None:
         return None
     value, scale = m.group(1), UNITS.get(m.group(2), 1)
     if value[0].isdigit():
-        number: float | None = float(value)
+        # exact decimals: 2.3亿 is 230000000, as 二亿三千万 (a float makes it 229999999.99…)
+        number = Decimal(value) * scale
     else:
-        number = chinese_number(value + m.group(2))
-        scale = 1
-    if number is None:
-        return None
-    number *= scale
-    return f"#{int(number)}" if number == int(number) else f"#{number}"
+        whole = chinese_number(value + m.group(2))
+        if whole is None:
+            return None
+        number = Decimal(whole)
+    return f"#{int(number)}" if number == number.to_integral_value() else f"#{number.normalize():f}"
 
 
 def _package_file(distribution: str, name: str) -> Path:
@@ -286,9 +291,12 @@ class Lexicon:
         self._group_freqs: list[int] = tables["group_freqs"].tolist()
         self.total, dictionary_words, synonym_words = tables["sizes"].tolist()
         self.max_weight = math.log(self.total)
-        # which tables made the codes: what a master's stored code filter was made with
-        # (tracker.fingerprints.unit_sketch) must be what the check reads codes with
-        self.stamp = zlib.crc32(f"{self.total}:{dictionary_words}:{synonym_words}".encode())
+        # which tables, and which rules (CANON_FORMAT), made the codes: what a master's stored
+        # code filter was made with (tracker.fingerprints.unit_sketch) must be what the check
+        # reads codes with
+        self.stamp = zlib.crc32(
+            f"{self.total}:{dictionary_words}:{synonym_words}:{CANON_FORMAT}".encode()
+        )
         self._cache: dict[str, Canon | None] = {}
         self._forget()
         # each vocabulary word's canon, made once a machine (None: not read from tables)

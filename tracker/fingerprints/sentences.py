@@ -213,6 +213,7 @@ def sentences_of(
     offsets = np.cumsum(lengths) - lengths
     # a word belongs to the unit it starts in
     owner = np.searchsorted(ends, offsets, side="right")
+    words = with_decimal_points(words, offsets, decimal_points(text))
     words, owner = join_numbers(words, owner, codepoints(text.chars)[offsets])
     at, codes, weights, anchor = lex.entries(words)
     unit = owner[at]
@@ -241,6 +242,46 @@ def sentences_of(
     return Sentences(
         n, flat, starts[present], ends[present], words, at, codes, content_ptr.astype(np.int64)
     )
+
+
+_POINTS = (".", "\uff0e")  # a decimal point, half- and full-width
+
+
+def decimal_points(text: NormalizedText) -> np.ndarray:
+    """The folded characters (int64) that a decimal point stood before in the source: a digit
+    right after ``1.`` of ``1.9万``. Folding drops the point with the other punctuation, and
+    ``19万`` is another number (the verbatim fingerprints read the characters, and lose
+    nothing by it; the sentence codes read values)."""
+    source = text.source
+    if not any(point in source for point in _POINTS):
+        return _NONE
+    cps = codepoints(source)
+    at = np.flatnonzero((cps == ord(_POINTS[0])) | (cps == ord(_POINTS[1])))
+    after = np.searchsorted(text.char_pos, at)  # the folded character after each point
+    ok = (after > 0) & (after < len(text.chars))
+    at, after = at[ok], after[ok]
+    # the point sits between two folded characters that were right beside it, both digits
+    ok = (text.char_pos[after] == at + 1) & (text.char_pos[after - 1] == at - 1)
+    digits = codepoints(text.chars)
+    is_digit = (digits >= ord("0")) & (digits <= ord("9"))
+    ok &= is_digit[after] & is_digit[after - 1]
+    return after[ok].astype(np.int64)
+
+
+def with_decimal_points(words: list[str], offsets: np.ndarray, points: np.ndarray) -> list[str]:
+    """``words`` (starting at folded characters ``offsets``) with the decimal ``points``
+    (:func:`decimal_points`) put back: inside a word (``1.9``), or in front of the word that
+    starts after it (``1`` ``.9万``: :func:`tracker.fingerprints.lexicon.join_numbers` joins
+    them)."""
+    if not len(points):
+        return words
+    words = list(words)
+    owners = np.searchsorted(offsets, points, side="right") - 1
+    # from the last point back, so that a word's earlier offsets stay right
+    for point, k in sorted(zip(points.tolist(), owners.tolist(), strict=True), reverse=True):
+        cut = point - int(offsets[k])
+        words[k] = words[k][:cut] + "." + words[k][cut:]
+    return words
 
 
 def pack_cuts(words: list[str], chars: int) -> bytes:
