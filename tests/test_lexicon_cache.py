@@ -133,6 +133,26 @@ def test_new_source_data_makes_a_new_cache(cache: Path, monkeypatch: pytest.Monk
     assert {p.name for p in cache.glob("lexicon-*.npz")} - {old.name}
 
 
+def test_an_edit_of_the_canon_rules_makes_a_new_canon_cache(
+    cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The vocabulary's canons are cached by the lexicon module's own bytes, so a change of
+    its rules (here one more stop word) is never answered from the cache the old rules made."""
+    Lexicon()
+    first = {p.name for p in cache.glob("lexicon_canon-*.npz")}
+    assert len(first) == 1
+    edited = tmp_path / "lexicon.py"
+    source = Path(lexicon_module.__file__).read_text(encoding="utf-8")
+    edited.write_text(source.replace('"那样 这些', '"中国 那样 这些', 1), encoding="utf-8")
+    monkeypatch.setattr(lexicon_module, "__file__", str(edited))
+    lexicon_module._module_digest.cache_clear()
+    try:
+        Lexicon()
+    finally:
+        lexicon_module._module_digest.cache_clear()
+    assert {p.name for p in cache.glob("lexicon_canon-*.npz")} - first
+
+
 def test_no_writable_cache_still_works(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     blocked = tmp_path / "a file, not a folder"
     blocked.write_text("")

@@ -83,7 +83,6 @@ PLACE_CLASS = "Di"  # Cilin's 社会·政法 class holding countries and capital
 _DIGITS = "0123456789〇零一二两三四五六七八九十百千万亿"
 TABLES_FORMAT = "lexicon-tables-2"  # :func:`_build_tables`' layout: a change makes new caches
 TABLES_KEYS = ("words", "freqs", "tags", "tag_of", "groups", "group_of", "group_freqs", "sizes")
-CANON_FORMAT = "lexicon-canon-2"  # :func:`_canon_tables`' layout, and how :meth:`_canon` works
 CANON_KEYS = ("canon_codes", "canon_weights", "canon_kinds")
 NOT_CONTENT, CONTENT, ANCHOR = 0, 1, 2  # a vocabulary word's kind in ``canon_kinds``
 _NUMBER_FIRST = frozenset(_DIGITS)  # the characters _NUMBER starts with
@@ -254,6 +253,11 @@ def _sources_digest(layout: str) -> str:
     return digest.hexdigest()
 
 
+@cache
+def _module_digest() -> str:
+    return hashlib.blake2b(Path(__file__).read_bytes(), digest_size=8).hexdigest()
+
+
 def lexicon_tables() -> dict[str, np.ndarray]:
     """:func:`_build_tables`, parsed once a machine (~0.5 s) and then read from the user's
     cache (:mod:`tracker.disk_cache`), keyed by a digest of the source files' bytes and of
@@ -263,10 +267,11 @@ def lexicon_tables() -> dict[str, np.ndarray]:
 
 def canon_tables(lex: Lexicon) -> dict[str, np.ndarray] | None:
     """:func:`_canon_tables` of ``lex``, made once a machine (~1.5 s) and then read from the
-    user's cache (keyed as :func:`lexicon_tables`, and by ``CANON_FORMAT``); None where they
-    are not cached and cannot be (made in each process, they would cost more than they save:
-    words are canonicalised where met, as without them)."""
-    key = _sources_digest(TABLES_FORMAT) + CANON_FORMAT
+    user's cache (keyed as :func:`lexicon_tables`, and by this module's own bytes: the canon
+    rules live here, so any edit of them, however small, makes a new cache rather than a
+    stale one); None where they are not cached and cannot be (made in each process, they
+    would cost more than they save: words are canonicalised where met, as without them)."""
+    key = _sources_digest(TABLES_FORMAT) + _module_digest()
     if not cache_file("lexicon_canon", key).exists() and not writable(cache_dir()):
         return None
     return cached_arrays("lexicon_canon", key, lambda: _canon_tables(lex), CANON_KEYS)
@@ -291,12 +296,9 @@ class Lexicon:
         self._group_freqs: list[int] = tables["group_freqs"].tolist()
         self.total, dictionary_words, synonym_words = tables["sizes"].tolist()
         self.max_weight = math.log(self.total)
-        # which tables, and which rules (CANON_FORMAT), made the codes: what a master's stored
-        # code filter was made with (tracker.fingerprints.unit_sketch) must be what the check
-        # reads codes with
-        self.stamp = zlib.crc32(
-            f"{self.total}:{dictionary_words}:{synonym_words}:{CANON_FORMAT}".encode()
-        )
+        # which tables made the codes: what a master's stored code filter was made with
+        # (tracker.fingerprints.unit_sketch) must be what the check reads codes with
+        self.stamp = zlib.crc32(f"{self.total}:{dictionary_words}:{synonym_words}".encode())
         self._cache: dict[str, Canon | None] = {}
         self._forget()
         # each vocabulary word's canon, made once a machine (None: not read from tables)
