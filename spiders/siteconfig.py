@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import yaml
 from parsel import Selector
 
 from tracker.crawling.profiles import check_choice, check_impersonate
@@ -108,6 +107,8 @@ class SiteConfig:
 
 
 def load_site_config(path: str | Path) -> SiteConfig:
+    import yaml  # here: every crawl process loads this module, few read a site file (~20 ms)
+
     path = Path(path)
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))

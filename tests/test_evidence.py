@@ -15,7 +15,13 @@ import pytest
 from tests.pirate import PirateSite
 from tests.test_crawl_novel import crawl
 from tracker.enforcement.capture import Exchange, mask_url
-from tracker.enforcement.warc import EvidenceWriter, RecordRef, parse_records, read_member
+from tracker.enforcement.warc import (
+    EvidenceWriter,
+    RecordRef,
+    parse_records,
+    read_member,
+    sha256_base32,
+)
 from tracker.matching.library import MasterLibrary
 from tracker.stores.evidence import CaptureStore
 
@@ -83,6 +89,30 @@ def test_changed_bytes_fail_the_digest(tmp_path):
     with pytest.raises(ValueError, match="digest"):
         parse_records(forged)
     assert RecordRef.from_dict(refs[0].to_dict()) == refs[0]
+
+
+def test_records_written_with_their_bodies_digests_are_those_warcio_makes(tmp_path):
+    """The evidence stage hashes each body once and hands the digests to the writer (the WARC
+    payload digest) and to the capture document: the records must be the very bytes warcio
+    writes when it hashes the bodies itself, their ids aside."""
+    pages = [[exchange(b"one")], [exchange(b"two"), exchange("第一章".encode() * 2000)]]
+    digests = [[hashlib.sha256(e.body).digest() for e in page] for page in pages]
+
+    def records(directory, refs):
+        members = [gzip.decompress(read_member(directory, ref)) for page in refs for ref in page]
+        ids = [ref.record_id.encode() for page in refs for ref in page]
+        for k, member in enumerate(members):
+            for n, record_id in enumerate(ids):
+                member = member.replace(record_id, b"<record %d>" % n)
+            members[k] = member
+        return members
+
+    hashed_by_warcio = EvidenceWriter(tmp_path / "a").write(pages)
+    given = EvidenceWriter(tmp_path / "b").write(pages, digests)
+    assert records(tmp_path / "b", given) == records(tmp_path / "a", hashed_by_warcio)
+    third = parse_records(read_member(tmp_path / "b", given[1][2]))[0]  # digests checked
+    assert third.payload == pages[1][1].body
+    assert third.warc_headers["WARC-Payload-Digest"] == sha256_base32(pages[1][1].body)
 
 
 @pytest.mark.integration

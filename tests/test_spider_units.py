@@ -388,6 +388,25 @@ def test_canonical_targets():
     assert canonical_of(page, "https://other.test/b.html") == "https://other.test/b.html"
 
 
+@pytest.mark.parametrize("encoding", ["utf-8", "gb18030", "utf-16-le"])
+def test_a_canonical_link_is_followed_whatever_the_encoding(encoding):
+    """The look for the word in the raw bytes, which spares most pages the XPath, must never
+    hide a canonical link (UTF-16 does not write it as ASCII bytes)."""
+    spider = NovelSpider.from_crawler(get_crawler(NovelSpider), start_url="http://x.test/")
+    url = "http://x.test/a/1.html?from=list"
+
+    def canonical(head: str) -> str | None:
+        markup = f"<html><head>{head}</head><body><p>正文</p></body></html>"
+        page = HtmlResponse(
+            url, body=markup.encode(encoding), encoding=encoding, request=Request(url)
+        )
+        request = spider.canonical_request(page)
+        return request.url if request is not None else None
+
+    assert canonical('<link rel="canonical" href="/a/1.html">') == "http://x.test/a/1.html"
+    assert canonical('<link rel="stylesheet" href="/a.css">') is None
+
+
 @pytest.mark.integration
 def test_a_copy_of_its_canonical_is_stored_once_in_either_order(runtime):
     crawler = get_crawler()

@@ -39,8 +39,6 @@ from urllib.parse import urljoin
 import lxml.etree
 import lxml.html
 from cssselect import SelectorError
-from jsonpath_ng.exceptions import JsonPathLexerError, JsonPathParserError
-from jsonpath_ng.ext import parse as parse_jsonpath
 from lxml.cssselect import CSSSelector
 
 #: Marks of a rule (not a script) inside ``{{…}}``.
@@ -333,11 +331,9 @@ class Analyzer:
     def _json(self, path: str) -> list[Any]:
         if not path.startswith(("$", "@")):
             path = "$." + path
+        jsonpath = _jsonpath(path)
         try:
-            jsonpath = _jsonpath(path)
             return [match.value for match in jsonpath.find(self.content)]
-        except (JsonPathLexerError, JsonPathParserError) as exc:
-            raise RuleError(f"bad JSONPath {path!r}: {exc}") from None
         except Exception as exc:  # the library's own failures on odd data (a filter on a str)
             raise RuleError(f"JSONPath {path!r} failed: {exc!r}") from None
 
@@ -355,7 +351,17 @@ class Analyzer:
 
 @lru_cache(maxsize=512)
 def _jsonpath(path: str) -> Any:
-    return parse_jsonpath(path)
+    # jsonpath-ng is imported at the first JSONPath rule: every crawl process loads this module
+    # (Scrapy imports all the spiders), and most never read one (~16 ms of each start)
+    from jsonpath_ng.exceptions import JsonPathLexerError, JsonPathParserError
+    from jsonpath_ng.ext import parse
+
+    try:
+        return parse(path)
+    except (JsonPathLexerError, JsonPathParserError) as exc:
+        raise RuleError(f"bad JSONPath {path!r}: {exc}") from None
+    except Exception as exc:  # the library's own failures on odd paths
+        raise RuleError(f"JSONPath {path!r} failed: {exc!r}") from None
 
 
 def _checked(rule: str | None) -> str:

@@ -148,11 +148,11 @@ def mask_url(url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
 
 
-def payload_digest(exchanges: list[Exchange]) -> str:
+def payload_digest(exchanges: list[Exchange], digests: list[bytes] | None = None) -> str:
     """The SHA-256 stored with a page's matches: of its body as served, or of its parts' bodies
-    one after the other, hex."""
+    one after the other, hex (``digests``: each body's, when known already)."""
     if len(exchanges) == 1:
-        return exchanges[0].sha256
+        return digests[0].hex() if digests else exchanges[0].sha256
     digest = hashlib.sha256()
     for exchange in exchanges:
         digest.update(exchange.body)
@@ -167,9 +167,11 @@ def capture_document(
     exchanges: list[Exchange],
     records: list[Any],
     stored_at: Any,
+    digests: list[bytes] | None = None,
 ) -> dict[str, Any]:
     """The ``captures`` document of a matched page (see :mod:`tracker.stores.evidence`):
-    ``records`` holds the page's WARC record references, response then request per part."""
+    ``records`` holds the page's WARC record references, response then request per part;
+    ``digests`` the SHA-256 of each part's body, when known already."""
     import tracker
     from tracker.model import site_of
 
@@ -182,7 +184,7 @@ def capture_document(
                 "at": _moment(exchange.at),
                 "ip": exchange.ip,
                 "user_agent": exchange.user_agent,
-                "sha256": exchange.sha256,
+                "sha256": digests[k].hex() if digests else exchange.sha256,
                 "length": len(exchange.body),
                 "request_headers": headers_dict(exchange.request_headers),
                 "response_headers": headers_dict(exchange.response_headers),
@@ -198,7 +200,7 @@ def capture_document(
         "stored_at": stored_at,
         "status": first.status,
         "content_hash": content_hash or "",
-        "payload_sha256": payload_digest(exchanges),
+        "payload_sha256": payload_digest(exchanges, digests),
         "parts": parts,
         "matches": [
             {

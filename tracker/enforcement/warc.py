@@ -24,13 +24,14 @@ import socket
 import threading
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from warcio.archiveiterator import ArchiveIterator
-from warcio.statusandheaders import StatusAndHeaders
+from warcio.statusandheaders import StatusAndHeaders, StatusAndHeadersParser
 from warcio.utils import Digester
-from warcio.warcwriter import BufferWARCWriter
+from warcio.warcwriter import WARCWriter
 
 import tracker
 from tracker.enforcement.capture import Exchange, mask_url
@@ -73,7 +74,7 @@ class RecordRef:
         )
 
 
-class _Sha256Writer(BufferWARCWriter):
+class _Sha256Writer(WARCWriter):
     """warcio's writer with SHA-256 digests (it uses SHA-1 by default)."""
 
     @staticmethod
@@ -83,7 +84,11 @@ class _Sha256Writer(BufferWARCWriter):
 
 def sha256_base32(data: bytes) -> str:
     """A digest as WARC headers write it: ``sha256:BASE32``."""
-    return "sha256:" + base64.b32encode(hashlib.sha256(data).digest()).decode("ascii")
+    return _base32(hashlib.sha256(data).digest())
+
+
+def _base32(digest: bytes) -> str:
+    return "sha256:" + base64.b32encode(digest).decode("ascii")
 
 
 def warc_date(at: float) -> str:
@@ -92,9 +97,25 @@ def warc_date(at: float) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def exchange_records(exchange: Exchange) -> tuple[bytes, bytes, str, str]:
-    """The gzip members of ``exchange``'s response and request records, and their ids."""
-    writer = _Sha256Writer(gzip=True, warc_version=WARC_VERSION)
+class _Records:
+    """Records written one after another into one buffer by one warcio writer, each its own
+    gzip member; :meth:`add` returns the offsets of the member it wrote."""
+
+    def __init__(self) -> None:
+        self.buffer = io.BytesIO()
+        self.writer = _Sha256Writer(self.buffer, gzip=True, warc_version=WARC_VERSION)
+
+    def add(self, record: Any) -> tuple[int, int]:
+        start = self.buffer.tell()
+        self.writer.write_record(record)
+        return start, self.buffer.tell()
+
+
+def _add_exchange(
+    records: _Records, exchange: Exchange, digest: bytes | None
+) -> tuple[tuple[int, int], tuple[int, int], str, str]:
+    """Write ``exchange``'s response and request records; their spans and ids."""
+    writer = records.writer
     uri = mask_url(exchange.url)
     status = f"{exchange.status} {_reason(exchange.status)}".strip()
     response_headers = StatusAndHeaders(
@@ -103,19 +124,22 @@ def exchange_records(exchange: Exchange) -> tuple[bytes, bytes, str, str]:
     warc_headers = {"WARC-Date": warc_date(exchange.at)}
     if exchange.ip:
         warc_headers["WARC-IP-Address"] = exchange.ip
+    response_id = StatusAndHeadersParser.make_warc_id()
+    # The headers in the order warcio writes them; the payload digest given, when known, so
+    # the body is not hashed for it again.
+    own = {"WARC-Type": "response", "WARC-Record-ID": response_id, "WARC-Target-URI": uri}
+    if digest is not None:
+        own["WARC-Payload-Digest"] = _base32(digest)
     response = writer.create_warc_record(
         uri,
         "response",
         payload=io.BytesIO(exchange.body),
         length=len(exchange.body),
         http_headers=response_headers,
-        warc_headers_dict=dict(warc_headers),
+        warc_headers_dict={**warc_headers, **own},
     )
-    writer.write_record(response)
-    response_bytes = writer.get_contents()
-    response_id = response.rec_headers.get_header("WARC-Record-ID")
+    response_span = records.add(response)
 
-    writer = _Sha256Writer(gzip=True, warc_version=WARC_VERSION)
     path = _request_target(exchange.url)
     request_headers = StatusAndHeaders(
         f"{exchange.method} {path} {exchange.protocol}",
@@ -130,9 +154,9 @@ def exchange_records(exchange: Exchange) -> tuple[bytes, bytes, str, str]:
         http_headers=request_headers,
         warc_headers_dict={**warc_headers, "WARC-Concurrent-To": response_id},
     )
-    writer.write_record(request)
+    request_span = records.add(request)
     request_id = request.rec_headers.get_header("WARC-Record-ID")
-    return response_bytes, writer.get_contents(), response_id, request_id
+    return response_span, request_span, response_id, request_id
 
 
 def _request_target(url: str) -> str:
@@ -142,6 +166,7 @@ def _request_target(url: str) -> str:
     return (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
 
 
+@lru_cache(maxsize=64)
 def _reason(status: int) -> str:
     from http import HTTPStatus
 
@@ -169,26 +194,35 @@ class EvidenceWriter:
         self.records = 0
         self.bytes = 0
 
-    def write(self, pages: list[list[Exchange]]) -> list[list[RecordRef]]:
-        """Append the records of ``pages`` (each a list of exchanges), synced to disk."""
-        built = [[exchange_records(exchange) for exchange in page] for page in pages]
+    def write(
+        self, pages: list[list[Exchange]], digests: list[list[bytes]] | None = None
+    ) -> list[list[RecordRef]]:
+        """Append the records of ``pages`` (each a list of exchanges), synced to disk;
+        ``digests``: the SHA-256 of each exchange's body, when known already."""
+        records = _Records()
+        built = [
+            [
+                _add_exchange(records, exchange, digests[p][k] if digests else None)
+                for k, exchange in enumerate(page)
+            ]
+            for p, page in enumerate(pages)
+        ]
+        data = records.buffer.getvalue()
         with self._lock:
             self._open(self.clock().strftime("%Y-%m-%d"))
-            chunks: list[bytes] = []
             refs: list[list[RecordRef]] = []
             offset = self._offset
             for page in built:
                 page_refs = []
-                for response, request, response_id, request_id in page:
-                    for data, record_id, kind in (
-                        (response, response_id, "response"),
-                        (request, request_id, "request"),
+                for response_span, request_span, response_id, request_id in page:
+                    for (start, end), record_id, kind in (
+                        (response_span, response_id, "response"),
+                        (request_span, request_id, "request"),
                     ):
-                        page_refs.append(RecordRef(self._file, offset, len(data), record_id, kind))
-                        chunks.append(data)
-                        offset += len(data)
+                        ref = RecordRef(self._file, offset + start, end - start, record_id, kind)
+                        page_refs.append(ref)
                 refs.append(page_refs)
-            self._append(b"".join(chunks))
+            self._append(data)
             self.records += sum(len(r) for r in refs)
             return refs
 
@@ -234,7 +268,7 @@ class EvidenceWriter:
 
 
 def _warcinfo(name: str) -> bytes:
-    writer = _Sha256Writer(gzip=True, warc_version=WARC_VERSION)
+    records = _Records()
     info = {
         "software": f"tracker/{tracker.__version__} (warcio)",
         "format": "WARC File Format 1.1",
@@ -242,8 +276,8 @@ def _warcinfo(name: str) -> bytes:
         "hostname": socket.gethostname(),
         "description": "evidence of pages found to copy a master library",
     }
-    writer.write_record(writer.create_warcinfo_record(name, info))
-    return writer.get_contents()
+    records.add(records.writer.create_warcinfo_record(name, info))
+    return records.buffer.getvalue()
 
 
 def _sync_directory(folder: Path) -> None:

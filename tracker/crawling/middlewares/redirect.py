@@ -15,7 +15,6 @@ text for ``<meta http-equiv="refresh">`` (about 2 % of the crawl process on the 
 
 from __future__ import annotations
 
-import re
 from urllib.parse import urljoin
 
 from scrapy.downloadermiddlewares.redirect import (
@@ -29,7 +28,6 @@ REDIRECT_STATUSES = frozenset((301, 302, 303, 307, 308))
 #: Scrapy reads a meta refresh in the first 4,096 characters: at most 4 bytes each in the
 #: encodings whose ASCII is ASCII bytes (UTF-8, GB18030, Big5…).
 REFRESH_SCANNED_BYTES = 4 * 4096
-MAYBE_REFRESH = re.compile(rb"refresh", re.I)
 
 
 class RedirectLoop(IgnoreRequest):
@@ -51,8 +49,9 @@ class RedirectLoopMiddleware:
 class MetaRefreshMiddleware(ScrapyMetaRefreshMiddleware):
     def process_response(self, request: Request, response: Response) -> Request | Response:
         if isinstance(response, HtmlResponse):
-            head = response.body[:REFRESH_SCANNED_BYTES]
+            # lower() and a substring test, not a case-blind regex: ~6x faster on a chapter page
+            head = response.body[:REFRESH_SCANNED_BYTES].lower()
             # UTF-16 and UTF-32 put NULs among ASCII letters: Scrapy's own look for those.
-            if b"\x00" not in head and not MAYBE_REFRESH.search(head):
+            if b"\x00" not in head and b"refresh" not in head:
                 return response
         return super().process_response(request, response)

@@ -14,7 +14,7 @@ from scrapy.crawler import Crawler
 from scrapy.http import Request
 from scrapy.utils.httpobj import urlparse_cached
 
-from tracker.crawling.profiles import BrowserProfile, profile_for
+from tracker.crawling.profiles import BrowserProfile, fetch_site, profile_for
 
 
 class BrowserProfileMiddleware:
@@ -23,6 +23,7 @@ class BrowserProfileMiddleware:
         self.own_user_agent = own_user_agent
         self.extra = extra
         self._profiles: dict[str, BrowserProfile] = {}
+        self._headers: dict[tuple[str, str], list[tuple[str, str]]] = {}
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> BrowserProfileMiddleware:
@@ -43,10 +44,17 @@ class BrowserProfileMiddleware:
     def process_request(self, request: Request) -> None:
         site = urlparse_cached(request).hostname or ""
         referer = request.headers.get(b"Referer")
-        headers = self.profile(site).request_headers(
-            request.url, referer.decode("latin-1") if referer else None
-        )
-        chosen = {name.lower(): (name, value) for name, value in headers}
-        chosen.update((name.lower(), (name, value)) for name, value in self.extra.items())
-        for name, value in chosen.values():
+        came_from = referer.decode("latin-1") if referer else None
+        profile = self.profile(site)
+        # The headers differ between a site's requests only by Sec-Fetch-Site: made once each.
+        key = (site, fetch_site(request.url, came_from) if profile.fetch_metadata else "")
+        headers = self._headers.get(key)
+        if headers is None:
+            chosen = {
+                name.lower(): (name, value)
+                for name, value in profile.request_headers(request.url, came_from)
+            }
+            chosen.update((name.lower(), (name, value)) for name, value in self.extra.items())
+            headers = self._headers[key] = list(chosen.values())
+        for name, value in headers:
             request.headers.setdefault(name, value)
