@@ -19,6 +19,7 @@ from tracker.cli import main
 from tracker.config import ConfigError, Settings
 from tracker.servers import connect as servers_connect
 from tracker.servers.runtime import Runtime
+from tracker.stores.evidence import CaptureStore
 from tracker.stores.indexes import INDEXES, ensure_indexes, key_of, missing_indexes
 from tracker.stores.pages import MatchStore
 
@@ -65,6 +66,72 @@ def test_every_index_is_made_at_start_and_only_checked_after(runtime):
     assert Runtime(runtime.settings).db is not None
     info = db["masters"].index_information()
     assert info["n_1"].get("unique")
+    assert "match_state_1" in db["pages"].index_information()
+
+
+def _plan(cursor) -> str:
+    return json.dumps(cursor.explain()["queryPlanner"]["winningPlan"], default=str)
+
+
+def test_a_database_made_before_loses_the_indexes_no_query_reads(runtime):
+    """A database made before: pages.content_hash, matches.first_seen and captures.stamp.state
+    are dropped at next start, the full indexes of pages.match_state and of the captures'
+    stamps made again partial (a matched page and a new capture have no entry); the queries
+    they serve still read an index and find what they found."""
+    db = runtime.db
+    db["pages"].drop_index("match_state_1")
+    db["captures"].drop_index("stamp.state_1_stamp.failing_since_1")
+    db["pages"].create_index("content_hash")
+    db["pages"].create_index("match_state")
+    db["matches"].create_index([("first_seen", pymongo.DESCENDING)])
+    db["captures"].create_index("stamp.state")
+    db["captures"].create_index([("stamp.state", 1), ("stamp.failing_since", 1)])
+    db["taken"].create_index("x")  # an index of a collection the tracker does not declare
+    old = datetime(2031, 3, 1, tzinfo=UTC)
+    db["pages"].insert_many(
+        [{"_id": f"u{i}", "match_state": "failed" if i % 3 == 0 else "ok"} for i in range(9)]
+    )
+    stamps = ["none", "pending", "stamped", "pending"]
+    db["captures"].insert_many(
+        [
+            {"_id": f"c{i}", "url": "u", "stamp": {"state": state, "failing_since": old}}
+            for i, state in enumerate(stamps)
+        ]
+    )
+    lacking = missing_indexes(db)  # the full indexes do not count for the partial ones
+    assert {name: [m.document["name"] for m in ms] for name, ms in lacking.items()} == {
+        "pages": ["match_state_1"],
+        "captures": ["stamp.state_1_stamp.failing_since_1"],
+    }
+
+    assert Runtime(replace(runtime.settings)).db is not None  # the next start
+    pages, captures = db["pages"].index_information(), db["captures"].index_information()
+    assert "content_hash_1" not in pages
+    assert "first_seen_-1" not in db["matches"].index_information()
+    assert "stamp.state_1" not in captures
+    assert pages["match_state_1"]["partialFilterExpression"] == {"match_state": "failed"}
+    stamp = captures["stamp.state_1_stamp.failing_since_1"]
+    assert stamp["partialFilterExpression"] == {"stamp.state": "pending"}
+    assert "x_1" in db["taken"].index_information()
+    assert missing_indexes(db) == {}
+
+    failed = db["pages"].find({"match_state": "failed"})
+    assert "IXSCAN" in _plan(failed) and "COLLSCAN" not in _plan(failed)
+    assert sorted(doc["_id"] for doc in failed) == ["u0", "u3", "u6"]
+    pending = db["captures"].find({"stamp.state": "pending"})
+    overdue = db["captures"].find(
+        {"stamp.state": "pending", "stamp.failing_since": {"$lt": datetime(2031, 3, 2)}}
+    )
+    for cursor in (pending, overdue):
+        assert "IXSCAN" in _plan(cursor) and "COLLSCAN" not in _plan(cursor)
+    store = CaptureStore(db)
+    assert sorted(doc["_id"] for doc in store.pending()) == ["c1", "c3"]
+    assert sorted(doc["_id"] for doc in store.overdue(datetime(2031, 3, 2, tzinfo=UTC))) == [
+        "c1",
+        "c3",
+    ]
+    # Another start drops nothing and creates nothing.
+    assert ensure_indexes(db) == []
     assert "match_state_1" in db["pages"].index_information()
 
 

@@ -6,7 +6,10 @@ opens the database (every command, the crawl, the scheduler): one ``listIndexes`
 next to nothing once they exist and never writes then. Processes starting together may both create a
 missing index: ``createIndexes`` of an index that exists is a no-op.
 
-An index counts as present when one with the same key pattern exists, whatever its name and
+Indexes no query reads any more (:data:`RETIRED`) are dropped where found, and a full index
+where a partial one is declared is made again partial: each index costs SecantusDB an entry for
+every document written (a crawl's matched page wrote 18 before, 13 now). Otherwise an index
+counts as present when one with the same key pattern exists, whatever its name and
 options: an operator's own variant is kept, never fought over (a library made before the index
 on ``masters.n`` was plain keeps its unique one; before ``masters`` is sharded it must become a
 plain one, since MongoDB enforces uniqueness across shards only for indexes prefixed by the
@@ -24,17 +27,33 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from pymongo import ASCENDING, DESCENDING, IndexModel
 from pymongo.database import Database
 from pymongo.errors import OperationFailure
 
+from tracker.stores.evidence import PENDING
+
 log = logging.getLogger(__name__)
 
+INDEX_NOT_FOUND = 27
 
-def _index(*keys: tuple[str, int], unique: bool = False) -> IndexModel:
-    return IndexModel(list(keys), unique=unique) if unique else IndexModel(list(keys))
 
+def _index(
+    *keys: tuple[str, int], unique: bool = False, only: Mapping[str, object] | None = None
+) -> IndexModel:
+    """An index on ``keys``; ``only``: a partial index, of the documents matching that filter
+    (each query it serves names the same equality)."""
+    options: dict[str, object] = {}
+    if unique:
+        options["unique"] = True
+    if only:
+        options["partialFilterExpression"] = dict(only)
+    return IndexModel(list(keys), **options)
+
+
+_PENDING = {"stamp.state": PENDING}
 
 INDEXES: Mapping[str, tuple[IndexModel, ...]] = {
     "masters": (
@@ -58,16 +77,15 @@ INDEXES: Mapping[str, tuple[IndexModel, ...]] = {
     "pages": (
         _index(("site", ASCENDING), ("last_seen", DESCENDING)),  # a site's pages, newest first
         _index(("last_seen", DESCENDING)),  # pages seen since
-        _index(("content_hash", ASCENDING)),  # the same text under other URLs
         _index(("n", ASCENDING)),  # rematch: pages by page-index number, numbered above
-        _index(("match_state", ASCENDING)),  # rematch: pages whose matching failed
+        # rematch: pages whose matching failed (of those only: a page matched has no entry)
+        _index(("match_state", ASCENDING), only={"match_state": "failed"}),
         _index(("stored_at", ASCENDING)),  # rematch: pages stored within its margin
     ),
     "matches": (
         _index(("url", ASCENDING)),  # crawl: a page's open matches (touch, close the others)
         _index(("doc_id", ASCENDING)),  # rematch, delete: open matches of masters
         _index(("last_seen", DESCENDING)),  # clustering: matches seen since a crawl started
-        _index(("first_seen", DESCENDING)),  # new matches since
     ),
     "page_days": (
         _index(("day", ASCENDING), ("site", ASCENDING)),  # report: the pages of a day
@@ -84,9 +102,10 @@ INDEXES: Mapping[str, tuple[IndexModel, ...]] = {
     ),
     "captures": (
         _index(("url", ASCENDING), ("at", DESCENDING)),  # export: a page's newest capture
-        _index(("stamp.state", ASCENDING)),  # evidence stamp --pending: stamps to retry
-        # stamps failing for over tsa_pending_alert_hours, to alert
-        _index(("stamp.state", ASCENDING), ("stamp.failing_since", ASCENDING)),
+        # evidence stamp --pending: stamps to retry; those failing for over
+        # tsa_pending_alert_hours, to alert (of the pending ones only: a crawl's new capture,
+        # stamp.state "none", has no entry)
+        _index(("stamp.state", ASCENDING), ("stamp.failing_since", ASCENDING), only=_PENDING),
     ),
     "notices": (
         _index(("site", ASCENDING), ("created_at", DESCENDING)),  # a site's notices
@@ -117,6 +136,16 @@ INDEXES: Mapping[str, tuple[IndexModel, ...]] = {
 }
 
 
+# Indexes no query reads any more, dropped where found (each costs SecantusDB an entry for every
+# document written; bench/results/crawl-store-h47.md): pages.content_hash and matches.first_seen
+# (no query); captures.stamp.state (the stamps' partial compound index serves its queries).
+RETIRED: Mapping[str, tuple[tuple[tuple[str, int], ...], ...]] = {
+    "pages": ((("content_hash", ASCENDING),),),
+    "matches": ((("first_seen", DESCENDING),),),
+    "captures": ((("stamp.state", ASCENDING),),),
+}
+
+
 def key_of(keys: Mapping[str, object]) -> tuple[tuple[str, object], ...]:
     """A key pattern in comparable form: MongoDB may return ``1`` as ``1.0``."""
     return tuple(
@@ -125,30 +154,78 @@ def key_of(keys: Mapping[str, object]) -> tuple[tuple[str, object], ...]:
     )
 
 
+@dataclass
+class Changes:
+    """What a database's indexes lack (``missing``, by collection) and hold in excess
+    (``obsolete``: index names, by collection)."""
+
+    missing: dict[str, list[IndexModel]] = field(default_factory=dict)
+    obsolete: dict[str, list[str]] = field(default_factory=dict)
+
+
+def index_changes(db: Database) -> Changes:
+    """The declared indexes ``db`` lacks and the ones it should drop: a :data:`RETIRED` one, or
+    a full index where a partial one of the same key is declared (made before it was partial;
+    it is made again partial). Any other index of a declared key counts as present."""
+    changes = Changes()
+    for name, models in INDEXES.items():
+        present: dict[tuple, str] = {}
+        obsolete = []
+        retired = {key_of(dict(keys)) for keys in RETIRED.get(name, ())}
+        for info in db[name].list_indexes():
+            key = key_of(info["key"])
+            if key in retired:
+                obsolete.append(info["name"])
+            elif info.get("partialFilterExpression") or not _partial(name, key):
+                present[key] = info["name"]
+            else:
+                obsolete.append(info["name"])
+        lacking = [model for model in models if key_of(model.document["key"]) not in present]
+        if lacking:
+            changes.missing[name] = lacking
+        if obsolete:
+            changes.obsolete[name] = obsolete
+    return changes
+
+
+def _partial(collection: str, key: tuple) -> bool:
+    return any(
+        key_of(model.document["key"]) == key and "partialFilterExpression" in model.document
+        for model in INDEXES[collection]
+    )
+
+
 def missing_indexes(db: Database) -> dict[str, list[IndexModel]]:
     """The declared indexes that ``db`` lacks, by collection (a missing collection lacks
     them all)."""
-    missing = {}
-    for name, models in INDEXES.items():
-        present = {key_of(info["key"]) for info in db[name].list_indexes()}
-        lacking = [model for model in models if key_of(model.document["key"]) not in present]
-        if lacking:
-            missing[name] = lacking
-    return missing
+    return index_changes(db).missing
 
 
 def ensure_indexes(db: Database) -> list[str]:
-    """Create the declared indexes ``db`` lacks; returns their ``collection.name``. A server
-    that refuses (a user allowed only to read, as a report may run under) is logged, not
-    raised: the queries still answer, slower."""
-    created = []
-    for name, models in missing_indexes(db).items():
+    """Drop the obsolete indexes of ``db`` and create the declared ones it lacks; returns the
+    ``collection.name`` of those created. A server that refuses (a user allowed only to read,
+    as a report may run under) is logged, not raised: the queries still answer, slower. An
+    index another process dropped first is left so."""
+    changes = index_changes(db)
+    dropped, created = [], []
+    for name, indexes in changes.obsolete.items():
+        for index in indexes:
+            try:
+                db[name].drop_index(index)
+            except OperationFailure as exc:
+                if exc.code != INDEX_NOT_FOUND:
+                    log.warning("could not drop the index %s.%s: %s", name, index, exc)
+                continue
+            dropped.append(f"{name}.{index}")
+    for name, models in changes.missing.items():
         try:
             names = db[name].create_indexes(models)
         except OperationFailure as exc:
             log.warning("could not create the indexes of %s (create them there): %s", name, exc)
             continue
         created += [f"{name}.{index}" for index in names]
+    if dropped:
+        log.info("dropped MongoDB indexes no query reads: %s", ", ".join(dropped))
     if created:
         log.info("created MongoDB indexes: %s", ", ".join(created))
     return created
