@@ -240,7 +240,7 @@ def find_rewrites(
             if could_pair(most, least_pairs(near[d]))
         }
     )
-    loaded = masters.get(first) if first else {}
+    loaded = masters.get(first, shingled=False) if first else {}  # no verbatim alignment
     return [
         rewrites_of(page, page_units, docs, verbatim, near, free, loaded, masters, most)
         for page, page_units, docs, verbatim, near, free, most in zip(
@@ -299,7 +299,7 @@ def rewrites_of(
         if d in verbatim
         or (d not in alignments and could_pair(bounds.get(d, 0), MIN_FRAGMENT_PAIRS))
     ]
-    theirs = masters.get(rest)
+    theirs = masters.get(rest, shingled=False)
     loaded = {**loaded, **theirs}
     sentences.update({d: master_sentences(m) for d, m in theirs.items()})
     alignments.update({d: align(d) for d in theirs})
