@@ -82,14 +82,16 @@ class PageSide:
     units: Sentences
     bits: np.ndarray  # uint16, an entry of units.flat
     weights2: np.ndarray  # float64, an entry
-    union_norms: np.ndarray  # float64, a unit but the last: with the next one
+    union_norms: np.ndarray  # float64, a unit: with the next one (0 for the last)
     union_sizes: np.ndarray  # float64, likewise
 
     @classmethod
     def of(cls, units: Sentences) -> PageSide:
         flat = units.flat
         norms2, sizes = _unions(units)
-        return cls(units, code_bits(flat.codes), flat.weights**2, np.sqrt(norms2), sizes)
+        last = np.zeros(min(1, len(units)))
+        norms, sizes = np.append(np.sqrt(norms2), last), np.append(sizes, last)
+        return cls(units, code_bits(flat.codes), flat.weights**2, norms, sizes)
 
 
 def most_pairs(side: PageSide, among: np.ndarray, master: UnitSketch) -> int:
@@ -114,17 +116,17 @@ def most_pairs_of(bounded: Sequence[tuple[PageSide, np.ndarray, UnitSketch]]) ->
         sides.setdefault(id(side), len(sides))
     pages = list({id(s): s for s, _, _ in bounded}.values())
     page_units = np.array([len(s.units) for s in pages], dtype=np.int64)
-    unit_at = np.r_[0, np.cumsum(page_units)]
-    entry_at = np.r_[0, np.cumsum([len(s.bits) for s in pages])]
+    unit_at = _offsets(page_units)
+    entry_at = _offsets(np.array([len(s.bits) for s in pages], dtype=np.int64))
     starts = [s.units.flat.ptr[:-1] + e for s, e in zip(pages, entry_at[:-1], strict=True)]
-    ptr = np.r_[np.concatenate([*starts, _NONE]), entry_at[-1]]
+    ptr = np.concatenate([*starts, entry_at[-1:]])
     bits = np.concatenate([s.bits for s in pages])
     weights2 = np.concatenate([s.weights2 for s in pages])
     unit_norms = np.concatenate([s.units.flat.norms for s in pages])
     unit_sizes = np.concatenate([s.units.flat.sizes for s in pages]).astype(np.float64)
-    # each unit taken with the next; the last of a page has none (never read: not next_to)
-    union_norms = np.concatenate([np.r_[s.union_norms, 0.0][: len(s.units)] for s in pages])
-    union_sizes = np.concatenate([np.r_[s.union_sizes, 0.0][: len(s.units)] for s in pages])
+    # each unit taken with the next; the last of a page has none (0, never read: not next_to)
+    union_norms = np.concatenate([s.union_norms for s in pages])
+    union_sizes = np.concatenate([s.union_sizes for s in pages])
 
     k = len(bounded)
     among = [np.asarray(a, dtype=np.int64) for _, a, _ in bounded]
@@ -136,9 +138,9 @@ def most_pairs_of(bounded: Sequence[tuple[PageSide, np.ndarray, UnitSketch]]) ->
     )
     item_of_row = np.repeat(np.arange(k), n)
     m_of_row = m[item_of_row]
-    row_cell = np.r_[0, np.cumsum(m_of_row)]  # each row's first cell
+    row_cell = _offsets(m_of_row)  # each row's first cell
     cells = int(row_cell[-1])
-    col_at = np.r_[0, np.cumsum(m)]
+    col_at = _offsets(m)
     col_of_row = col_at[:-1][item_of_row]  # each row's candidate's first column
     item_of_col = np.repeat(np.arange(k), m)
     # each cell's row and column
@@ -195,7 +197,7 @@ def most_pairs_of(bounded: Sequence[tuple[PageSide, np.ndarray, UnitSketch]]) ->
     cols[col_of_cell[merged] + 1] = True
     # two adjacent page units split from one master unit: a cell and the one below it
     next_to = (unit[1:] == unit[:-1] + 1) & (item_of_row[1:] == item_of_row[:-1])
-    below = np.flatnonzero(np.r_[next_to, False][row_of_cell])
+    below = np.flatnonzero(np.append(next_to, False)[row_of_cell])
     under = below + m_of_row[row_of_cell[below]]
     split = below[
         _passes(
@@ -251,6 +253,13 @@ def _marked(at: np.ndarray, length: int) -> np.ndarray:
     return mask
 
 
+def _offsets(counts: np.ndarray) -> np.ndarray:
+    """Where each of ``counts`` things starts, and the total (``len(counts) + 1``)."""
+    out = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=out[1:])
+    return out
+
+
 def _unions(page: Sentences) -> tuple[np.ndarray, np.ndarray]:
     """Squared norm and size of each unit but the last taken as one with the next (the union
     of their codes; a code both hold counted once, with the first's weight)."""
@@ -281,9 +290,9 @@ def _in_runs_of(
         return np.zeros(k, dtype=np.int64)
     units, items = unit[at], item[at]
     starts = np.flatnonzero(
-        np.r_[True, (np.diff(units) > MAX_GAP_UNITS) | (items[1:] != items[:-1])]
+        np.append(True, (np.diff(units) > MAX_GAP_UNITS) | (items[1:] != items[:-1]))
     )
-    sizes = np.diff(np.r_[starts, len(at)])
+    sizes = np.diff(np.append(starts, len(at)))
     seeds = np.add.reduceat(seeded[at].astype(np.int64), starts)
     kept = (sizes >= MIN_FRAGMENT_PAIRS) & (seeds > 0)
     return np.bincount(items[starts], np.where(kept, sizes, 0), minlength=k).astype(np.int64)
