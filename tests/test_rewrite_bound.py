@@ -17,12 +17,12 @@ from tests.texts import ARTICLE, OTHER_ARTICLE
 from tracker.fingerprints.document import fingerprint
 from tracker.fingerprints.lexicon import lexicon
 from tracker.fingerprints.sentences import sentences_of
-from tracker.fingerprints.unit_sketch import FORMAT, pack_units, unpack_units
+from tracker.fingerprints.unit_sketch import FORMAT, UnitSketch, pack_units, unpack_units
 from tracker.matching import rewrites
 from tracker.matching.detector import MasterCache
 from tracker.matching.library import MasterLibrary
 from tracker.matching.rewrite import MIN_PAIRS, align_sentences
-from tracker.matching.rewrite_bound import PageSide, most_pairs
+from tracker.matching.rewrite_bound import PageSide, most_pairs, most_pairs_of
 from tracker.model import MasterDocument
 from tracker.text.normalize import normalize
 
@@ -134,6 +134,32 @@ def test_the_bound_is_never_below_the_pairs_aligned():
                     ruled_out += most < MIN_PAIRS
     assert aligned >= 60  # the rewrites
     assert ruled_out > 0.8 * unrelated, (ruled_out, unrelated)
+
+
+def test_a_batch_is_bounded_as_each_of_its_candidates_alone():
+    """Candidates of several pages, whole and in windows (none, one unit, a run, scattered
+    units), bounded at once: each gets the bound it gets alone, whatever its neighbours in the
+    batch (no split, merge or extension across two candidates' matrices)."""
+    masters = [sentences_of(normalize(t)) for t in _masters()]
+    sketches = [_sketch(m) for m in masters]
+    empty = UnitSketch(np.zeros(1, dtype=np.int64), np.zeros(0), np.zeros(0, dtype=np.uint16))
+    rng = np.random.default_rng(46)
+    bounded = []
+    for text in _pages()[::3]:
+        side = PageSide.of(sentences_of(normalize(text)))
+        every = np.arange(len(side.units))
+        start = int(rng.integers(0, max(1, len(every) - 3)))
+        scattered = np.sort(rng.choice(every, size=len(every) // 3, replace=False))
+        for among in (every, every[:0], every[start : start + 1], every[start : start + 9]):
+            bounded += [(side, among, sketches[int(rng.integers(len(sketches)))])]
+        bounded += [(side, scattered, s) for s in sketches[::4]] + [(side, every, empty)]
+        bounded += [(side, every, s) for s in sketches]
+    alone = [most_pairs(*b) for b in bounded]
+    assert sum(m > 0 for m in alone) >= 10  # the batch holds bounds that are not 0
+    assert most_pairs_of(bounded) == alone
+    order = rng.permutation(len(bounded))
+    assert most_pairs_of([bounded[i] for i in order]) == [alone[i] for i in order]
+    assert most_pairs_of([]) == []
 
 
 @pytest.fixture()
