@@ -61,6 +61,8 @@ from tracker.matching.rewrite import (
 # Compared a hair lower, so that rounding never drops a pair the aligner's arithmetic passes.
 _SLACK = 1 - 1e-9
 _NONE = np.zeros(0, dtype=np.int64)
+# the fewest shared codes of a cell that may pass a test alone or with its neighbour
+_FEWEST = min(EXTEND_MIN_SHARED, MIN_SHARED, (MIN_SHARED + 1) // 2)
 
 
 def _passes(shared, inside, norms, sizes, cosine: float, dice: float, least: int) -> np.ndarray:
@@ -143,9 +145,6 @@ def most_pairs_of(bounded: Sequence[tuple[PageSide, np.ndarray, UnitSketch]]) ->
     col_at = _offsets(m)
     col_of_row = col_at[:-1][item_of_row]  # each row's candidate's first column
     item_of_col = np.repeat(np.arange(k), m)
-    # each cell's row and column
-    row_of_cell = np.repeat(np.arange(len(unit)), m_of_row)
-    col_of_cell = np.repeat(col_of_row - row_cell[:-1], m_of_row) + np.arange(cells)
 
     # each page entry joined with the master units holding its 12 bits (keys: candidate, bits)
     counts_of_row = ptr[unit + 1] - ptr[unit]
@@ -160,8 +159,9 @@ def most_pairs_of(bounded: Sequence[tuple[PageSide, np.ndarray, UnitSketch]]) ->
     sketch_cols = np.concatenate(
         [sk.sorted_units + col_at[i] for i, (_, _, sk) in enumerate(bounded)] + [_NONE]
     )
-    lo = np.searchsorted(sketch_keys, keys, side="left")
-    counts = np.searchsorted(sketch_keys, keys, side="right") - lo
+    # (the sketches' keys sorted: each key's first place and count, by key, in a table)
+    per_key = np.bincount(sketch_keys, minlength=k * span)
+    lo, counts = _offsets(per_key)[keys], per_key[keys]
     totals = np.bincount(item_of_row[entry_row], counts, minlength=k)
     entry = np.repeat(np.arange(len(at)), counts)
     found = ranges(lo, counts)
@@ -170,54 +170,69 @@ def most_pairs_of(bounded: Sequence[tuple[PageSide, np.ndarray, UnitSketch]]) ->
     shared = np.bincount(cell, minlength=cells)
     inside = np.bincount(cell, weights2[at[entry]], minlength=cells)
 
-    pnorms, psizes = unit_norms[unit][row_of_cell], unit_sizes[unit][row_of_cell]
+    # Only the cells sharing ``_FEWEST`` codes or more are read below: every test of a cell
+    # fails with fewer, and two cells taken as one share MIN_SHARED only if one of them does.
+    touched = np.flatnonzero(shared >= _FEWEST)
     master_norms = np.concatenate([sk.norms for _, _, sk in bounded] + [np.zeros(0)])
     master_sizes = np.concatenate([sk.sizes for _, _, sk in bounded] + [_NONE]).astype(np.float64)
-    mnorms, msizes = master_norms[col_of_cell], master_sizes[col_of_cell]
+    row_norms, row_sizes = unit_norms[unit], unit_sizes[unit]
+
+    def place(c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The row and (batch) column of each cell ``c``."""
+        r = np.searchsorted(row_cell, c, side="right") - 1
+        return r, col_of_row[r] + c - row_cell[r]
+
+    r, c = place(touched)
+    pnorms, psizes = row_norms[r], row_sizes[r]
+    mnorms, msizes = master_norms[c], master_sizes[c]
     sizes, norms = psizes + msizes, pnorms * mnorms
-    weak = _passes(shared, inside, norms, sizes, EXTEND_COSINE, EXTEND_DICE, EXTEND_MIN_SHARED)
-    seeds = _passes(shared, inside, norms, sizes, SEED_COSINE, SEED_DICE, MIN_SHARED)
-    rows = _marked(row_of_cell[seeds], len(unit))
-    cols = _marked(col_of_cell[seeds], len(item_of_col))
+    s, w = shared[touched], inside[touched]
+    weak = _passes(s, w, norms, sizes, EXTEND_COSINE, EXTEND_DICE, EXTEND_MIN_SHARED)
+    seeds = _passes(s, w, norms, sizes, SEED_COSINE, SEED_DICE, MIN_SHARED)
+    rows = _marked(r[seeds], len(unit))
+    cols = _marked(c[seeds], len(item_of_col))
     # a page unit with two adjacent master units merged: a cell and the next of its row
-    pair = np.flatnonzero(row_of_cell[1:] == row_of_cell[:-1])
-    merged = pair[
-        _passes(
-            shared[pair] + shared[pair + 1],
-            inside[pair] + inside[pair + 1],
-            pnorms[pair] * np.maximum(mnorms[pair], mnorms[pair + 1]),
-            psizes[pair] + np.maximum(msizes[pair], msizes[pair + 1]),
-            SEED_COSINE,
-            SEED_DICE,
-            MIN_SHARED,
-        )
-    ]
-    rows[row_of_cell[merged]] = True
-    cols[col_of_cell[merged]] = True
-    cols[col_of_cell[merged] + 1] = True
+    pair = _cells(cells, touched, touched[touched > 0] - 1)
+    pr, pc = place(pair)
+    pair_end = pair + 1 < row_cell[pr + 1]  # the next cell is in the same row
+    pair, pr, pc = pair[pair_end], pr[pair_end], pc[pair_end]
+    merged = _passes(
+        shared[pair] + shared[pair + 1],
+        inside[pair] + inside[pair + 1],
+        row_norms[pr] * np.maximum(master_norms[pc], master_norms[pc + 1]),
+        row_sizes[pr] + np.maximum(master_sizes[pc], master_sizes[pc + 1]),
+        SEED_COSINE,
+        SEED_DICE,
+        MIN_SHARED,
+    )
+    rows[pr[merged]] = True
+    cols[pc[merged]] = True
+    cols[pc[merged] + 1] = True
     # two adjacent page units split from one master unit: a cell and the one below it
     next_to = (unit[1:] == unit[:-1] + 1) & (item_of_row[1:] == item_of_row[:-1])
-    below = np.flatnonzero(np.append(next_to, False)[row_of_cell])
-    under = below + m_of_row[row_of_cell[below]]
-    split = below[
-        _passes(
-            shared[below] + shared[under],
-            inside[below] + inside[under],
-            union_norms[unit][row_of_cell[below]] * mnorms[below],
-            union_sizes[unit][row_of_cell[below]] + msizes[below],
-            SEED_COSINE,
-            SEED_DICE,
-            MIN_SHARED,
-        )
-    ]
-    rows[row_of_cell[split]] = True
-    rows[row_of_cell[split] + 1] = True
-    cols[col_of_cell[split]] = True
+    has_below = np.append(next_to, False)
+    above = r > 0
+    above[above] = has_below[r[above] - 1]  # the row above is this one's page neighbour
+    below = _cells(cells, touched[has_below[r]], touched[above] - m_of_row[r[above]])
+    br, bc = place(below)
+    under = below + m_of_row[br]
+    split = _passes(
+        shared[below] + shared[under],
+        inside[below] + inside[under],
+        union_norms[unit][br] * master_norms[bc],
+        union_sizes[unit][br] + master_sizes[bc],
+        SEED_COSINE,
+        SEED_DICE,
+        MIN_SHARED,
+    )
+    rows[br[split]] = True
+    rows[br[split] + 1] = True
+    cols[bc[split]] = True
     seeded = rows.copy()
     # Extension: a pair next to used units on both sides, as the aligner extends (it also
     # wants them unused: without that, this adds at least what it adds).
     next_col = item_of_col[1:] == item_of_col[:-1]
-    weak_rows, weak_cols = row_of_cell[weak], col_of_cell[weak]
+    weak_rows, weak_cols = r[weak], c[weak]
     while True:
         near_rows = np.zeros(len(rows), dtype=bool)
         near_rows[1:] |= rows[:-1] & next_to
@@ -251,6 +266,14 @@ def _marked(at: np.ndarray, length: int) -> np.ndarray:
     mask = np.zeros(length, dtype=bool)
     mask[at] = True
     return mask
+
+
+def _cells(cells: int, *marked: np.ndarray) -> np.ndarray:
+    """The cells of any of ``marked``, sorted and distinct."""
+    mask = np.zeros(cells, dtype=bool)
+    for at in marked:
+        mask[at] = True
+    return np.flatnonzero(mask)
 
 
 def _offsets(counts: np.ndarray) -> np.ndarray:
