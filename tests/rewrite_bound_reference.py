@@ -16,6 +16,7 @@ from tracker.matching.rewrite import (
     EXTEND_MIN_SHARED,
     MAX_GAP_UNITS,
     MIN_FRAGMENT_PAIRS,
+    MIN_PAIRS,
     MIN_SHARED,
     SEED_COSINE,
     SEED_DICE,
@@ -35,10 +36,72 @@ def _passes(shared, inside, norms, sizes, cosine: float, dice: float, least: int
 
 def most_pairs(side: PageSide, among: np.ndarray, master: UnitSketch) -> int:
     """The bound of the page's units ``among`` (sorted) against the master sketched."""
+    return _bound(side, among, master)[0]
+
+
+def most_matched(side: PageSide, among: np.ndarray, master: UnitSketch) -> int:
+    """:func:`most_pairs`, lowered where it is ``MIN_PAIRS`` or more to the largest set of
+    cells (page unit, master unit) that pass, one a unit, in the kept runs, each run of them
+    holding ``MIN_FRAGMENT_PAIRS`` (found by trying every set, largest first)."""
+    most, edges, runs = _bound(side, among, master)
+    if most < MIN_PAIRS:
+        return most
+    in_runs = [e for run in runs for e in edges if e[0] in run]
+    kept = [
+        e
+        for run in runs
+        if _largest(e for e in in_runs if e[0] in run) >= MIN_FRAGMENT_PAIRS
+        for e in in_runs
+        if e[0] in run
+    ]
+    matched = _largest(kept)
+    return min(most, matched if matched >= MIN_FRAGMENT_PAIRS else 0)
+
+
+def _largest(edges) -> int:
+    """The most edges (row, column) of which no two share a row or a column: a maximum flow
+    through a dense matrix, shortest augmenting paths found breadth first (Edmonds-Karp)."""
+    edges = sorted(set(edges))
+    rows = sorted({r for r, _ in edges})
+    cols = sorted({c for _, c in edges})
+    joined = np.zeros((len(rows), len(cols)), dtype=bool)
+    for r, c in edges:
+        joined[rows.index(r), cols.index(c)] = True
+    row_of_col = [-1] * len(cols)
+    col_of_row = [-1] * len(rows)
+    flow = 0
+    while True:
+        # breadth first from every free row, alternating free edges and matched ones
+        parent = {("r", i): None for i in range(len(rows)) if col_of_row[i] < 0}
+        queue, end = list(parent), None
+        while queue and end is None:
+            kind, i = queue.pop(0)
+            for j in np.flatnonzero(joined[i]).tolist():
+                if ("c", j) in parent:
+                    continue
+                parent[("c", j)] = (kind, i)
+                if row_of_col[j] < 0:
+                    end = j
+                    break
+                parent[("r", row_of_col[j])] = ("c", j)
+                queue.append(("r", row_of_col[j]))
+        if end is None:
+            return flow
+        node = ("c", end)
+        while node is not None:  # flip the path
+            row = parent[node]
+            col_of_row[row[1]], row_of_col[node[1]] = node[1], row[1]
+            node = parent[row]
+        flow += 1
+
+
+def _bound(side: PageSide, among: np.ndarray, master: UnitSketch):
+    """The bound; the cells a pair may start at (page unit, master unit: eligible, passing
+    alone, or the first of a passing split or merge); the kept runs (sets of page units)."""
     page = side.units
     flat = page.flat
     if len(among) < MIN_FRAGMENT_PAIRS or not len(master):
-        return 0
+        return 0, [], []
     row = np.full(len(page), -1, dtype=np.int64)
     row[among] = np.arange(len(among))
     at = flat.gather(among)
@@ -48,7 +111,7 @@ def most_pairs(side: PageSide, among: np.ndarray, master: UnitSketch) -> int:
     total = int(counts.sum())
     n, m = len(among), len(master)
     if total < MIN_FRAGMENT_PAIRS * EXTEND_MIN_SHARED:
-        return 0
+        return 0, [], []
     entry = np.repeat(at, counts)
     found = ranges(lo, counts)
     cell = row[flat.unit[entry]] * m + master.sorted_units[found]
@@ -93,7 +156,7 @@ def most_pairs(side: PageSide, among: np.ndarray, master: UnitSketch) -> int:
         rows[1:] |= either
         cols |= split.any(axis=0)
     if not rows.any():
-        return 0
+        return 0, [], []
     seeded = rows.copy()
     while True:  # extension next to used units on both sides
         near_rows = np.zeros(n, dtype=bool)
@@ -108,7 +171,17 @@ def most_pairs(side: PageSide, among: np.ndarray, master: UnitSketch) -> int:
             break
         rows, cols = new_rows, new_cols
     most = min(_in_runs(among[rows], among[seeded]), int(cols.sum()))
-    return most if most >= MIN_FRAGMENT_PAIRS else 0
+    starts_of = weak.copy()
+    if m > 1:
+        starts_of[:, :-1] |= merged
+    if n > 1:
+        starts_of[:-1] |= split
+    edges = [
+        (int(among[i]), int(j))
+        for i, j in zip(*np.nonzero(starts_of), strict=True)
+        if rows[i] and cols[j]
+    ]
+    return (most if most >= MIN_FRAGMENT_PAIRS else 0), edges, _runs(among[rows], among[seeded])
 
 
 def _in_runs(eligible: np.ndarray, seeds: np.ndarray) -> int:
@@ -120,3 +193,16 @@ def _in_runs(eligible: np.ndarray, seeds: np.ndarray) -> int:
     seeded = np.searchsorted(seeds, last, side="right") > np.searchsorted(seeds, first)
     sizes = ends - starts
     return int(sizes[(sizes >= MIN_FRAGMENT_PAIRS) & seeded].sum())
+
+
+def _runs(eligible: np.ndarray, seeds: np.ndarray) -> list[set[int]]:
+    """The runs :func:`_in_runs` counts, as sets of page units."""
+    runs, run = [], []
+    for u in [*eligible.tolist(), None]:
+        if run and (u is None or u - run[-1] > MAX_GAP_UNITS):
+            if len(run) >= MIN_FRAGMENT_PAIRS and set(run) & set(seeds.tolist()):
+                runs.append(set(run))
+            run = []
+        if u is not None:
+            run.append(u)
+    return runs

@@ -33,6 +33,15 @@ unit. Likewise on the master's side: pairs share no master unit, and each of a p
 units is *eligible* (some page unit may pair with it, by the same tests, extension next to
 eligible units on both sides), so the pairs are at most the eligible master units. The lesser
 of the two, 0 when below ``MIN_FRAGMENT_PAIRS`` (no group is kept), is :func:`most_pairs`.
+
+Where that allows ``MIN_PAIRS``, it is lowered by a matching: each kept pair starts at a cell
+(its first page unit, its first master unit) that passes alone at the extension thresholds,
+or as the first of a split or merge at the seed ones, both units eligible, the page unit in
+a kept run; pairs share no unit, so those cells are a matching of the passing cells. A run
+whose passing cells match fewer than ``MIN_FRAGMENT_PAIRS`` holds no kept group; the
+maximum matching of the other runs' cells is at least the pairs kept (chance candidates of
+a large library: two or three scattered sentences in common, each passing with several
+master units).
 Below ``MIN_PAIRS`` the master cannot be a rewrite
 (:func:`tracker.matching.rewrite.could_be_rewrite`); at 0 its alignment is empty, and
 explains nothing that another master's could lose (:func:`tracker.matching.rewrite.own_pairs`).
@@ -53,6 +62,7 @@ from tracker.matching.rewrite import (
     EXTEND_MIN_SHARED,
     MAX_GAP_UNITS,
     MIN_FRAGMENT_PAIRS,
+    MIN_PAIRS,
     MIN_SHARED,
     SEED_COSINE,
     SEED_DICE,
@@ -61,6 +71,7 @@ from tracker.matching.rewrite import (
 # Compared a hair lower, so that rounding never drops a pair the aligner's arithmetic passes.
 _SLACK = 1 - 1e-9
 _NONE = np.zeros(0, dtype=np.int64)
+_MOST_MATCHED = 200  # rows or columns above which a matching is bounded by their number
 # the fewest shared codes of a cell that may pass a test alone or with its neighbour
 _FEWEST = min(EXTEND_MIN_SHARED, MIN_SHARED, (MIN_SHARED + 1) // 2)
 
@@ -102,10 +113,12 @@ def most_pairs(side: PageSide, among: np.ndarray, master: UnitSketch) -> int:
     return most_pairs_of([(side, among, master)])[0]
 
 
-def most_pairs_of(bounded: Sequence[tuple[PageSide, np.ndarray, UnitSketch]]) -> list[int]:
+def most_pairs_of(
+    bounded: Sequence[tuple[PageSide, np.ndarray, UnitSketch]], matched: bool = True
+) -> list[int]:
     """:func:`most_pairs` of each (page, its units, master) at once: one set of array
-    operations for a batch's candidates, not one for each (the same arithmetic on the same
-    values in the same order, so the same bounds).
+    operations for a batch's candidates, not one for each. ``matched``: a bound of
+    ``MIN_PAIRS`` or more is lowered to the matching bound (:func:`_matched`).
 
     Every candidate's page units ``among`` are rows, its master's units columns, and its
     ``rows × cols`` matrix is laid out flat after the previous candidate's; neighbours (a split,
@@ -248,7 +261,7 @@ def most_pairs_of(bounded: Sequence[tuple[PageSide, np.ndarray, UnitSketch]]) ->
             break
         rows, cols = new_rows, new_cols
     # each pair holds master units of its own, all among ``cols`` (the module's docstring)
-    runs = _in_runs_of(unit, item_of_row, rows, seeded, k)
+    runs, run_of_row = _in_runs_of(unit, item_of_row, rows, seeded, k)
     most = np.minimum(runs, np.bincount(item_of_col[cols], minlength=k))
     # no bound is made below these (nothing could be kept): 0
     ruled_out = (
@@ -258,7 +271,59 @@ def most_pairs_of(bounded: Sequence[tuple[PageSide, np.ndarray, UnitSketch]]) ->
         | (np.bincount(item_of_row[seeded], minlength=k) == 0)
         | (most < MIN_FRAGMENT_PAIRS)
     )
-    return [0 if out else int(v) for v, out in zip(most, ruled_out, strict=True)]
+    bounds = [0 if out else int(v) for v, out in zip(most, ruled_out, strict=True)]
+    if not matched:
+        return bounds
+    # the cells a pair may take (its first page and master unit), in the kept runs
+    edge_rows = np.concatenate([r[weak], pr[merged], br[split]])
+    edge_cols = np.concatenate([c[weak], pc[merged], bc[split]])
+    inside_runs = (run_of_row[edge_rows] >= 0) & cols[edge_cols]
+    edge_rows, edge_cols = edge_rows[inside_runs], edge_cols[inside_runs]
+    edge_item = item_of_row[edge_rows]
+    for item in np.flatnonzero(np.array(bounds) >= MIN_PAIRS).tolist():
+        mine = edge_item == item
+        runs_edges = run_of_row[edge_rows[mine]].tolist()
+        most_matched = _matched(runs_edges, edge_rows[mine].tolist(), edge_cols[mine].tolist())
+        bounds[item] = min(bounds[item], most_matched)
+    return bounds
+
+
+def _matched(runs: list[int], rows: list[int], cols: list[int]) -> int:
+    """The most pairs of a candidate whose pairs may each take the cell (its first page unit,
+    its first master unit) of an edge ``rows[e], cols[e]`` of the run ``runs[e]``: pairs share
+    no unit, so the cells of the pairs kept are a matching of those edges; a group of
+    ``MIN_FRAGMENT_PAIRS`` pairs lies in one run (the module's docstring), so a run matching
+    fewer holds no kept pair. The maximum matching of the other runs' edges, together (one
+    master unit is not used in two runs); 0 below ``MIN_FRAGMENT_PAIRS``."""
+    by_run: dict[int, list[tuple[int, int]]] = {}
+    for run, row, col in zip(runs, rows, cols, strict=True):
+        by_run.setdefault(run, []).append((row, col))
+    kept = [e for edges in by_run.values() if _matching(edges) >= MIN_FRAGMENT_PAIRS for e in edges]
+    most = _matching(kept)
+    return most if most >= MIN_FRAGMENT_PAIRS else 0
+
+
+def _matching(edges: list[tuple[int, int]]) -> int:
+    """The size of a maximum matching of the bipartite ``edges`` (row, column): Kuhn's
+    augmenting paths (a candidate's edges are a few dozen); at most the rows or columns."""
+    adjacent: dict[int, list[int]] = {}
+    for row, col in edges:
+        adjacent.setdefault(row, []).append(col)
+    most = min(len(adjacent), len({col for _, col in edges}))
+    if most > _MOST_MATCHED:
+        return most  # at most that (and the paths would be deep)
+    owner: dict[int, int] = {}  # column -> its row
+
+    def augment(row: int, seen: set[int]) -> bool:
+        for col in adjacent[row]:
+            if col not in seen:
+                seen.add(col)
+                if col not in owner or augment(owner[col], seen):
+                    owner[col] = row
+                    return True
+        return False
+
+    return sum(augment(row, set()) for row in adjacent)
 
 
 def _marked(at: np.ndarray, length: int) -> np.ndarray:
@@ -304,13 +369,15 @@ def _unions(page: Sentences) -> tuple[np.ndarray, np.ndarray]:
 
 def _in_runs_of(
     unit: np.ndarray, item: np.ndarray, eligible: np.ndarray, seeded: np.ndarray, k: int
-) -> np.ndarray:
+) -> tuple[np.ndarray, np.ndarray]:
     """For each of ``k`` candidates, its eligible page units (rows ``unit`` of candidate
     ``item``, sorted within each) in runs of ``MIN_FRAGMENT_PAIRS`` or more, neighbours at most
-    ``MAX_GAP_UNITS`` apart, that hold a seeded unit (seeded units are eligible)."""
+    ``MAX_GAP_UNITS`` apart, that hold a seeded unit (seeded units are eligible); and the run
+    of each row in such a run (-1 for the others)."""
+    run_of_row = np.full(len(unit), -1, dtype=np.int64)
     at = np.flatnonzero(eligible)
     if not len(at):
-        return np.zeros(k, dtype=np.int64)
+        return np.zeros(k, dtype=np.int64), run_of_row
     units, items = unit[at], item[at]
     starts = np.flatnonzero(
         np.append(True, (np.diff(units) > MAX_GAP_UNITS) | (items[1:] != items[:-1]))
@@ -318,4 +385,6 @@ def _in_runs_of(
     sizes = np.diff(np.append(starts, len(at)))
     seeds = np.add.reduceat(seeded[at].astype(np.int64), starts)
     kept = (sizes >= MIN_FRAGMENT_PAIRS) & (seeds > 0)
-    return np.bincount(items[starts], np.where(kept, sizes, 0), minlength=k).astype(np.int64)
+    run_of_row[at] = np.where(np.repeat(kept, sizes), np.repeat(np.arange(len(starts)), sizes), -1)
+    most = np.bincount(items[starts], np.where(kept, sizes, 0), minlength=k).astype(np.int64)
+    return most, run_of_row
