@@ -11,18 +11,19 @@ import random
 import numpy as np
 import pytest
 
+from tests import rewrite_bound_reference as reference
 from tests import rewrites as r
 from tests.test_rewrites import BY_HAND
 from tests.texts import ARTICLE, OTHER_ARTICLE
 from tracker.fingerprints.document import fingerprint
 from tracker.fingerprints.lexicon import lexicon
-from tracker.fingerprints.sentences import sentences_of
-from tracker.fingerprints.unit_sketch import FORMAT, pack_units, unpack_units
+from tracker.fingerprints.sentences import Flat, Sentences, sentences_of
+from tracker.fingerprints.unit_sketch import FORMAT, UnitSketch, pack_units, unpack_units
 from tracker.matching import rewrites
 from tracker.matching.detector import MasterCache
 from tracker.matching.library import MasterLibrary
 from tracker.matching.rewrite import MIN_PAIRS, align_sentences
-from tracker.matching.rewrite_bound import PageSide, most_pairs
+from tracker.matching.rewrite_bound import PageSide, most_pairs, most_pairs_of
 from tracker.model import MasterDocument
 from tracker.text.normalize import normalize
 
@@ -134,6 +135,111 @@ def test_the_bound_is_never_below_the_pairs_aligned():
                     ruled_out += most < MIN_PAIRS
     assert aligned >= 60  # the rewrites
     assert ruled_out > 0.8 * unrelated, (ruled_out, unrelated)
+
+
+def _text(units: list[list[int]], weight: dict[int, float]) -> Sentences:
+    """A text of these units of codes (each unit's distinct codes, ``weight`` their IDF)."""
+    codes = [sorted(set(u), key=lambda c: (-weight[c], c)) for u in units]
+    sizes = np.array([len(u) for u in codes], dtype=np.int64)
+    flat_codes = np.array([c for u in codes for c in u], dtype=np.uint64)
+    weights = np.array([weight[c] for u in codes for c in u])
+    unit = np.repeat(np.arange(len(units)), sizes)
+    norms = np.sqrt(np.bincount(unit, weights**2, minlength=len(units)))
+    ptr = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+    flat = Flat(ptr, unit, flat_codes, weights, unit < 0, norms, sizes, sizes * 0)
+    starts = np.arange(len(units), dtype=np.int64) * 30
+    none = np.zeros(0, dtype=np.int64)
+    return Sentences(30 * len(units), flat, starts, starts + 30, [], none, flat_codes, none)
+
+
+def _random_candidates(rng: np.random.Generator, pages: int) -> list:
+    """Random pages, each with masters made from it (units' codes dropped, added, swapped;
+    units split, merged, dropped, added), masters of other pages and unrelated ones; over a
+    vocabulary of 3,000 codes whose 12 bits often collide (the sketch's chance matches)."""
+    vocabulary = rng.integers(1, 2**62, size=3000, dtype=np.int64).astype(np.uint64)
+    weight = {int(c): float(w) for c, w in zip(vocabulary, rng.uniform(0.5, 9, 3000), strict=True)}
+    stamp = 7
+
+    def words(k):
+        return [int(c) for c in rng.choice(vocabulary, size=k)]
+
+    def rewritten(units):
+        out = []
+        for u in units:
+            u = [c for c in u if rng.random() > 0.2] + words(int(rng.integers(0, 3)))
+            roll = rng.random()
+            if roll < 0.1 and len(u) > 3:  # split
+                out += [u[: len(u) // 2], u[len(u) // 2 :]]
+            elif roll < 0.2 and out:  # merged with the one before
+                out[-1] = out[-1] + u
+            elif roll < 0.27:  # dropped
+                continue
+            elif roll < 0.34:  # one of the rewriter's own added
+                out += [u, words(int(rng.integers(2, 12)))]
+            else:
+                out.append(u)
+        return [u for u in out if u] or [words(4)]
+
+    bounded, made = [], []
+    for _ in range(pages):
+        units = [words(int(rng.integers(1, 14))) for _ in range(int(rng.integers(1, 40)))]
+        side = PageSide.of(_text(units, weight))
+        masters = [rewritten(units) for _ in range(3)] + [rewritten(rewritten(units))]
+        masters += [[words(int(rng.integers(1, 14))) for _ in range(int(rng.integers(1, 30)))]]
+        made += masters
+        sketches = [unpack_units(pack_units(_text(m, weight).flat, stamp), stamp) for m in made]
+        every = np.arange(len(units))
+        for sketch in [*sketches[-5:], sketches[int(rng.integers(len(sketches)))]]:
+            scattered = np.sort(
+                rng.choice(every, size=int(rng.integers(0, len(every) + 1)), replace=False)
+            )
+            start = int(rng.integers(0, len(every)))
+            for among in (every, scattered, every[start : start + int(rng.integers(1, 12))]):
+                bounded.append((side, among, sketch))
+    return bounded
+
+
+def _candidates_of_real_texts(rng: np.random.Generator) -> list:
+    """Pages of the test texts (rewrites, reports of the same events, other chapters), whole
+    and in windows (none, one unit, a run, scattered units), with the masters' sketches."""
+    masters = [sentences_of(normalize(t)) for t in _masters()]
+    sketches = [_sketch(m) for m in masters]
+    empty = UnitSketch(np.zeros(1, dtype=np.int64), np.zeros(0), np.zeros(0, dtype=np.uint16))
+    bounded = []
+    for text in _pages()[::3]:
+        side = PageSide.of(sentences_of(normalize(text)))
+        every = np.arange(len(side.units))
+        start = int(rng.integers(0, max(1, len(every) - 3)))
+        scattered = np.sort(rng.choice(every, size=len(every) // 3, replace=False))
+        for among in (every, every[:0], every[start : start + 1], every[start : start + 9]):
+            bounded += [(side, among, sketches[int(rng.integers(len(sketches)))])]
+        bounded += [(side, scattered, s) for s in sketches[::4]] + [(side, every, empty)]
+        bounded += [(side, every, s) for s in sketches]
+    return bounded
+
+
+@pytest.mark.parametrize("inputs", ["real", "random"])
+def test_a_batch_is_bounded_as_the_reference_bounds_each_candidate_alone(inputs):
+    """The batched bound (:func:`most_pairs_of`) against the bound computed one candidate at a
+    time, as before batching (tests/rewrite_bound_reference.py, an independent matrix a
+    candidate), without and with the matching that lowers it (there by a maximum flow on
+    a dense matrix): equal for every candidate, whatever its neighbours in the batch or their
+    order (no split, merge or extension across two candidates' matrices)."""
+    rng = np.random.default_rng(46)
+    bounded = _candidates_of_real_texts(rng) if inputs == "real" else _random_candidates(rng, 60)
+    alone = [reference.most_pairs(*b) for b in bounded]
+    matched = [reference.most_matched(*b) for b in bounded]
+    # the batch holds many bounds that are not 0, and of many sizes; matching lowers some
+    assert sum(m > 0 for m in alone) >= (30 if inputs == "real" else 300)
+    assert len(set(alone)) >= 10
+    assert sum(a > m for a, m in zip(alone, matched, strict=True)) >= 5
+    assert most_pairs_of(bounded, matched=False) == alone
+    assert most_pairs_of(bounded) == matched
+    assert [most_pairs(*b) for b in bounded] == matched
+    for seed in range(3):
+        order = np.random.default_rng(seed).permutation(len(bounded))
+        assert most_pairs_of([bounded[i] for i in order]) == [matched[i] for i in order]
+    assert most_pairs_of([]) == []
 
 
 @pytest.fixture()

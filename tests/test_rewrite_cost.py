@@ -33,7 +33,7 @@ def test_the_stored_cuts_are_the_jieba_words(text):
 
 
 def _master(text: str, **meta) -> CachedMaster:
-    return CachedMaster({"_id": "m", "version": VERSION, **meta}, normalize(text), None)
+    return CachedMaster({"_id": "m", "version": VERSION, **meta}, normalize(text))
 
 
 @pytest.mark.parametrize(
@@ -101,9 +101,9 @@ class _Counted:
     def __init__(self, masters):
         self.masters, self.asked = masters, []
 
-    def get(self, docs):
+    def get(self, docs, **how):
         self.asked.extend(docs)
-        return self.masters.get(docs)
+        return self.masters.get(docs, **how)
 
 
 def _rewrites_of(library, monkeypatch, page_text: str, other: str, eager: bool):

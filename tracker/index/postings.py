@@ -233,11 +233,19 @@ class HashPostings:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
         # One buffer, one view: concatenating many small structured arrays is slow.
         records = np.frombuffer(b"".join(found), dtype=self.record)
-        owner = np.repeat(lookup.buckets.astype(np.int64), sizes // self.record.itemsize)
-        keys = (owner << CHECK_BITS) | records["check"].astype(np.int64)
-        # ``wanted`` is sorted (np.unique): a binary search beats np.isin, which sorts both.
-        at = np.minimum(np.searchsorted(lookup.wanted, keys), len(lookup.wanted) - 1)
-        hit = lookup.wanted[at] == keys
+        counts = sizes // self.record.itemsize
+        if len(lookup.buckets) == len(lookup.wanted):
+            # one value a bucket (nearly always: the buckets outnumber a query's values), the
+            # k-th bucket's the k-th: a record is a hit when its check is that value's
+            at = np.repeat(np.arange(len(counts)), counts)
+            wanted_checks = (lookup.wanted & ((1 << CHECK_BITS) - 1)).astype(np.uint16)
+            hit = records["check"] == wanted_checks[at]
+        else:
+            owner = np.repeat(lookup.buckets.astype(np.int64), counts)
+            keys = (owner << CHECK_BITS) | records["check"].astype(np.int64)
+            # ``wanted`` is sorted (np.unique): a binary search beats np.isin, which sorts both.
+            at = np.minimum(np.searchsorted(lookup.wanted, keys), len(lookup.wanted) - 1)
+            hit = lookup.wanted[at] == keys
         at, docs = at[hit], doc_ids(records[hit])
         if not len(at):
             return docs, at

@@ -36,6 +36,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
+from functools import cached_property
 
 import numpy as np
 
@@ -93,9 +94,14 @@ class _LRU(OrderedDict):
 class CachedMaster:
     meta: dict  # the masters document without its text
     text: NormalizedText
-    shingles: Shingles  # of the tokens, for alignment
     # what other detectors derive from it once, while cached (its sentences: rewrites.py)
     derived: dict = field(default_factory=dict, compare=False, repr=False)
+
+    @cached_property
+    def shingles(self) -> Shingles:
+        """Of the tokens, for the verbatim alignment: made on first use (a master loaded for
+        the rewrite stage alone never reads them)."""
+        return Shingles.of(gram_hashes(self.text.tokens))
 
 
 class MasterCache:
@@ -109,25 +115,30 @@ class MasterCache:
         """The masters of ``docs`` not cached (to be loaded, e.g. ahead, with :meth:`load`)."""
         return [d for d in docs if d not in self._masters]
 
-    def load(self, docs: Sequence[int]) -> dict[int, CachedMaster]:
+    def load(self, docs: Sequence[int], shingled: bool = True) -> dict[int, CachedMaster]:
         """The masters ``docs`` that exist, fetched with one query and normalised, not cached
-        (:meth:`get` caches them): thread-safe, so it may run beside the caller's work."""
+        (:meth:`get` caches them): thread-safe, so it may run beside the caller's work.
+        ``shingled``: their shingles made now too (else on first use)."""
         found = {}
         for doc, master in self.store.by_ns(docs).items():
-            text = normalize(master.pop("text", ""))
-            found[doc] = CachedMaster(master, text, Shingles.of(gram_hashes(text.tokens)))
+            found[doc] = CachedMaster(master, normalize(master.pop("text", "")))
+            if shingled:
+                _ = found[doc].shingles
         return found
 
     def get(
-        self, docs: Sequence[int], loaded: dict[int, CachedMaster] | None = None
+        self,
+        docs: Sequence[int],
+        loaded: dict[int, CachedMaster] | None = None,
+        shingled: bool = True,
     ) -> dict[int, CachedMaster]:
         """The masters ``docs`` that exist: cached, in ``loaded`` (from :meth:`load`), or else
-        loaded now."""
+        loaded now (``shingled``: see :meth:`load`)."""
         found = {d: self._masters[d] for d in docs if d in self._masters}
         loaded = {d: master for d, master in (loaded or {}).items() if d not in found}
         missing = [d for d in docs if d not in found and d not in loaded]
         if missing:
-            loaded.update(self.load(missing))
+            loaded.update(self.load(missing, shingled))
         found.update(loaded)
         # Cached afterwards, the ones asked for last: caching a master must not evict another
         # one this call returns.

@@ -63,7 +63,7 @@ from tracker.matching.rewrite import (
     is_rewrite,
     own_pairs,
 )
-from tracker.matching.rewrite_bound import PageSide, most_pairs
+from tracker.matching.rewrite_bound import PageSide, most_pairs_of
 from tracker.text.normalize import NormalizedText
 
 if TYPE_CHECKING:
@@ -164,8 +164,9 @@ def pair_bounds(
 ) -> list[dict[int, int | None]]:
     """For each page, the most pairs each of its candidates but the verbatim ones could align
     (:func:`tracker.matching.rewrite_bound.most_pairs`, from the master's stored unit
-    sketch); None for a master without a sketch this code can read (no bound). Only the
-    masters that exist are named (one query for all their sketches; the cached ones read)."""
+    sketch; all of the batch's at once); None for a master without a sketch this code can
+    read (no bound). Only the masters that exist are named (one query for all their sketches;
+    the cached ones read)."""
     wanted = sorted(
         {d for docs, found in zip(chosen, skip, strict=True) for d in docs if d not in found}
     )
@@ -175,7 +176,9 @@ def pair_bounds(
     for doc, meta in stored.items():
         fresh = meta.get("version") == FINGERPRINT_VERSION
         sketches[doc] = unpack_units(meta.get("unit_sketch") if fresh else None, stamp)
-    bounds = []
+    bounds: list[dict[int, int | None]] = []
+    asked: list[tuple[dict[int, int | None], int]] = []  # where each bound goes
+    bounded: list[tuple[PageSide, np.ndarray, UnitSketch]] = []
     for units, docs, found, near, free in zip(page_units, chosen, skip, hits, opened, strict=True):
         mine: dict[int, int | None] = {}
         side = None
@@ -183,12 +186,15 @@ def pair_bounds(
             if doc in found or doc not in sketches:
                 continue  # a verbatim copy, or no such master
             sketch = sketches[doc]
-            if sketch is None:
-                mine[doc] = None
-                continue
-            side = side or PageSide.of(units)
-            mine[doc] = most_pairs(side, near_hits(near[doc], len(units), free), sketch)
+            mine[doc] = None
+            if sketch is not None:
+                side = side or PageSide.of(units)
+                asked.append((mine, doc))
+                bounded.append((side, near_hits(near[doc], len(units), free), sketch))
         bounds.append(mine)
+    # the batch's candidates bounded at once (one set of array operations)
+    for (mine, doc), most in zip(asked, most_pairs_of(bounded), strict=True):
+        mine[doc] = most
     return bounds
 
 
@@ -234,7 +240,7 @@ def find_rewrites(
             if could_pair(most, least_pairs(near[d]))
         }
     )
-    loaded = masters.get(first) if first else {}
+    loaded = masters.get(first, shingled=False) if first else {}  # no verbatim alignment
     return [
         rewrites_of(page, page_units, docs, verbatim, near, free, loaded, masters, most)
         for page, page_units, docs, verbatim, near, free, most in zip(
@@ -300,7 +306,7 @@ def rewrites_of(
         if d in verbatim
         or (d not in alignments and could_pair(bounds.get(d, 0), MIN_FRAGMENT_PAIRS))
     ]
-    theirs = masters.get(rest)
+    theirs = masters.get(rest, shingled=False)
     loaded = {**loaded, **theirs}
     sentences.update({d: master_sentences(m) for d, m in theirs.items()})
     alignments.update({d: align(d) for d in theirs})
