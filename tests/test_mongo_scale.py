@@ -1,10 +1,14 @@
 """MongoDB at scale: every index made at start (and only then), the write concern and read
-preference settings, and a replica set named in the URL (SecantusDB answers as a one-member
-replica set, so pymongo runs its replica-set topology against it)."""
+preference settings, and a replica set named in the URL (a SecantusDB started without
+``--standalone`` answers as a one-member replica set, so pymongo runs its replica-set topology
+against it; the embedded server is a standalone)."""
 
 from __future__ import annotations
 
 import json
+import socket
+import subprocess
+from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime
 
@@ -18,6 +22,7 @@ from pymongo.write_concern import WriteConcern
 from tracker.cli import main
 from tracker.config import ConfigError, Settings
 from tracker.servers import connect as servers_connect
+from tracker.servers import services
 from tracker.servers.runtime import Runtime
 from tracker.stores.evidence import CaptureStore
 from tracker.stores.indexes import INDEXES, ensure_indexes, key_of, missing_indexes
@@ -165,20 +170,45 @@ def test_bad_write_concern_or_read_preference_is_refused(monkeypatch, variable, 
     assert named in str(raised.value)
 
 
-def replica_set_url(settings: Settings, **options: str) -> str:
-    """The session server's URL naming its replica set (skips on a standalone server)."""
-    hello = Runtime(settings).mongo.admin.command("hello")
-    if not hello.get("setName"):
-        pytest.skip("the test server is a standalone, not a replica set member")
-    url = settings.mongo_url or ""
-    query = "&".join(f"{k}={v}" for k, v in {"replicaSet": hello["setName"], **options}.items())
-    return f"{url}{'&' if '?' in url else '/?'}{query}"
+@pytest.fixture(scope="module")
+def replica_set(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A SecantusDB of this module's own, as a one-member replica set; its URL."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    command = services._secantus_command(port, tmp_path_factory.mktemp("set"), auth=False)
+    command.remove("--standalone")
+    server = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"mongodb://127.0.0.1:{port}/"
+    try:
+        with pymongo.MongoClient(url, serverSelectionTimeoutMS=60_000) as client:
+            client.admin.command("ping")
+        yield url
+    finally:
+        server.terminate()
+        server.wait(30)
+
+
+def replica_set_url(url: str, **options: str) -> str:
+    """``url`` naming the replica set its server answers for, with ``options``."""
+    with pymongo.MongoClient(url, directConnection=True) as client:
+        name = client.admin.command("hello")["setName"]
+    query = "&".join(f"{k}={v}" for k, v in {"replicaSet": name, **options}.items())
+    return f"{url}?{query}"
+
+
+def test_the_embedded_server_keeps_no_oplog(runtime):
+    """The embedded SecantusDB runs standalone: nothing reads an oplog, and writing one
+    costs the server a quarter of its inserts' CPU (bench/secantus_oplog.py)."""
+    hello = runtime.mongo.admin.command("hello")
+    assert not hello.get("setName")
+    assert "oplog.rs" not in runtime.mongo["local"].list_collection_names()
 
 
 def test_a_replica_set_url_and_its_options_reach_every_collection(
-    runtime, settings, monkeypatch, capsys
+    replica_set, settings, monkeypatch, capsys
 ):
-    url = replica_set_url(settings, readPreference="secondaryPreferred", wTimeoutMS="5000")
+    url = replica_set_url(replica_set, readPreference="secondaryPreferred", wTimeoutMS="5000")
     on_set = Runtime(replace(settings, mongo_url=url))
     try:
         on_set.mongo.admin.command("ping")
@@ -209,10 +239,12 @@ def test_a_replica_set_url_and_its_options_reach_every_collection(
     assert [page["url"] for page in report["pages"]] == [url_page]
 
 
-def test_the_write_concern_setting_reaches_the_server(runtime, settings):
+def test_the_write_concern_setting_reaches_the_server(replica_set, settings):
     """A one-member set cannot acknowledge w=2: the server refuses, so the setting was sent."""
-    runtime.db  # noqa: B018  (the indexes exist: opening the database writes nothing more)
-    url = replica_set_url(settings, w="1")
+    url = replica_set_url(replica_set, w="1")
+    opened = Runtime(replace(settings, mongo_url=url))
+    opened.db  # noqa: B018  (the indexes exist: opening the database writes nothing more)
+    opened.close()
     strict = Runtime(replace(settings, mongo_url=url, mongo_write_concern="2"))
     try:
         assert strict.db["pages"].write_concern.document == {"w": 2}
@@ -223,9 +255,9 @@ def test_the_write_concern_setting_reaches_the_server(runtime, settings):
     assert Runtime(replace(settings, mongo_url=url)).db["x"].write_concern.document == {"w": 1}
 
 
-def test_a_wrong_replica_set_name_is_one_clear_error(settings, monkeypatch):
+def test_a_wrong_replica_set_name_is_one_clear_error(replica_set, settings, monkeypatch):
     monkeypatch.setattr(servers_connect, "SERVER_TIMEOUT_S", 0.5)
-    url = replica_set_url(settings).rsplit("replicaSet=", 1)[0] + "replicaSet=elsewhere"
+    url = replica_set_url(replica_set).rsplit("replicaSet=", 1)[0] + "replicaSet=elsewhere"
     with pytest.raises(servers_connect.ServerError) as raised:
         servers_connect.connect(replace(settings, mongo_url=url), redis=False)
     message = str(raised.value)
