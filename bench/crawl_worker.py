@@ -49,7 +49,13 @@ from tracker.config import Settings
 from tracker.matching.detector import Detector
 from tracker.matching.library import MasterLibrary
 from tracker.model import MasterDocument
-from tracker.reading.extract import ExtractedPage, PageContext, extract_pages
+from tracker.reading.extract import (
+    ExtractedPage,
+    ExtractionFailed,
+    PageContext,
+    extract_normalized,
+)
+from tracker.reading.locator import BodyLocators
 from tracker.servers import services
 from tracker.servers.runtime import Runtime
 from tracker.text.normalize import normalize
@@ -97,8 +103,16 @@ def batches(pages: list[Page]) -> Iterator[list[Page]]:
         yield pages[start : start + BATCH]
 
 
-def extract_batch(batch: list[Page]) -> list:
-    return extract_pages([(html, url, None, context) for url, html, context in batch])
+def extract_batch(batch: list[Page], locators: BodyLocators) -> list:
+    """:func:`~tracker.reading.extract.extract_pages` of a crawl (its default
+    ``extract_learned_body``), with ``locators`` of this run's own."""
+    results: list = []
+    for url, html, context in batch:
+        try:
+            results.append(extract_normalized(html, url, None, context, locators))
+        except Exception as exc:
+            results.append(ExtractionFailed(f"{type(exc).__name__}: {exc}"))
+    return results
 
 
 def check_batch(detector: Detector, extracted: list) -> list:
@@ -144,9 +158,9 @@ def page_digest(digest: hashlib._Hash, page: object, matches: object) -> None:
 
 def digest_of(detector: Detector, pages: list[Page]) -> dict[str, object]:
     """The SHA-256 of the pages' worker output, and how many pages matched a master."""
-    digest, matched = hashlib.sha256(), 0
+    digest, matched, locators = hashlib.sha256(), 0, BodyLocators()
     for batch in batches(pages):
-        extracted = extract_batch(batch)
+        extracted = extract_batch(batch, locators)
         for page, matches in zip(extracted, check_batch(detector, extracted), strict=True):
             page_digest(digest, page, matches)
             matched += bool(matches)
@@ -167,11 +181,11 @@ def time_passes(runtime: Runtime, pages: list[Page], passes: int) -> dict[str, f
     """The best pass's CPU milliseconds a page, for extraction and for the check."""
     best: dict[str, float] = {}
     for _ in range(passes):
-        detector = warmed_detector(runtime)
+        detector, locators = warmed_detector(runtime), BodyLocators()
         extract_cpu = check_cpu = 0.0
         for batch in batches(pages):
             start = time.process_time()
-            extracted = extract_batch(batch)
+            extracted = extract_batch(batch, locators)
             middle = time.process_time()
             check_batch(detector, extracted)
             extract_cpu += middle - start
