@@ -220,3 +220,42 @@ def test_votes_of_nothing_make_the_zero_fingerprint():
     assert votes_of_lines([]).fingerprint == 0
     assert Votes(np.zeros(64), 0.0).fingerprint == 0
     assert votes_of_lines(["的了"]).fingerprint == 0  # stop words only
+
+
+def test_lines_cut_in_one_call_give_the_words_of_each_line_cut_alone():
+    """votes_of_lines cuts the lines joined by line breaks in one call: jieba cuts at every
+    line break, so the votes must be exactly those of the lines cut one by one, whatever the
+    lines hold (Chinese, Latin letters and digits running into each other across a line
+    break, kana, punctuation, spaces, empty lines, a carriage return, a line break inside)."""
+    from tracker.fingerprints import simhash
+
+    rng = random.Random(4)
+    pieces = [
+        *prose(seed=3, chars=400).replace("\n", ""),
+        *"abcxyz0123456789",
+        "dianzi",
+        "2024",
+        "かなカナ",
+        "한국",
+        "，。！",
+        " ",
+        "\u3000",
+        "é",
+        "\U00020000",
+    ]
+    rare = ["", "\r", "a\nb", "\x00"]
+    fast = 0
+    for _ in range(400):
+        lines = [
+            "".join(rng.choices(pieces, k=rng.randint(0, 40))) for _ in range(rng.randint(1, 8))
+        ]
+        if rng.random() < 0.2:
+            lines.insert(rng.randrange(len(lines) + 1), rng.choice(rare))
+        fast += simhash._joined_words(lines) is not None
+        one_by_one = simhash.votes_segmented(["".join(lines)], [simhash.cut_lines(lines)])
+        votes = votes_of_lines(lines)
+        assert votes.ones.tolist() == one_by_one[0][0].tolist()
+        assert votes.total == one_by_one[1][0]
+    assert fast > 300  # the one call is the way taken, not the fallback
+    text = normalize(prose(seed=5, chars=3000))
+    assert simhash._joined_words(text.lines()) is not None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import html
+import random
 
 import lxml.html
 import pytest
@@ -26,7 +27,7 @@ from tracker.reading.webfont import (
     font_face_urls,
     glyph_table,
 )
-from tracker.text.normalize import normalize
+from tracker.text.normalize import boilerplate_mask, normalize
 
 # ------------------------------------------------------------------------------ visibility
 
@@ -356,3 +357,64 @@ def test_a_chapter_read_in_parts_is_one_text():
     assert all("".join(t.split()) in flat for t in texts)
     assert flat.index("".join(texts[1].split())) < flat.index("".join(texts[2].split()))
     assert whole.reading["parts"] == 3 and whole.title == "第一章 0"
+
+
+# ------------------------------------------------------------------------ ad lines, masked once
+
+
+def _ad_texts(seed: int, count: int) -> list[str]:
+    """Random texts of prose lines, whole ad lines, ads inside lines that stay, blank and
+    padded lines (an ad first or last as often as between)."""
+    from tracker.demo.site import ALL_ADS
+
+    prose_lines = [
+        *prose(seed, 600).splitlines(),
+        "  正文第二段，说的是往事。 ",
+        "第三段（原文）。",
+        "",
+    ]
+    inline = [
+        "他走了进来，看见窗外的雨，又想起许多往事（天才一秒记住本站地址）然后慢慢坐下。",
+        "文章里提到 www.example.cc 这个地址，可是正文还有很长很长的一段要说。",
+        "他走了（天才一秒记住本站地址：biquge.com）进来。",
+        "a",
+    ]
+    rng = random.Random(seed)
+    pool = [*prose_lines, *inline, *ALL_ADS]
+    return ["\n".join(rng.choices(pool, k=rng.randint(1, 12))) for _ in range(count)]
+
+
+def test_the_ad_mask_extraction_keeps_is_the_mask_of_its_text():
+    """Dropping ad lines hands normalisation the mask of the lines kept, so that the text is
+    not scanned again: it must be what a scan of the text finds, whichever lines went."""
+    for text in _ad_texts(11, 400):
+        kept, mask = extract_module._strip_ad_lines(text)
+        assert kept == extract_module.strip_boilerplate_lines(text)
+        assert mask.tolist() == boilerplate_mask(kept).tolist()
+
+
+def test_a_page_normalized_with_the_mask_of_extraction_is_as_normalized_afresh():
+    """extract_normalized (a crawl's worker) gives the normalised text that normalising the
+    extracted text gives, for pages read whole and in parts."""
+    rng = random.Random(5)
+    texts = _ad_texts(23, 60)
+
+    def page(k: int, text: str) -> str:
+        lines = "<br>".join(html.escape(line) for line in text.splitlines())
+        body = f"<div id=content>{lines}</div>"
+        return f"<html><head><title>第{k}章</title></head><body>{body}</body></html>"
+
+    for k in range(0, len(texts), 3):
+        parts = tuple(
+            (f"http://s.test/{k}_{j}.html", page(k, texts[k + j]))
+            for j in range(1, rng.randint(1, 3))
+            if k + j < len(texts)
+        )
+        for context in (None, PageContext(parts)):
+            read = extract_module.extract_normalized(
+                page(k, texts[k]), "http://s.test/1", None, context
+            )
+            afresh = normalize(read.extracted.text)
+            assert read.normalized.chars == afresh.chars
+            assert read.normalized.char_pos.tolist() == afresh.char_pos.tolist()
+            assert read.normalized.tokens.tolist() == afresh.tokens.tolist()

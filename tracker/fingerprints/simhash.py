@@ -350,9 +350,46 @@ def votes_normalized(text: NormalizedText) -> Votes:
 
 
 def votes_of_lines(lines: Sequence[str]) -> Votes:
-    """The :class:`Votes` of folded ``lines``' words, each line cut alone."""
-    ones, totals = votes_segmented(["".join(lines)], [cut_lines(lines)])
+    """The :class:`Votes` of folded ``lines``' words, each line cut alone.
+
+    The lines are cut in one call, joined by line breaks: jieba splits a text into blocks at
+    every character outside its word classes (a line break is one) and segments each block
+    alone, and a line break outside a block is a word of its own. So the words of the joined
+    lines are each line's words, with a ``"\n"`` between lines, left out here
+    (:func:`_joined_words`). Where that cannot be told apart (a line holding a line break or
+    a carriage return before one), the lines are cut one by one."""
+    found = _joined_words(lines)
+    if found is None:
+        ones, totals = votes_segmented(["".join(lines)], [cut_lines(lines)])
+    else:
+        codes, lengths = found
+        ones, totals = _vote_groups(codes, lengths, np.array([len(lengths)]))
     return Votes(ones[0], float(totals[0]))
+
+
+_SEPARATOR = "\x00"  # between the words joined to read their lengths; never in folded text
+
+
+def _joined_words(lines: Sequence[str]) -> tuple[np.ndarray, np.ndarray] | None:
+    """The code points and lengths of the words of ``lines``, cut in one call of the lines
+    joined by line breaks, without the line breaks between them; None when the words do not
+    give back the joined text with each line break a word of its own."""
+    text = "\n".join(lines)
+    if not lines or text.count("\n") != len(lines) - 1:
+        return None
+    words = _segmenter()(text)
+    # The words' lengths without a Python call per word: joined by a separator, read back.
+    codes = codepoints(_SEPARATOR.join(words))
+    at = np.flatnonzero(codes == ord(_SEPARATOR))
+    if len(at) != len(words) - 1 or len(codes) - len(at) != len(text):
+        return None
+    lengths = np.diff(at, prepend=-1, append=len(codes)) - 1
+    codes = np.delete(codes, at)
+    starts = np.cumsum(lengths) - lengths
+    breaks = (lengths == 1) & (codes[np.minimum(starts, len(codes) - 1)] == 10)
+    if np.count_nonzero(breaks) != len(lines) - 1:
+        return None
+    return codes[codes != 10], lengths[~breaks]
 
 
 @dataclass(frozen=True)

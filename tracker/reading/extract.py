@@ -168,11 +168,29 @@ def extract(
     ``reading`` counts what that took (``hidden``, ``pseudo``, ``pua``, ``pua_decoded``…).
     With ``locators`` (a crawl's), trafilatura's text may come from the site's learned body
     element instead (:mod:`tracker.reading.locator`)."""
+    return _extract(html, url, rules, context, locators)[0]
+
+
+#: The boilerplate mask of an extracted text (``boilerplate_mask(text)``), when extraction
+#: computed it while dropping the ad lines; None when it did not.
+AdMask = np.ndarray | None
+_NO_AD = np.zeros(1, dtype=bool)
+
+
+def _extract(
+    html: str,
+    url: str | None,
+    rules: ExtractionRules | None,
+    context: PageContext | None,
+    locators: BodyLocators | None,
+) -> tuple[Extracted, AdMask]:
+    """:func:`extract`, and the boilerplate mask of its text (normalising the text, the
+    crawl's next step, takes it rather than scan the text again)."""
     html = _CLOSING_TAGS.sub("", html[:MAX_HTML_CHARS])
     try:
         selector = Selector(text=html, type="html")  # an empty page is an empty document
     except (ValueError, lxml.etree.ParserError):
-        return Extracted("", "", "none")
+        return Extracted("", "", "none"), np.zeros(0, dtype=bool)
     context = context or PageContext()
     visibility = show_visible(selector.root, context.stylesheets, url)
     reading = visibility.counts()
@@ -197,11 +215,13 @@ def extract(
 
     located = False
 
-    def done(text: str, extractor: str) -> Extracted:
+    def done(stripped: tuple[str, AdMask], extractor: str) -> tuple[Extracted, AdMask]:
+        text, mask = stripped
         prose, links = prose_and_link_chars(text, grams)
-        return Extracted(
+        extracted = Extracted(
             text, title[:200], extractor, chapter[:200], metadata, prose, links, reading, located
         )
+        return extracted, mask
 
     if rules:
         for expr in rules.remove:
@@ -210,44 +230,45 @@ def extract(
         for kind, expr in (("css", rules.css), ("xpath", rules.xpath)):
             if expr:
                 found = selector.css(expr) if kind == "css" else selector.xpath(expr)
-                text = strip_boilerplate_lines(
+                stripped = _strip_ad_lines(
                     "\n".join(element_text(s.root) for s in found if hasattr(s.root, "iter"))
                 )
-                if text:
-                    return done(text, kind)
+                if stripped[0]:
+                    return done(stripped, kind)
         if rules.remove:
             html = selector.get()
     for platform, expr in _PLATFORM_BODIES:
         found = selector.xpath(expr)
         if found:
-            text = strip_boilerplate_lines("\n".join(element_text(s.root) for s in found))
-            if len(text) >= MIN_TEXT_CHARS:
-                return done(text, platform)
+            stripped = _strip_ad_lines("\n".join(element_text(s.root) for s in found))
+            if len(stripped[0]) >= MIN_TEXT_CHARS:
+                return done(stripped, platform)
     forum = platform_posts(selector.root, html)
     if forum is not None:
-        text = strip_boilerplate_lines(posts_text(forum[1], element_text))
-        if len(text) >= MIN_TEXT_CHARS:
+        stripped = _strip_ad_lines(posts_text(forum[1], element_text))
+        if len(stripped[0]) >= MIN_TEXT_CHARS:
             reading["posts"] = len(forum[1])
-            return done(text, forum[0])
+            return done(stripped, forum[0])
     if locators is not None and url:
         text, located = locators.read(
             site_key(url), selector.root, lambda: trafilatura_text(html, url), element_text
         )
     else:
         text = trafilatura_text(html, url)
-    text = strip_boilerplate_lines(text)
+    stripped = _strip_ad_lines(text)
+    text = stripped[0]
     posts = repeated_posts(selector.root) if text else []
     if posts:  # trafilatura may have kept one post of a thread
         joined = with_posts(text, strip_boilerplate_lines(posts_text(posts, element_text)))
         if joined is not None:
             reading["posts"] = len(posts)
-            return done(joined, "posts")
+            return done((joined, None), "posts")
     if len(text) >= MIN_TEXT_CHARS:
-        return done(text, "trafilatura")
-    fallback = strip_boilerplate_lines(_fallback_text(selector))
-    if len(fallback) > len(text):
+        return done(stripped, "trafilatura")
+    fallback = _strip_ad_lines(_fallback_text(selector))
+    if len(fallback[0]) > len(text):
         return done(fallback, "fallback")
-    return done(text, "trafilatura" if text else "none")
+    return done(stripped, "trafilatura" if text else "none")
 
 
 def trafilatura_text(html: str, url: str | None) -> str:
@@ -297,19 +318,38 @@ def read_document(
     """:func:`extract` of a page and of its further parts (``context.parts``), their texts
     joined in order (title, chapter title and metadata are the first page's); ``reading``
     adds up what each page's extraction counted, and ``parts``: the pages read."""
-    first = extract(html, url, rules, context, locators)
+    return _read_document(html, url, rules, context, locators)[0]
+
+
+def _read_document(
+    html: str,
+    url: str | None,
+    rules: ExtractionRules | None,
+    context: PageContext | None,
+    locators: BodyLocators | None,
+) -> tuple[Extracted, AdMask]:
+    """:func:`read_document`, and the boilerplate mask of its text: the parts' masks joined
+    as their texts are (the mask is line by line), when every part's is known."""
+    first, mask = _extract(html, url, rules, context, locators)
     if context is None or not context.parts:
-        return first
+        return first, mask
     counts: Counter[str] = Counter(first.reading)
     texts, prose, links = [first.text], first.prose_chars, first.link_chars
+    masks = [mask]
     for part_url, part_html in context.parts:
-        part = extract(part_html, part_url, rules, context, locators)
+        part, mask = _extract(part_html, part_url, rules, context, locators)
         counts.update(part.reading)
         texts.append(part.text)
+        masks.append(mask)
         prose, links = prose + part.prose_chars, links + part.link_chars
     counts["parts"] = 1 + len(context.parts)
     text = "\n".join(t for t in texts if t)
-    return replace(first, text=text, prose_chars=prose, link_chars=links, reading=dict(counts))
+    joined = None
+    if all(m is not None for m in masks):  # a False for each line break between parts
+        pieces = [x for t, m in zip(texts, masks, strict=True) if t for x in (_NO_AD, m)]
+        joined = np.concatenate(pieces[1:]) if pieces else _NO_AD[:0]
+    extracted = replace(first, text=text, prose_chars=prose, link_chars=links, reading=dict(counts))
+    return extracted, joined
 
 
 def extract_normalized(
@@ -324,8 +364,8 @@ def extract_normalized(
     (the arrays cost less to send back than to compute there, and the crawl process's threads
     share one GIL). When the site's boilerplate lines are dropped from the text later
     (:mod:`pipelines.boilerplate`), their votes are taken from these."""
-    extracted = read_document(html, url, rules, context, locators)
-    normalized = normalize(extracted.text)
+    extracted, ad_mask = _read_document(html, url, rules, context, locators)
+    normalized = normalize(extracted.text, boilerplate=ad_mask)
     return ExtractedPage(
         extracted, normalized, votes_normalized(normalized), content_hash(extracted.text)
     )
@@ -501,11 +541,17 @@ def prose_and_link_chars(text: str, grams: set[str]) -> tuple[int, int]:
 
 def strip_boilerplate_lines(text: str) -> str:
     """``text`` without lines that are mostly pirate ads, watermarks or site URLs."""
+    return _strip_ad_lines(text)[0]
+
+
+def _strip_ad_lines(text: str) -> tuple[str, np.ndarray]:
+    """:func:`strip_boilerplate_lines`, and the boilerplate mask of the text it returns: the
+    masks of the lines it keeps (the mask is line by line: :func:`boilerplate_mask`)."""
     lines = [line for raw in text.splitlines() if (line := raw.strip())]
     joined = "\n".join(lines)
     mask = boilerplate_mask(joined)  # line by line: no pattern crosses a line break
     if not mask.any():
-        return joined
+        return joined, mask
     # Only the lines holding a masked character are looked at, character by character.
     starts = np.cumsum([0] + [len(line) + 1 for line in lines[:-1]])
     touched = np.unique(np.searchsorted(starts, np.flatnonzero(mask), side="right") - 1)
@@ -519,7 +565,15 @@ def strip_boilerplate_lines(text: str) -> str:
         )
         if visible and hidden >= 0.6 * visible:
             dropped.add(k)
-    return "\n".join(line for k, line in enumerate(lines) if k not in dropped)
+    if not dropped:
+        return joined, mask
+    text = "\n".join(line for k, line in enumerate(lines) if k not in dropped)
+    kept = np.ones(len(joined), dtype=bool)  # the characters of ``joined`` left in ``text``
+    for k in dropped:  # a line dropped goes with the line break after it
+        kept[int(starts[k]) : int(starts[k]) + len(lines[k]) + 1] = False
+    if len(lines) - 1 in dropped and len(text):  # and the last line kept loses its own
+        kept[np.flatnonzero(kept)[-1]] = False
+    return text, mask[kept]
 
 
 def element_text(element: Any) -> str:

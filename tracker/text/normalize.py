@@ -115,6 +115,11 @@ def boilerplate_mask(text: str) -> np.ndarray:
     paragraphs carrying a bracketed ad) are dropped whole. Most texts carry none: vector tests
     on the code points (a bracket, a dot, the first two characters of a phrase) decide which
     regular expressions need to run at all.
+
+    The mask is line by line: no pattern crosses a line break (the character classes leave
+    it out, and an ad line is bounded by line breaks), and a line break is never masked. So
+    the mask of some of a text's lines, joined by line breaks, is their masks joined
+    (:func:`tracker.reading.extract.strip_boilerplate_lines` keeps it for the lines it keeps).
     """
     mask = np.zeros(len(text), dtype=bool)
     if len(text) < 2:
@@ -220,16 +225,21 @@ def codepoints(text: str) -> np.ndarray:
 
 
 def normalize(
-    text: str, strip_boilerplate: bool = True, drop: np.ndarray | None = None
+    text: str,
+    strip_boilerplate: bool = True,
+    drop: np.ndarray | None = None,
+    boilerplate: np.ndarray | None = None,
 ) -> NormalizedText:
     """Fold ``text`` for matching; ``drop`` masks further characters (e.g. a site's own
-    boilerplate lines, :mod:`tracker.text.site_boilerplate`) without changing any offset."""
+    boilerplate lines, :mod:`tracker.text.site_boilerplate`) without changing any offset.
+    ``boilerplate`` is ``boilerplate_mask(text)`` when the caller has it already (extraction
+    computes it to drop ad lines): the text is not scanned again."""
     cps = codepoints(text)
     fold = tables.fold_table()
     folded = fold[np.minimum(cps, tables.TABLE_SIZE - 1)]
     folded[cps >= tables.TABLE_SIZE] = 0
     if strip_boilerplate:
-        folded[boilerplate_mask(text)] = 0
+        folded[boilerplate_mask(text) if boilerplate is None else boilerplate] = 0
     if drop is not None:
         folded[drop[: len(folded)]] = 0
     char_pos = np.flatnonzero(folded).astype(np.int32)
