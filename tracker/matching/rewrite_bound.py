@@ -335,10 +335,7 @@ def _marked(at: np.ndarray, length: int) -> np.ndarray:
 
 def _cells(cells: int, *marked: np.ndarray) -> np.ndarray:
     """The cells of any of ``marked``, sorted and distinct."""
-    mask = np.zeros(cells, dtype=bool)
-    for at in marked:
-        mask[at] = True
-    return np.flatnonzero(mask)
+    return np.flatnonzero(_marked(np.concatenate(marked), cells))
 
 
 def _offsets(counts: np.ndarray) -> np.ndarray:
