@@ -14,7 +14,6 @@ a screenshot (:mod:`tracker.enforcement.screenshots`).
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import uuid
 from datetime import UTC, datetime
@@ -124,10 +123,8 @@ def capture_pages(crawler: Crawler, items: list[PageItem], tallies: list[Tally])
             tallies[k].inc("tracker/evidence/without_exchange")
     if not pages:
         return []
-    # each body hashed once: for the WARC payload digest and the capture document
-    digests = {k: [hashlib.sha256(e.body).digest() for e in pages[k]] for k in pages}
     try:
-        refs = kept.writer.write(list(pages.values()), list(digests.values()))
+        refs = kept.writer.write(list(pages.values()))
     except OSError as exc:
         log.error("could not write the evidence of %d page(s): %s", len(pages), exc)
         for k in pages:
@@ -143,7 +140,6 @@ def capture_pages(crawler: Crawler, items: list[PageItem], tallies: list[Tally])
             exchanges,
             records,
             now,
-            digests[k],
         )
         for (k, exchanges), records in zip(pages.items(), refs, strict=True)
     }

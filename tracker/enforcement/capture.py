@@ -26,7 +26,7 @@ from __future__ import annotations
 import hashlib
 import time
 import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -51,11 +51,21 @@ class Exchange:
     at: float  # seconds since the epoch, when the response was received
     ip: str | None = None
     protocol: str = "HTTP/1.1"
+    # the body's SHA-256, once it is asked for: the WARC record and the capture document both
+    # want it, and a chapter's body is hashed once (not a field of the exchange as data)
+    _digest: bytes | None = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def digest(self) -> bytes:
+        """SHA-256 of the body as served (the WARC record's payload), computed once."""
+        if self._digest is None:
+            object.__setattr__(self, "_digest", hashlib.sha256(self.body).digest())
+        return self._digest  # type: ignore[return-value]
 
     @property
     def sha256(self) -> str:
-        """SHA-256 of the body as served (the WARC record's payload), hex."""
-        return hashlib.sha256(self.body).hexdigest()
+        """:attr:`digest` in hex."""
+        return self.digest.hex()
 
     @property
     def user_agent(self) -> str:
@@ -105,7 +115,7 @@ def keep_exchange(request: Any, exchange: Exchange) -> None:
 def exchange_data(exchange: Exchange) -> dict[str, Any]:
     """``exchange`` as plain data (a request's meta, which a distributed crawl queues as JSON:
     :mod:`tracker.crawling.request_codec`); :func:`exchange_from_data` makes it again."""
-    return {name: getattr(exchange, name) for name in Exchange.__slots__}
+    return {f.name: getattr(exchange, f.name) for f in fields(Exchange) if f.init}
 
 
 def exchange_from_data(data: dict[str, Any]) -> Exchange:
@@ -148,11 +158,11 @@ def mask_url(url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
 
 
-def payload_digest(exchanges: list[Exchange], digests: list[bytes] | None = None) -> str:
+def payload_digest(exchanges: list[Exchange]) -> str:
     """The SHA-256 stored with a page's matches: of its body as served, or of its parts' bodies
-    one after the other, hex (``digests``: each body's, when known already)."""
+    one after the other, hex."""
     if len(exchanges) == 1:
-        return digests[0].hex() if digests else exchanges[0].sha256
+        return exchanges[0].sha256
     digest = hashlib.sha256()
     for exchange in exchanges:
         digest.update(exchange.body)
@@ -167,11 +177,9 @@ def capture_document(
     exchanges: list[Exchange],
     records: list[Any],
     stored_at: Any,
-    digests: list[bytes] | None = None,
 ) -> dict[str, Any]:
     """The ``captures`` document of a matched page (see :mod:`tracker.stores.evidence`):
-    ``records`` holds the page's WARC record references, response then request per part;
-    ``digests`` the SHA-256 of each part's body, when known already."""
+    ``records`` holds the page's WARC record references, response then request per part."""
     import tracker
     from tracker.model import site_of
 
@@ -184,7 +192,7 @@ def capture_document(
                 "at": _moment(exchange.at),
                 "ip": exchange.ip,
                 "user_agent": exchange.user_agent,
-                "sha256": digests[k].hex() if digests else exchange.sha256,
+                "sha256": exchange.sha256,
                 "length": len(exchange.body),
                 "request_headers": headers_dict(exchange.request_headers),
                 "response_headers": headers_dict(exchange.response_headers),
@@ -200,7 +208,7 @@ def capture_document(
         "stored_at": stored_at,
         "status": first.status,
         "content_hash": content_hash or "",
-        "payload_sha256": payload_digest(exchanges, digests),
+        "payload_sha256": payload_digest(exchanges),
         "parts": parts,
         "matches": [
             {

@@ -112,7 +112,7 @@ class _Records:
 
 
 def _add_exchange(
-    records: _Records, exchange: Exchange, digest: bytes | None
+    records: _Records, exchange: Exchange
 ) -> tuple[tuple[int, int], tuple[int, int], str, str]:
     """Write ``exchange``'s response and request records; their spans and ids."""
     writer = records.writer
@@ -125,11 +125,14 @@ def _add_exchange(
     if exchange.ip:
         warc_headers["WARC-IP-Address"] = exchange.ip
     response_id = StatusAndHeadersParser.make_warc_id()
-    # The headers in the order warcio writes them; the payload digest given, when known, so
-    # the body is not hashed for it again.
-    own = {"WARC-Type": "response", "WARC-Record-ID": response_id, "WARC-Target-URI": uri}
-    if digest is not None:
-        own["WARC-Payload-Digest"] = _base32(digest)
+    # The headers in the order warcio writes them; the payload digest the exchange's own
+    # (computed once, and read again for the capture document), not warcio's second hash.
+    own = {
+        "WARC-Type": "response",
+        "WARC-Record-ID": response_id,
+        "WARC-Target-URI": uri,
+        "WARC-Payload-Digest": _base32(exchange.digest),
+    }
     response = writer.create_warc_record(
         uri,
         "response",
@@ -194,19 +197,10 @@ class EvidenceWriter:
         self.records = 0
         self.bytes = 0
 
-    def write(
-        self, pages: list[list[Exchange]], digests: list[list[bytes]] | None = None
-    ) -> list[list[RecordRef]]:
-        """Append the records of ``pages`` (each a list of exchanges), synced to disk;
-        ``digests``: the SHA-256 of each exchange's body, when known already."""
+    def write(self, pages: list[list[Exchange]]) -> list[list[RecordRef]]:
+        """Append the records of ``pages`` (each a list of exchanges), synced to disk."""
         records = _Records()
-        built = [
-            [
-                _add_exchange(records, exchange, digests[p][k] if digests else None)
-                for k, exchange in enumerate(page)
-            ]
-            for p, page in enumerate(pages)
-        ]
+        built = [[_add_exchange(records, exchange) for exchange in page] for page in pages]
         data = records.buffer.getvalue()
         with self._lock:
             self._open(self.clock().strftime("%Y-%m-%d"))
