@@ -201,7 +201,8 @@ def markdown(result: dict, by_kind: dict[str, list[dict]]) -> str:
         lines.append(f"| {label} | {len(rows)} | " + " | ".join(cells) + " |")
     lines += [
         "",
-        "| measure | copies min/med/max | innocents min/med/max | AUC | innocents below every copy |",
+        "| measure | copies min/med/max | innocents min/med/max | AUC "
+        "| innocents below every copy |",
         "|---|---|---|---|---|",
     ]
     for m, s in result["summary"].items():
