@@ -20,13 +20,26 @@ accepts (copies found, innocents flagged), these measures of the alignment:
   word, which proves no copy;
 * ``wording unquoted``: ``wording`` over the pairs that are not such quote pairs;
 * ``unquoted coverage``: of the master's characters outside mostly quoted units, the share
-  aligned outside quote pairs.
+  aligned outside quote pairs;
+* ``new anchors``, ``new anchor share``: the page's anchors (names, places, numbers) from
+  its first aligned unit to its last that the master lacks, and their share of its anchors
+  there (a report's own facts);
+* ``passage share``, ``passage pairs share``: of the aligned master characters, and of the
+  pairs, the part in the longest passage (:func:`tracker.matching.rewrite.passage`).
+
+And over the alignments whose pairs lie apart on the page (not one passage:
+:func:`tracker.matching.rewrite.is_scattered`, and not a passage by
+:func:`tracker.matching.rewrite.is_passage`), the copies' least wording against the
+innocents' (what ``MIN_SCATTERED_WORDING`` was set on). The alignment is the detector's:
+:func:`bench.rewrites_diagnose.step`, quotations repeated word for word taken out
+(:mod:`tracker.matching.quotations`) since that rule was made.
 
 Per measure: each kind's range, and over the found copies against the flagged innocents the
 AUC (the chance a copy scores above an innocent), and how many innocents lie below every copy
 (what a floor would reject without losing one).
 
-    python -m bench.rewrites_reports          # ~1 min of CPU, no servers
+    python -m bench.rewrites_reports          # ~30 s of CPU, no servers
+    python -m bench.rewrites_reports --main --out bench/results/rewrites-reports-main.json
 
 Writes ``bench/results/rewrites-reports.json`` and ``.md``.
 """
@@ -52,7 +65,12 @@ from bench.rewrites_diagnose import cases, step  # noqa: E402
 from bench.rewrites_separation import tool_copies  # noqa: E402
 from tests import rewrites_hand as hand  # noqa: E402
 from tracker.fingerprints.sentences import Sentences, sentences_of  # noqa: E402
-from tracker.matching.rewrite import RewriteAlignment, wording  # noqa: E402
+from tracker.matching.rewrite import (  # noqa: E402
+    RewriteAlignment,
+    is_passage,
+    is_scattered,
+    wording,
+)
 from tracker.text.normalize import NormalizedText, normalize  # noqa: E402
 
 QUOTES = re.compile(r"“[^”]*”|「[^」]*」|『[^』]*』|\"[^\"]*\"")
@@ -136,7 +154,18 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--windows", type=int, default=5, help="partial windows per chapter share")
     p.add_argument("--out", type=Path, default=RESULTS / "rewrites-reports.json")
+    p.add_argument(
+        "--main",
+        action="store_true",
+        help="main's decision: neither the quotations rule nor the scattered floor",
+    )
     args = p.parse_args(argv)
+    if args.main:
+        import bench.rewrites_diagnose as diagnose
+        import tracker.matching.rewrite as rewrite
+
+        diagnose.without_quotations = lambda alignment, *_: alignment
+        rewrite.MIN_SCATTERED_WORDING = 0.0
     events = hand.events()
     tools = tool_copies()  # the set's news and chapters
     tools += [
@@ -148,7 +177,11 @@ def main(argv: list[str] | None = None) -> int:
         name, _, a = step(page, master)
         if name != "ok":
             continue
-        rows.append({"kind": kind, "id": key, "copy": copy, **measures(page, master, a)})
+        scattered = is_scattered(a) and not is_passage(a)
+        rows.append(
+            {"kind": kind, "id": key, "copy": copy, "scattered": scattered}
+            | measures(page, master, a)
+        )
     by_kind: dict[str, list[dict]] = defaultdict(list)
     for row in rows:
         by_kind[row["kind"]].append(row)
@@ -163,11 +196,16 @@ def main(argv: list[str] | None = None) -> int:
             "auc": auc(cs, ins),
             "below_every_copy": sum(x < min(cs) for x in ins),
         }
+    apart = {
+        "copies": sorted(r["wording"] for r in copies if r["scattered"])[:5],
+        "innocents": sorted(r["wording"] for r in innocents if r["scattered"]),
+    }
     result = {
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "copies": len(copies),
         "innocents": len(innocents),
         "summary": summary,
+        "apart": apart,
         "rows": rows,
     }
     write_result(args.out, result, markdown(result, by_kind))
@@ -209,6 +247,16 @@ def markdown(result: dict, by_kind: dict[str, list[dict]]) -> str:
         c = "/".join(f"{x:.2f}" for x in s["copies"])
         i = "/".join(f"{x:.2f}" for x in s["innocents"]) if s["innocents"] else "–"
         lines.append(f"| {m} | {c} | {i} | {s['auc']:.2f} | {s['below_every_copy']} |")
+    apart = result["apart"]
+    least = apart["copies"][0] if apart["copies"] else float("nan")
+    lines += [
+        "",
+        "Pairs apart on the page (not one passage, not a passage by the rule): the copies' "
+        f"lowest wording {', '.join(f'{x:.3f}' for x in apart['copies'])}; "
+        f"{len(apart['innocents'])} innocents, {sum(x < least for x in apart['innocents'])} "
+        f"of them below every such copy (wording "
+        f"{', '.join(f'{x:.2f}' for x in apart['innocents'])}).",
+    ]
     return "\n".join(lines) + "\n"
 
 
