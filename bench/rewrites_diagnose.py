@@ -47,7 +47,6 @@ from tracker.fingerprints.sentences import (  # noqa: E402
     sentences_of,
 )
 from tracker.matching import rewrite as rw  # noqa: E402
-from tracker.matching.quotations import without_quotations  # noqa: E402
 from tracker.matching.rewrites import MIN_VOTES, local_votes, near_hits  # noqa: E402
 from tracker.text.normalize import normalize  # noqa: E402
 
@@ -63,8 +62,7 @@ def step(page_text: str, master_text: str) -> tuple[str, int, rw.RewriteAlignmen
     hits = units[np.isin(keys, filed)]
     votes = local_votes(hits)
     among = near_hits(np.sort(hits), len(page.units)) if len(hits) else None
-    pn, mn = normalize(page_text), normalize(master_text)
-    a = without_quotations(rw.align_sentences(page, master, among), pn, page, mn, master)
+    a = rw.align_sentences(page, master, among)
     a = replace(a, page_total=sum(u.chars for u in page.units))
     if votes < MIN_VOTES:
         return "no-candidate", votes, a

@@ -27,19 +27,17 @@ accepts (copies found, innocents flagged), these measures of the alignment:
 * ``passage share``, ``passage pairs share``: of the aligned master characters, and of the
   pairs, the part in the longest passage (:func:`tracker.matching.rewrite.passage`).
 
-And over the alignments whose pairs lie apart on the page (not one passage:
-:func:`tracker.matching.rewrite.is_scattered`, and not a passage by
+And over the alignments whose pairs lie apart on the page (not all in the longest passage,
+:func:`tracker.matching.rewrite.passage`, and not a passage by
 :func:`tracker.matching.rewrite.is_passage`), the copies' least wording against the
-innocents' (what ``MIN_SCATTERED_WORDING`` was set on). The alignment is the detector's:
-:func:`bench.rewrites_diagnose.step`, quotations repeated word for word taken out
-(:mod:`tracker.matching.quotations`) since that rule was made.
+innocents': the rule "pairs apart keep 0.66 of the wording" was measured on it
+(``bench/results/rewrites-precision-h48.md``).
 
 Per measure: each kind's range, and over the found copies against the flagged innocents the
 AUC (the chance a copy scores above an innocent), and how many innocents lie below every copy
 (what a floor would reject without losing one).
 
     python -m bench.rewrites_reports          # ~30 s of CPU, no servers
-    python -m bench.rewrites_reports --main --out bench/results/rewrites-reports-main.json
 
 Writes ``bench/results/rewrites-reports.json`` and ``.md``.
 """
@@ -47,7 +45,6 @@ Writes ``bench/results/rewrites-reports.json`` and ``.md``.
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from collections import defaultdict
 from datetime import UTC, datetime
@@ -62,18 +59,12 @@ if str(ROOT) not in sys.path:
 from bench.output import write_result  # noqa: E402
 from bench.rewrites import RESULTS  # noqa: E402
 from bench.rewrites_diagnose import cases, step  # noqa: E402
-from bench.rewrites_separation import tool_copies  # noqa: E402
+from bench.rewrites_separation import QUOTES, auc, tool_copies  # noqa: E402
 from tests import rewrites_hand as hand  # noqa: E402
 from tracker.fingerprints.sentences import Sentences, sentences_of  # noqa: E402
-from tracker.matching.rewrite import (  # noqa: E402
-    RewriteAlignment,
-    is_passage,
-    is_scattered,
-    wording,
-)
+from tracker.matching.rewrite import RewriteAlignment, is_passage, wording  # noqa: E402
 from tracker.text.normalize import NormalizedText, normalize  # noqa: E402
 
-QUOTES = re.compile(r"“[^”]*”|「[^」]*」|『[^』]*』|\"[^\"]*\"")
 MEASURES = (
     "wording",
     "density",
@@ -143,29 +134,11 @@ def measures(page_text: str, master_text: str, a: RewriteAlignment) -> dict[str,
     }
 
 
-def auc(copies: list[float], innocents: list[float]) -> float:
-    if not copies or not innocents:
-        return float("nan")
-    c, i = np.array(copies)[:, None], np.array(innocents)[None, :]
-    return float(((c > i).sum() + 0.5 * (c == i).sum()) / (len(copies) * len(innocents)))
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--windows", type=int, default=5, help="partial windows per chapter share")
     p.add_argument("--out", type=Path, default=RESULTS / "rewrites-reports.json")
-    p.add_argument(
-        "--main",
-        action="store_true",
-        help="main's decision: neither the quotations rule nor the scattered floor",
-    )
     args = p.parse_args(argv)
-    if args.main:
-        import bench.rewrites_diagnose as diagnose
-        import tracker.matching.rewrite as rewrite
-
-        diagnose.without_quotations = lambda alignment, *_: alignment
-        rewrite.MIN_SCATTERED_WORDING = 0.0
     events = hand.events()
     tools = tool_copies()  # the set's news and chapters
     tools += [
@@ -177,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         name, _, a = step(page, master)
         if name != "ok":
             continue
-        scattered = is_scattered(a) and not is_passage(a)
+        scattered = a.passage_pairs < len(a.pairs) and not is_passage(a)
         rows.append(
             {"kind": kind, "id": key, "copy": copy, "scattered": scattered}
             | measures(page, master, a)

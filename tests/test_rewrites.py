@@ -578,25 +578,21 @@ def test_independent_reports_of_the_same_event_are_not_flagged(hand_results):
     assert flagged == []
 
 
-OWN_REPORTS_AS_REWRITES_AT_MOST = 8  # of 88 forms: see the test
-
-
-def test_independent_reports_of_longer_news_events_are_rarely_taken_for_rewrites(hand_results):
-    """The reports of events.txt (the master's facts, names, numbers and quotations, among
-    scenes and people of their own), as written, rewritten by the tools, in a page: main took
-    25 of their 88 forms for rewrites, 13 of the 22 as written. Pairs that lie apart on the
-    page must keep more of the master's wording, and quotations repeated word for word are
-    no evidence (tests/test_rewrite_reports.py); 8 forms of 5 reports pass still (05 and
-    11 retell a paragraph in the master's order). Two more (19, 22) share sentences word for
-    word, and the verbatim detector reports them."""
+@pytest.mark.xfail(
+    strict=True,
+    reason="independent reports of longer news events (events.txt) share the master's facts, "
+    "numbers and quotations, and 25 of their 88 forms align as rewrites: see "
+    "bench/results/rewrites-precision-h48.md for the rules measured and why none shipped",
+)
+def test_independent_reports_of_longer_news_events_are_not_taken_for_rewrites(hand_results):
+    """The reports of events.txt, as written, rewritten by the tools, in a page."""
     rows = [
         (c, ms)
         for c, ms in zip(HAND_CASES, hand_results, strict=True)
         if c.kind.startswith(rewrites_hand.OWN_REPORTS)
     ]
-    as_rewrites = [c.kind for c, ms in rows if any(m.method == "rewrite" for m in ms)]
     assert len(rows) == 88
-    assert len(as_rewrites) <= OWN_REPORTS_AS_REWRITES_AT_MOST, as_rewrites
+    assert [c.kind for c, ms in rows if any(m.method == "rewrite" for m in ms)] == []
 
 
 # stories from the same release as a master: told in its order (wire, close), or from their own

@@ -75,9 +75,6 @@ MIN_PAGE_SHARE = 0.3  # of the page, that a short master's rewrite must make (se
 # Of the aligned master units' words that are no anchor, the share (by IDF weight) a rewrite
 # keeps (see wording): set on the same-release stories of tests/rewrites_hand.py.
 MIN_WORDING = 0.52
-# An alignment whose pairs are not one passage of the page (see is_rewrite) keeps this much
-# wording at least: set on the independent reports of events.txt (tests/rewrites_hand.py).
-MIN_SCATTERED_WORDING = 0.66
 
 
 @dataclass(frozen=True)
@@ -527,8 +524,7 @@ def is_rewrite(alignment: RewriteAlignment) -> bool:
     """Whether the aligned sentences prove a rewritten copy: a share of the master rewritten
     as one passage of the page (:func:`is_passage`); a share of the master long enough
     (``MIN_PARTIAL_CHARS``) that it cannot be a few quoted or stock sentences; or, of a short
-    master, most of it, making ``MIN_PAGE_SHARE`` of the page. Pairs that lie apart on the
-    page (:func:`is_scattered`) must keep ``MIN_SCATTERED_WORDING`` of the master's wording.
+    master, most of it, making ``MIN_PAGE_SHARE`` of the page.
 
     The page's share is asked of short evidence because chance grows with the page: each
     page sentence is one more draw at a seed, so a long page on the master's subject (the
@@ -540,8 +536,6 @@ def is_rewrite(alignment: RewriteAlignment) -> bool:
         return False  # too little evidence; or the facts retold in other words
     if is_passage(alignment):
         return True
-    if is_scattered(alignment) and alignment.wording < MIN_SCATTERED_WORDING:
-        return False  # shared facts between sentences of the page's own: another report
     if not alignment.anchored and (
         alignment.conflicts or alignment.anchored_units >= MIN_ANCHORED_UNITS
     ):
@@ -551,19 +545,6 @@ def is_rewrite(alignment: RewriteAlignment) -> bool:
     if alignment.master_chars >= MIN_PARTIAL_CHARS:
         return alignment.coverage >= MIN_PARTIAL_SHARE
     return alignment.coverage >= MOST_OF_THE_MASTER and alignment.page_share >= MIN_PAGE_SHARE
-
-
-def is_scattered(alignment: RewriteAlignment) -> bool:
-    """Whether the aligned pairs lie apart on the page, not in one passage (:func:`passage`):
-    sentences of the page's own between them. A rewriter retells the master in one run,
-    a sentence of their own added here and there; an independent report of the same event
-    tells its own scenes, people and background between the facts it shares with the master
-    (its names, numbers and the words bound to them, and quotations repeated word for word),
-    which align as a rewrite would. On the development set, the copies found whose pairs
-    lie apart keep 0.70 of the master's wording and more (the tools' copies, with sentences
-    of their own added), the rewrites by hand lie in one passage, and most independent
-    reports keep less (:mod:`bench.rewrites_reports`): ``MIN_SCATTERED_WORDING``."""
-    return alignment.passage_pairs < len(alignment.pairs)
 
 
 def could_be_rewrite(alignment: RewriteAlignment) -> bool:

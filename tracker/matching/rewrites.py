@@ -50,7 +50,6 @@ from tracker.fingerprints.lexicon import lexicon
 from tracker.fingerprints.sentences import Sentences, query_keys, sentences_of, unpack_cuts
 from tracker.fingerprints.unit_sketch import UnitSketch, unpack_units
 from tracker.index.master_index import MasterIndex
-from tracker.matching.quotations import without_quotations
 from tracker.matching.rewrite import (
     MIN_FRAGMENT_PAIRS,
     MIN_PAIRS,
@@ -290,10 +289,9 @@ def rewrites_of(
     from tracker.matching.detector import Match, versions_by_simhash
 
     def align(doc: int) -> RewriteAlignment:
-        found = align_sentences(
+        return align_sentences(
             page_units, sentences[doc], near_hits(near[doc], len(page_units), free)
         )
-        return without_quotations(found, page, page_units, loaded[doc].text, sentences[doc])
 
     if bounds is None:
         bounds = {d: None for d in docs if d not in verbatim}
