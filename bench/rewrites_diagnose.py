@@ -126,6 +126,20 @@ def cases(windows: int) -> list[tuple[str, str, str, str, bool]]:
         out.append((f"{name} no8", key, r.rewrite(told, SEED + k, r.HELD, "no8"), master, False))
         medium = r.rewrite(told, SEED + k, r.DEV, "medium")
         out.append((f"{name} medium", key, medium, master, False))
+    for k, (key, item) in enumerate(hand.events().items()):
+        master = item["master"]
+        if "rewrite" in item:
+            out.append((hand.EVENT_REWRITES, key, item["rewrite"], master, True))
+        for name, how in ((hand.OWN_REPORTS, "report"), (hand.CLOSE_REPORTS, "close")):
+            if how in item:
+                told = item[how]
+                out.append((name, key, told, master, False))
+                no8 = r.rewrite(told, SEED + k, r.HELD, "no8")
+                out.append((f"{name} no8", key, no8, master, False))
+                medium = r.rewrite(told, SEED + k, r.DEV, "medium")
+                out.append((f"{name} medium", key, medium, master, False))
+                page = told + "\n" + wrap[k % len(wrap)]
+                out.append((f"{name} in a page", key, page, master, False))
     for k, (key, item) in enumerate(hand.chapters().items()):
         out.append(("chapter by hand", key, item["rewrite"], item["master"], True))
         for w in range(windows):

@@ -73,6 +73,14 @@ def releases() -> dict[str, str]:
     return {k: v["text"] for k, v in _items("releases.txt").items()}
 
 
+def events() -> dict[str, dict[str, str]]:
+    """id → master, report, and some of close, rewrite (``events.txt``): longer news
+    masters, each with an independent report of its event by another paper (same facts,
+    names and numbers, some of the same quotes, its own structure, details and angle); some
+    with a report written close to the master's order; ten with a rewrite by hand (洗稿)."""
+    return _items("events.txt")
+
+
 def chapters() -> dict[str, dict[str, str]]:
     """id → master, rewrite."""
     return _items("chapters.txt")
@@ -113,9 +121,11 @@ def master_id(kind: str, key: str) -> str:
 
 def masters() -> list[tuple[str, str]]:
     """(id, text) of the masters to register."""
-    return [(master_id("news", k), v["master"]) for k, v in news().items()] + [
-        (master_id("chapter", k), v["master"]) for k, v in chapters().items()
-    ]
+    return (
+        [(master_id("news", k), v["master"]) for k, v in news().items()]
+        + [(master_id("chapter", k), v["master"]) for k, v in chapters().items()]
+        + [(master_id("event", k), v["master"]) for k, v in events().items()]
+    )
 
 
 def innocents(name: str, told: str, seed: int, filler: str) -> list[Case]:
@@ -157,10 +167,23 @@ def cases(seed: int = 39) -> list[Case]:
         inner = window(table, PARTIAL_SHARE, rng)
         out.append(Case("partial no8 (table)", f"{before}\n{inner}\n{after}", doc))
     out += [Case("other chapter", text, None) for text in wrap]
+    for k, (key, item) in enumerate(events().items()):
+        doc, filler = master_id("event", key), wrap[k % len(wrap)]
+        if "rewrite" in item:
+            out.append(Case(EVENT_REWRITES, item["rewrite"], doc))
+        out += innocents(OWN_REPORTS, item["report"], seed + k, filler)
+        if "close" in item:
+            out += innocents(CLOSE_REPORTS, item["close"], seed + k, filler)
     return out
 
 
+# events.txt: its rewrites by hand; its independent reports, and those told in the master's order
+EVENT_REWRITES = "event news by hand"
+OWN_REPORTS = "own report (events)"
+CLOSE_REPORTS = "same release (close, events)"
+
+
 KINDS_FOUND = ("news by hand", "news no8 (table)", "chapter by hand", "partial by hand")
-KINDS_FOUND += ("partial no8 (table)",)
+KINDS_FOUND += ("partial no8 (table)", EVENT_REWRITES)
 KINDS_HARD = ("news hard by hand",)
 """Copies measured by the benches, not yet held to a recall in the tests."""

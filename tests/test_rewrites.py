@@ -570,9 +570,29 @@ def test_independent_reports_of_the_same_event_are_not_flagged(hand_results):
     flagged = [
         (c.kind, [m.doc_id for m in ms])
         for c, ms in zip(HAND_CASES, hand_results, strict=True)
-        if c.expected is None and not c.kind.startswith(SAME_RELEASE) and ms
+        if c.expected is None
+        and not c.kind.startswith(SAME_RELEASE)
+        and not c.kind.startswith(rewrites_hand.OWN_REPORTS)
+        and ms
     ]
     assert flagged == []
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="independent reports of longer news events (events.txt) share the master's facts, "
+    "numbers and quotations, and 25 of their 88 forms align as rewrites: see "
+    "bench/results/rewrites-precision-h48.md for the rules measured and why none shipped",
+)
+def test_independent_reports_of_longer_news_events_are_not_taken_for_rewrites(hand_results):
+    """The reports of events.txt, as written, rewritten by the tools, in a page."""
+    rows = [
+        (c, ms)
+        for c, ms in zip(HAND_CASES, hand_results, strict=True)
+        if c.kind.startswith(rewrites_hand.OWN_REPORTS)
+    ]
+    assert len(rows) == 88
+    assert [c.kind for c, ms in rows if any(m.method == "rewrite" for m in ms)] == []
 
 
 # stories from the same release as a master: told in its order (wire, close), or from their own
