@@ -553,12 +553,14 @@ def _strip_ad_lines(text: str) -> tuple[str, np.ndarray]:
     mask = boilerplate_mask(joined)  # line by line: no pattern crosses a line break
     if not mask.any():
         return joined, mask
-    # Only the lines holding a masked character are looked at, character by character.
-    starts = np.cumsum([0] + [len(line) + 1 for line in lines[:-1]])
-    touched = np.unique(np.searchsorted(starts, np.flatnonzero(mask), side="right") - 1)
+    # Only the lines holding a masked character are looked at, character by character: a
+    # line is found from where each masked run begins (a run never crosses a line break).
+    starts: dict[int, int] = {}  # line number: where it starts in ``joined``
+    for at in np.flatnonzero(mask & ~np.r_[False, mask[:-1]]).tolist():
+        starts.setdefault(joined.count("\n", 0, at), joined.rfind("\n", 0, at) + 1)
     dropped = set()
-    for k in touched.tolist():
-        line, start = lines[k], int(starts[k])
+    for k, start in starts.items():
+        line = lines[k]
         covered = mask[start : start + len(line)]
         visible = sum(1 for ch in line if not ch.isspace())
         hidden = sum(
@@ -571,7 +573,7 @@ def _strip_ad_lines(text: str) -> tuple[str, np.ndarray]:
     text = "\n".join(line for k, line in enumerate(lines) if k not in dropped)
     kept = np.ones(len(joined), dtype=bool)  # the characters of ``joined`` left in ``text``
     for k in dropped:  # a line dropped goes with the line break after it
-        kept[int(starts[k]) : int(starts[k]) + len(lines[k]) + 1] = False
+        kept[starts[k] : starts[k] + len(lines[k]) + 1] = False
     if len(lines) - 1 in dropped and len(text):  # and the last line kept loses its own
         kept[np.flatnonzero(kept)[-1]] = False
     return text, mask[kept]
