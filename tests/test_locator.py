@@ -5,6 +5,7 @@ disagrees forgets it."""
 from __future__ import annotations
 
 import html
+import random
 from dataclasses import replace
 
 import lxml.html
@@ -110,3 +111,132 @@ def test_a_check_that_disagrees_forgets_the_locator():
         texts[last],
         False,
     )
+
+
+# ------------------------------------------------------- element_text in XSLT, as a walk reads it
+
+
+def _walked_text(element) -> str:
+    """``element_text`` as a walk in Python reads it (its implementation before the XSLT one):
+    the reference the stylesheet must equal."""
+    blocks = ("p", "div", "br", "li", "h1", "h2", "h3", "h4", "tr", "section", "article", "dd")
+    parts: list[str] = []
+
+    def walk(node) -> None:
+        tag = node.tag if isinstance(node.tag, str) else ""
+        if tag in ("script", "style", "noscript"):
+            parts.append(node.tail or "")
+            return
+        parts.append("\n" if tag in blocks else "")
+        parts.append(node.text or "" if tag else "")
+        for child in node:
+            walk(child)
+        parts.append("\n" if tag in blocks else "")
+        parts.append(node.tail or "")
+
+    parts.append(element.text or "")
+    for child in element:
+        walk(child)
+    lines = (line.strip() for line in "".join(parts).splitlines())
+    return "\n".join(line for line in lines if line)
+
+
+_TAGS = (
+    "p",
+    "div",
+    "br",
+    "span",
+    "a",
+    "b",
+    "li",
+    "ul",
+    "h1",
+    "h4",
+    "h5",
+    "tr",
+    "td",
+    "table",
+    "section",
+    "dd",
+    "dl",
+    "script",
+    "style",
+    "noscript",
+    "font",
+    "em",
+    "o:p",
+    "svg",
+)
+_TEXTS = (
+    "",
+    "",
+    " ",
+    "\n",
+    "  正文，一段话。 ",
+    "第一章",
+    "\u3000\u3000他说：“走吧。”\n",
+    "a b",
+    "&",
+    "\t",
+    "x\r\ny",
+    "\xa0",
+)
+
+
+def _random_markup(rng: random.Random, depth: int = 0) -> str:
+    out = [rng.choice(_TEXTS)]
+    for _ in range(rng.randint(0, 4 if depth < 4 else 0)):
+        roll = rng.random()
+        if roll < 0.1:
+            out.append(f"<!--{rng.choice(_TEXTS)}-->")
+        elif roll < 0.15:
+            out.append("<?php echo 1 ?>")
+        else:
+            tag = rng.choice(_TAGS)
+            inner = (
+                html.escape(rng.choice(_TEXTS))
+                if tag in ("script", "style")
+                else (_random_markup(rng, depth + 1))
+            )
+            out.append(f"<{tag}>{inner}</{tag}>" if tag != "br" else "<br>")
+        out.append(html.escape(rng.choice(_TEXTS)))
+    return "".join(out)
+
+
+def test_element_text_reads_every_element_as_the_walk_does():
+    rng = random.Random(40)
+    checked = 0
+    for _ in range(300):
+        page = lxml.html.document_fromstring(
+            f"<html><body><div id='x'>{_random_markup(rng)}</div></body></html>"
+        )
+        for node in page.iter():
+            assert element_text(node) == _walked_text(node), lxml.html.tostring(node)
+            checked += 1
+    assert checked > 3000
+
+
+def test_element_text_of_a_page_with_two_roots_is_the_first_roots():
+    # A page stitched from fragments: lxml keeps what follows </html> as a second top-level
+    # element, which the first root's text must not take in.
+    page = lxml.html.document_fromstring(
+        "<html><body><p>一</p></body></html><!--x--><html><body><p>二</p></body></html>"
+    )
+    assert element_text(page) == _walked_text(page) == "一"
+    for node in page.getroottree().getroot().itersiblings():
+        if isinstance(node.tag, str):
+            assert element_text(node) == _walked_text(node) == "二"
+
+
+def test_element_text_reads_the_saved_real_pages_as_the_walk_does():
+    import gzip
+    from pathlib import Path
+
+    pages = Path(__file__).parent / "fixtures" / "pages"
+    checked = 0
+    for path in sorted(pages.glob("html/*.html.gz")):
+        root = lxml.html.document_fromstring(gzip.decompress(path.read_bytes()))
+        for node in root.iter("div", "body", "article", "td", "ul", "p", "section"):
+            assert element_text(node) == _walked_text(node), path.name
+            checked += 1
+    assert checked > 1000

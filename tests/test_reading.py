@@ -393,6 +393,25 @@ def test_the_ad_mask_extraction_keeps_is_the_mask_of_its_text():
         assert mask.tolist() == boilerplate_mask(kept).tolist()
 
 
+def test_the_lines_dropped_as_ads_are_those_mostly_masked():
+    """The lines ``_strip_ad_lines`` drops are, line by line, those whose visible characters
+    are at least 60 % masked in a scan of the whole text (each line weighed alone)."""
+    dropped_some = 0
+    for text in _ad_texts(12, 400):
+        lines = [line for raw in text.splitlines() if (line := raw.strip())]
+        mask, start, kept = boilerplate_mask("\n".join(lines)).tolist(), 0, []
+        for line in lines:
+            on = mask[start : start + len(line)]
+            visible = [not ch.isspace() for ch in line]
+            hidden = sum(v and m for v, m in zip(visible, on, strict=True))
+            if not (sum(visible) and hidden >= 0.6 * sum(visible)):
+                kept.append(line)
+            start += len(line) + 1
+        assert extract_module._strip_ad_lines(text)[0] == "\n".join(kept)
+        dropped_some += len(kept) < len(lines)
+    assert dropped_some > 100
+
+
 def test_a_page_normalized_with_the_mask_of_extraction_is_as_normalized_afresh():
     """extract_normalized (a crawl's worker) gives the normalised text that normalising the
     extracted text gives, for pages read whole and in parts."""

@@ -378,15 +378,19 @@ def _joined_words(lines: Sequence[str]) -> tuple[np.ndarray, np.ndarray] | None:
     if not lines or text.count("\n") != len(lines) - 1:
         return None
     words = _segmenter()(text)
-    # The words' lengths without a Python call per word: joined by a separator, read back.
+    # The words' lengths without a Python call per word: joined by a separator, read back
+    # (word k ends where separator k stands, less the k separators before it).
     codes = codepoints(_SEPARATOR.join(words))
-    at = np.flatnonzero(codes == ord(_SEPARATOR))
+    separator = codes == ord(_SEPARATOR)
+    at = np.flatnonzero(separator)
     if len(at) != len(words) - 1 or len(codes) - len(at) != len(text):
         return None
-    lengths = np.diff(at, prepend=-1, append=len(codes)) - 1
-    codes = np.delete(codes, at)
-    starts = np.cumsum(lengths) - lengths
-    breaks = (lengths == 1) & (codes[np.minimum(starts, len(codes) - 1)] == 10)
+    ends = np.empty(len(words), dtype=np.int64)
+    np.subtract(at, np.arange(len(at)), out=ends[:-1])
+    ends[-1] = len(text)
+    lengths = np.diff(ends, prepend=0)
+    codes = codes[~separator]
+    breaks = (lengths == 1) & (codes[np.minimum(ends - 1, len(codes) - 1)] == 10)
     if np.count_nonzero(breaks) != len(lines) - 1:
         return None
     return codes[codes != 10], lengths[~breaks]

@@ -66,11 +66,14 @@ _TEXT_LENGTH = lxml.etree.XPath("string-length(normalize-space(.))")
 _SIMPLE_TAG = re.compile(r"[a-z][a-z0-9]*")
 
 
-def _share(root: Any, element: Any) -> float:
-    """The element's share of the text of the page's body."""
+def _share(root: Any, element: Any, length: float | None = None) -> float:
+    """The element's share of the text of the page's body (``length``: the element's text
+    length, when known)."""
     body = root.find("body") if root.tag == "html" else None
     whole = _TEXT_LENGTH(body if body is not None else root)
-    return _TEXT_LENGTH(element) / whole if whole else 0.0
+    if length is None:
+        length = _TEXT_LENGTH(element)
+    return length / whole if whole else 0.0
 
 
 @dataclass
@@ -98,10 +101,11 @@ class Locator:
 
     def verified(self, root: Any, element: Any) -> bool:
         """Whether the page's element looks like the learning pages' one (see the module)."""
+        if not self._only_learned(element):
+            return False
+        length = _TEXT_LENGTH(element)
         return (
-            bool(self._only_learned(element))
-            and _TEXT_LENGTH(element) >= MIN_CHARS
-            and abs(_share(root, element) - self.share) <= SHARE_SLACK
+            length >= MIN_CHARS and abs(_share(root, element, length) - self.share) <= SHARE_SLACK
         )
 
 
