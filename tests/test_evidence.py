@@ -6,14 +6,18 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import hashlib
+import io
 import os
 import time
+import zlib
 from dataclasses import replace
 
 import pytest
+from warcio.warcwriter import GzippingWrapper
 
 from tests.pirate import PirateSite
 from tests.test_crawl_novel import crawl
+from tracker.enforcement import warc
 from tracker.enforcement.capture import Exchange, exchange_data, exchange_from_data, mask_url
 from tracker.enforcement.warc import (
     EvidenceWriter,
@@ -113,6 +117,38 @@ def test_an_exchange_hashes_its_body_once_and_not_as_data():
     assert again == first and again.sha256 == first.sha256
     changed = replace(first, body=b"other")
     assert changed.sha256 == hashlib.sha256(b"other").hexdigest()
+
+
+def test_the_gzip_level_changes_the_bytes_on_disk_never_the_records(tmp_path, monkeypatch):
+    """Records are compressed at zlib's default level, not warcio's 9: each is still one gzip
+    member read by its offset and length, and decompressed it is the very record written at
+    warcio's level (ids aside); the level-9 members are the bytes warcio's own writer makes."""
+    pages = [[exchange(b"one")], [exchange("第一章 天地玄黄。".encode() * 3000)]]
+
+    def written(directory):
+        refs = EvidenceWriter(directory).write(pages)
+        flat = [ref for page in refs for ref in page]
+        members = [read_member(directory, ref) for ref in flat]
+        records = [gzip.decompress(member) for member in members]
+        for k, ref in enumerate(flat):
+            records = [r.replace(ref.record_id.encode(), b"<record %d>" % k) for r in records]
+        return members, records
+
+    members, records = written(tmp_path / "default")
+    monkeypatch.setattr(warc, "GZIP_LEVEL", 9)
+    members_9, records_9 = written(tmp_path / "nine")
+    assert records == records_9
+    assert len(members[-2]) != len(members_9[-2])  # the long body: compressed otherwise
+    for member in members:  # one whole member each
+        inflate = zlib.decompressobj(zlib.MAX_WBITS + 16)
+        inflate.decompress(member)
+        assert inflate.eof and not inflate.unused_data
+    # at level 9 a member is what warcio's GzippingWrapper writes of the same record
+    out = io.BytesIO()
+    wrapper = GzippingWrapper(out)
+    wrapper.write(gzip.decompress(members_9[-2]))
+    wrapper.flush()
+    assert out.getvalue() == members_9[-2]
 
 
 @pytest.mark.integration

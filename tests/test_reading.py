@@ -228,6 +228,32 @@ def test_a_page_notes_its_same_site_sheets_and_web_fonts():
         assert linked_resources(page_, on_site)["stylesheets"] == ["http://site.test/i.css"]
 
 
+def test_the_stylesheet_links_are_every_link_element_with_href_and_rel_in_order():
+    """Any spelling and place of ``<link>``: upper case, in the body, an empty ``href``; not
+    one without ``rel`` or ``href``, an alternate or print sheet, nor another element."""
+    head = (
+        '<LINK REL="Stylesheet" HREF=" /a.css ">'
+        '<link href="/no-rel.css"><link rel="stylesheet">'
+        '<link rel="stylesheet" media="print" href="/print.css">'
+        '<link rel="icon stylesheet" href="/b.css">'
+        '<a rel="stylesheet" href="/anchor.css">x</a>'
+    )
+    body = (
+        '<p>天地</p><link rel="stylesheet" href="c.css">'
+        '<div><link rel="STYLESHEET" href=""></div>'
+        '<link rel="stylesheet" href="/a.css">'
+    )
+    on_site = lambda url: url.startswith("http://site.test/")  # noqa: E731
+    found = linked_resources(page("http://site.test/d/1.html", body, head=head), on_site)
+    assert found is not None
+    assert found["stylesheets"] == [
+        "http://site.test/a.css",
+        "http://site.test/b.css",
+        "http://site.test/d/c.css",
+        "http://site.test/d/1.html",  # href="": the page itself, as a browser would ask
+    ]
+
+
 # ----------------------------------------------------------------------------------- posts
 
 DISCUZ = """<table><tr><td class="t_f" id="postmessage_1">{a}<div class="quote"><blockquote>
