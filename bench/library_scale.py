@@ -872,13 +872,8 @@ def index_points(
         if not args.keep:
             shutil.rmtree(home, ignore_errors=True)
     result = {
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": machine_with_memory(),
-        "load_before": [round(x, 2) for x in load_before],
-        "load_after": [round(x, 2) for x in os.getloadavg()],
-        "command": "python -m bench.library_scale " + " ".join(argv or sys.argv[1:]),
+        **run_facts(args, argv, load_before),
         "servers": "valkey-server and secantusd-py, defaults",
-        "chars_per_chapter": args.chars,
         "ingested": args.chapters,
         "ingest": step,
         "points": results,
@@ -887,17 +882,37 @@ def index_points(
     return 0
 
 
+def run_facts(args, argv: list[str] | None, load_before) -> dict:
+    """What a run's result begins with: when, where, under what load, by which command."""
+    return {
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": machine_with_memory(),
+        "load_before": [round(x, 2) for x in load_before],
+        "load_after": [round(x, 2) for x in os.getloadavg()],
+        "command": "python -m bench.library_scale " + " ".join(argv or sys.argv[1:]),
+        "chars_per_chapter": args.chars,
+    }
+
+
+def check_cells(c: dict, a: dict) -> str:
+    """A check's cells of a table row: ms a query with start-up, best (median); the ratio to
+    the first library (per round); start-up; ms a query after it."""
+    return (
+        f"{c['ms_per_query_with_startup']} ({c['ms_per_query_with_startup_median']}) | "
+        f"×{a['ratio_median_of_rounds']} ({a['ratio_per_round']}) | "
+        f"{c['startup_s']}, CPU {c['startup_cpu_s']} | {c['ms_per_query_after_startup']}, "
+        f"CPU {c['cpu_ms_per_query_after_startup']}"
+    )
+
+
 def render_points(r: dict) -> str:
     rows = []
     for p in r["points"]:
         c, a = p["check"], p["against_first"]
         rows.append(
             f"| {p['chapters']:,} | {p['redis_bytes_per_chapter']} "
-            f"({p['redis_rss_per_chapter']}) | "
-            f"{c['ms_per_query_with_startup']} ({c['ms_per_query_with_startup_median']}) | "
-            f"×{a['ratio_median_of_rounds']} ({a['ratio_per_round']}) | "
-            f"{c['startup_s']}, CPU {c['startup_cpu_s']} | {c['ms_per_query_after_startup']}, "
-            f"CPU {c['cpu_ms_per_query_after_startup']} | {c['cpu_ms_per_query_with_startup']} | "
+            f"({p['redis_rss_per_chapter']}) | {check_cells(c, a)} | "
+            f"{c['cpu_ms_per_query_with_startup']} | "
             f"{c['recall']} | {c['wrong_ids']} |"
         )
         for label, v in p.get("variants", {}).items():
@@ -1070,15 +1085,7 @@ def measure_only(args, argv: list[str] | None, work: Path, pool: list) -> int:
                 "against_first": against(library, libraries[0]),
             }
         )
-    result = {
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": machine_with_memory(),
-        "load_before": [round(x, 2) for x in load_before],
-        "load_after": [round(x, 2) for x in os.getloadavg()],
-        "command": "python -m bench.library_scale " + " ".join(argv or sys.argv[1:]),
-        "chars_per_chapter": args.chars,
-        "libraries": results,
-    }
+    result = {**run_facts(args, argv, load_before), "libraries": results}
     write_result(args.out, result, render_measured(result))
     return 0
 
@@ -1091,10 +1098,7 @@ def render_measured(r: dict) -> str:
         rows.append(
             f"| {p['chapters']:,} ({p['stored_masters']:,} stored) | "
             f"{p['redis_bytes_per_chapter']} ({p['redis_rss_per_chapter']}) | "
-            f"{c['ms_per_query_with_startup']} ({c['ms_per_query_with_startup_median']}) | "
-            f"×{a['ratio_median_of_rounds']} ({a['ratio_per_round']}) | "
-            f"{c['startup_s']}, CPU {c['startup_cpu_s']} | {c['ms_per_query_after_startup']}, "
-            f"CPU {c['cpu_ms_per_query_after_startup']} | {c['cpu_ms_per_query']} + {servers} | "
+            f"{check_cells(c, a)} | {c['cpu_ms_per_query']} + {servers} | "
             f"{c['recall']} | {c['wrong_ids']} |"
         )
     return (
