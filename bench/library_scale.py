@@ -75,6 +75,35 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def listening_pid(url: str) -> int | None:
+    """The process of this machine listening on ``url``'s port (its socket in /proc/net/tcp,
+    then the process holding it), None if none is seen: the servers given by URL have their CPU
+    and memory measured too."""
+    port = int(url.rsplit(":", 1)[1].split("/")[0])
+    sockets = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            rows = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:  # LISTEN
+                sockets.add(f"socket:[{fields[9]}]")
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            fds = os.listdir(f"/proc/{entry}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(f"/proc/{entry}/fd/{fd}") in sockets:
+                    return int(entry)
+            except OSError:
+                continue
+    return None
+
+
 class Servers:
     """A valkey-server and a secantusd-py, each started as a separate server with its defaults
     (as an operator starts them), data under ``home``; or the servers at given URLs."""
@@ -82,6 +111,11 @@ class Servers:
     def __init__(self, home: Path, mongo_url: str | None, redis_url: str | None) -> None:
         self.procs: dict[str, subprocess.Popen] = {}
         self.mongo_url, self.redis_url = mongo_url, redis_url
+        self.found = {  # the servers given by URL, when they run on this machine
+            name: pid
+            for name, url in (("redis", redis_url), ("mongo", mongo_url))
+            if url and (pid := listening_pid(url)) is not None
+        }
         if mongo_url and redis_url:
             return
         from tracker.servers.services import valkey_binary
@@ -120,7 +154,7 @@ class Servers:
                     time.sleep(0.2)
 
     def pids(self) -> dict[str, int]:
-        return {name: proc.pid for name, proc in self.procs.items()}
+        return {**self.found, **{name: proc.pid for name, proc in self.procs.items()}}
 
     def stop(self) -> None:
         for proc in self.procs.values():
@@ -319,7 +353,7 @@ def redis_memory(url: str) -> tuple[int, int]:
     return int(info["used_memory"]), int(info["used_memory_rss"])
 
 
-def index_tables(url: str) -> str:
+def index_tables(url: str, prefix: str = PREFIX) -> str:
     """The index's tables as ``tracker index stats`` shows them (their buckets, grown by
     splits)."""
     import redis
@@ -327,15 +361,15 @@ def index_tables(url: str) -> str:
     from tracker.index.master_index import MasterIndex
     from tracker.index.storage import RedisStorage
 
-    return str(MasterIndex.open(RedisStorage(redis.Redis.from_url(url), PREFIX + "ix:")).tables)
+    return str(MasterIndex.open(RedisStorage(redis.Redis.from_url(url), prefix + "ix:")).tables)
 
 
-def mongo_masters(url: str) -> dict:
+def mongo_masters(url: str, db: str = DB) -> dict:
     from pymongo import MongoClient
 
     client = MongoClient(url)
     try:
-        raw = client[DB].command("collStats", "masters")
+        raw = client[db].command("collStats", "masters")
         return {k: int(raw.get(k, 0) or 0) for k in ("count", "size", "totalIndexSize")}
     finally:
         client.close()
@@ -608,14 +642,37 @@ def main(argv: list[str] | None = None) -> int:
         help="with --index-points: also check each point with rewrite detection off, in the "
         "same rounds: the rewrite stage's cost is the difference",
     )
+    parser.add_argument(
+        "--measure-only",
+        action="store_true",
+        help="only check the libraries of --library, already ingested, in the same interleaved "
+        "rounds (written to results/library-measured.json unless --out)",
+    )
+    parser.add_argument(
+        "--library",
+        action="append",
+        nargs=3,
+        default=[],
+        metavar=("N", "MONGO_URL", "REDIS_URL"),
+        help="with --measure-only, once per library: its chapters (the first N of the synthetic "
+        "sequence) and its servers, the library in --db and --prefix",
+    )
     parser.add_argument("--mongo-url")
     parser.add_argument("--redis-url")
+    parser.add_argument(
+        "--db", default=DB, help="with --ingest-only, --measure-only: the library's database"
+    )
+    parser.add_argument(
+        "--prefix", default=PREFIX, help="with --ingest-only, --measure-only: its Redis key prefix"
+    )
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
     if args.out is None:
         name = "library-ingest.json" if args.ingest_only else "library-scale.json"
         if args.index_points:
             name = "library-scale-index-points.json"
+        if args.measure_only:
+            name = "library-measured.json"
         args.out = Path(__file__).parent / "results" / name
 
     points = sorted({int(p) for p in args.points.split(",") if p} | {args.chapters})
@@ -626,6 +683,8 @@ def main(argv: list[str] | None = None) -> int:
     pool = sentence_pool(
         d.text for d in bench_corpus.load(bench_corpus.default_corpus_dir()).masters
     )
+    if args.measure_only:
+        return measure_only(args, argv, work, pool)
     log(f"making the chapter files in {work}")
     files, start = [], 0
     for point in points:
@@ -813,13 +872,8 @@ def index_points(
         if not args.keep:
             shutil.rmtree(home, ignore_errors=True)
     result = {
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": machine_with_memory(),
-        "load_before": [round(x, 2) for x in load_before],
-        "load_after": [round(x, 2) for x in os.getloadavg()],
-        "command": "python -m bench.library_scale " + " ".join(argv or sys.argv[1:]),
+        **run_facts(args, argv, load_before),
         "servers": "valkey-server and secantusd-py, defaults",
-        "chars_per_chapter": args.chars,
         "ingested": args.chapters,
         "ingest": step,
         "points": results,
@@ -828,17 +882,37 @@ def index_points(
     return 0
 
 
+def run_facts(args, argv: list[str] | None, load_before) -> dict:
+    """What a run's result begins with: when, where, under what load, by which command."""
+    return {
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": machine_with_memory(),
+        "load_before": [round(x, 2) for x in load_before],
+        "load_after": [round(x, 2) for x in os.getloadavg()],
+        "command": "python -m bench.library_scale " + " ".join(argv or sys.argv[1:]),
+        "chars_per_chapter": args.chars,
+    }
+
+
+def check_cells(c: dict, a: dict) -> str:
+    """A check's cells of a table row: ms a query with start-up, best (median); the ratio to
+    the first library (per round); start-up; ms a query after it."""
+    return (
+        f"{c['ms_per_query_with_startup']} ({c['ms_per_query_with_startup_median']}) | "
+        f"×{a['ratio_median_of_rounds']} ({a['ratio_per_round']}) | "
+        f"{c['startup_s']}, CPU {c['startup_cpu_s']} | {c['ms_per_query_after_startup']}, "
+        f"CPU {c['cpu_ms_per_query_after_startup']}"
+    )
+
+
 def render_points(r: dict) -> str:
     rows = []
     for p in r["points"]:
         c, a = p["check"], p["against_first"]
         rows.append(
             f"| {p['chapters']:,} | {p['redis_bytes_per_chapter']} "
-            f"({p['redis_rss_per_chapter']}) | "
-            f"{c['ms_per_query_with_startup']} ({c['ms_per_query_with_startup_median']}) | "
-            f"×{a['ratio_median_of_rounds']} ({a['ratio_per_round']}) | "
-            f"{c['startup_s']}, CPU {c['startup_cpu_s']} | {c['ms_per_query_after_startup']}, "
-            f"CPU {c['cpu_ms_per_query_after_startup']} | {c['cpu_ms_per_query_with_startup']} | "
+            f"({p['redis_rss_per_chapter']}) | {check_cells(c, a)} | "
+            f"{c['cpu_ms_per_query_with_startup']} | "
             f"{c['recall']} | {c['wrong_ids']} |"
         )
         for label, v in p.get("variants", {}).items():
@@ -869,7 +943,8 @@ def ingest_only(
     args, argv: list[str] | None, points: list[int], files: list[Path], home: Path, load_before
 ) -> int:
     """``--ingest-only``: the files ingested into one library, step by step, nothing checked."""
-    library = start_library("full", home, args)
+    servers = Servers(home / "full" / "servers", args.mongo_url, args.redis_url)
+    library = Library("full", servers, env_for(servers, home / "full", args.db, args.prefix))
     steps, stored = [], 0
     try:
         base_used, _ = redis_memory(library.servers.redis_url)
@@ -971,6 +1046,71 @@ def render(r: dict) -> str:
         + f"\n\nIngest over the library's chapters: {r['ingest_per_second_overall']} "
         f"chapters/s (the first library's: {first['per_second']}/s); the check against the "
         f"first library's: {r['check_ratio_to_first']}.\n"
+    )
+
+
+def measure_only(args, argv: list[str] | None, work: Path, pool: list) -> int:
+    """``--measure-only``: the libraries of ``--library``, already ingested on servers of
+    their own (by ``--ingest-only --keep``, or by hand), checked in the same interleaved rounds
+    with the queries of the smallest one, each compared with it."""
+    if not args.library:
+        raise SystemExit("--measure-only needs --library N MONGO_URL REDIS_URL, once per library")
+    specs = sorted((int(n), mongo, redis) for n, mongo, redis in args.library)
+    load_before = os.getloadavg()
+    first = chapter_file(work, pool, 0, specs[0][0], args.chars, args.seed)
+    queries, expected = make_queries(work, first, pool, args.queries, args.chars, args.seed)
+    half = queries.with_name(queries.stem + "-half.jsonl")
+    home = work / "home-measured"
+    libraries = []
+    for n, mongo_url, redis_url in specs:
+        servers = Servers(home, mongo_url, redis_url)
+        env = env_for(servers, home / str(n), args.db, args.prefix)
+        libraries.append(Library(str(n), servers, env))
+    log(f"checking {len(expected)} queries at {', '.join(f'{s[0]:,}' for s in specs)}")
+    interleaved(libraries, queries, half, args.rounds, work)
+    results = []
+    for (n, mongo_url, redis_url), library in zip(specs, libraries, strict=True):
+        masters = mongo_masters(mongo_url, args.db)
+        used, rss = redis_memory(redis_url)
+        results.append(
+            {
+                "chapters": n,
+                "servers": {"pids": library.servers.pids(), "rss_mb": servers_rss(library.servers)},
+                "stored_masters": masters["count"],
+                "mongo_bson_bytes_per_chapter": round(masters["size"] / max(1, masters["count"])),
+                "redis_bytes_per_chapter": round(used / n),
+                "redis_rss_per_chapter": round(rss / n),
+                "tables": index_tables(redis_url, args.prefix),
+                "check": summary(library, expected, work),
+                "against_first": against(library, libraries[0]),
+            }
+        )
+    result = {**run_facts(args, argv, load_before), "libraries": results}
+    write_result(args.out, result, render_measured(result))
+    return 0
+
+
+def render_measured(r: dict) -> str:
+    rows = []
+    for p in r["libraries"]:
+        c, a = p["check"], p["against_first"]
+        servers = " + ".join(f"{k} {v}" for k, v in c["servers_cpu_ms_per_query"].items())
+        rows.append(
+            f"| {p['chapters']:,} ({p['stored_masters']:,} stored) | "
+            f"{p['redis_bytes_per_chapter']} ({p['redis_rss_per_chapter']}) | "
+            f"{check_cells(c, a)} | {c['cpu_ms_per_query']} + {servers} | "
+            f"{c['recall']} | {c['wrong_ids']} |"
+        )
+    return (
+        f"### Libraries checked ({r['date']}, {r['machine']})\n\n"
+        f"`{r['command']}`; each library on a valkey and a SecantusDB of its own, by URL; load "
+        f"average before: {r['load_before']}, after: {r['load_after']}; chapters of "
+        f"{r['chars_per_chapter']:,} characters, all ingested; every library checked with the "
+        f"same queries in the same interleaved rounds.\n\n"
+        "| chapters | Redis B/chapter (RSS) | check ms/query with start-up, best (median) | "
+        "ratio to the first (per round) | start-up s | ms/query after start-up | CPU ms/query "
+        "with start-up: command + servers | recall | wrong ids |\n"
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n" + "\n".join(rows) + "\n"
     )
 
 
