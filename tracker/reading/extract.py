@@ -555,9 +555,14 @@ def _strip_ad_lines(text: str) -> tuple[str, np.ndarray]:
         return joined, mask
     # Only the lines holding a masked character are looked at, character by character: a
     # line is found from where each masked run begins (a run never crosses a line break).
+    # The runs come in order, so their line numbers are counted on from the run before: one
+    # pass over ``joined`` (counting from its start for each run was quadratic in its lines).
     starts: dict[int, int] = {}  # line number: where it starts in ``joined``
+    line = counted = 0
     for at in np.flatnonzero(mask & ~np.r_[False, mask[:-1]]).tolist():
-        starts.setdefault(joined.count("\n", 0, at), joined.rfind("\n", 0, at) + 1)
+        line += joined.count("\n", counted, at)
+        counted = at
+        starts.setdefault(line, joined.rfind("\n", 0, at) + 1)
     dropped = set()
     for k, start in starts.items():
         line = lines[k]
