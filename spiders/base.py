@@ -96,7 +96,11 @@ from tracker.reading.pagination import (
     part_of,
     same_chapter_title,
 )
-from tracker.text.encoding import DecodeError, decode_page  # decode_page: re-exported
+from tracker.text.encoding import (  # decode_page: re-exported
+    DecodeError,
+    ascii_is_wide,
+    decode_page,
+)
 
 #: What a decoded page takes from its response (``Response.attributes``, the encoding aside).
 _RESPONSE_ATTRIBUTES = tuple(name for name in HtmlResponse.attributes if name != "encoding")
@@ -177,12 +181,6 @@ def link_text(response: TextResponse) -> tuple[int, int]:
 
 #: Every text node inside a link (a text node is met once, however deep its link nests).
 _LINK_TEXT = lxml.etree.XPath(".//a//text()", smart_strings=False)
-
-
-def _wide(response: TextResponse) -> bool:
-    """Whether the page's encoding does not write ASCII as ASCII bytes (UTF-16, UTF-32): a
-    look for an ASCII word in its raw bytes says nothing then."""
-    return response.encoding.lower().startswith(("utf-16", "utf-32"))
 
 
 def _text_of(element: Any) -> str:
@@ -513,7 +511,7 @@ class TrackerSpider(scrapy.Spider):
     def canonical_request(self, response: TextResponse) -> Request | None:
         """A request for the page's canonical URL when it names another fetchable page of
         this site (:func:`canonical_of`, within the crawl's scope)."""
-        if b"canonical" not in response.body and not _wide(response):
+        if b"canonical" not in response.body and not ascii_is_wide(response.encoding):
             return None  # the word the XPath asks for is not in the page (most pages)
         canonical = canonical_of(
             response.url, response.xpath("//link[@rel='canonical']/@href").get()

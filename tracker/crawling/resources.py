@@ -42,6 +42,7 @@ from tracker.crawling.process_pool import ProcessPool
 from tracker.reading.extract import PageContext, has_private_use
 from tracker.reading.visibility import Sheet, import_urls, read_stylesheet
 from tracker.reading.webfont import data_uri_bytes, font_face_urls, glyph_table
+from tracker.text.encoding import ascii_is_wide
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +58,7 @@ def linked_resources(page: TextResponse, on_site: Callable[[str], bool]) -> dict
     # (~6x faster than case-blind regexes; not for the encodings whose ASCII is not ASCII
     # bytes).
     raw = page.body.lower()
-    wide = page.encoding.lower().startswith(("utf-16", "utf-32"))
+    wide = ascii_is_wide(page.encoding)
     sheets = []
     # The <link> elements from lxml's own iteration, not a parsel XPath (a Selector and an
     # attribute dict per element): the same elements, a third of the time.

@@ -59,6 +59,12 @@ def normalise_encoding_name(name: str) -> str:
     return _ALIASES.get(key, key)
 
 
+def ascii_is_wide(encoding: str) -> bool:
+    """Whether ``encoding`` does not write ASCII as ASCII bytes (UTF-16, UTF-32): a look for an
+    ASCII word in a page's raw bytes says nothing then."""
+    return encoding.lower().startswith(("utf-16", "utf-32"))
+
+
 def decode_bytes(
     data: bytes, declared: str | Iterable[str | None] | None = None
 ) -> tuple[str, str]:
