@@ -15,7 +15,6 @@ import argparse
 import os
 import random
 import socket
-import statistics
 import subprocess
 import tempfile
 from datetime import UTC, datetime
@@ -23,7 +22,14 @@ from pathlib import Path
 
 from pymongo import MongoClient
 
-from bench.store_indexes import BATCH, COLLECTIONS, NOW, matched_page, server_cpu
+from bench.store_indexes import (
+    BATCH,
+    COLLECTIONS,
+    NOW,
+    matched_page,
+    paired_medians,
+    server_cpu,
+)
 from tracker.servers import services
 
 
@@ -74,11 +80,7 @@ def main(argv: list[str] | None = None) -> None:
             spent[name].append(ms)
             print(f"round {round_no} {name}: {ms:.2f} ms of server CPU a matched page "
                   f"(load {os.getloadavg()[0]:.1f})", flush=True)  # fmt: skip
-    ratios = [s / r for r, s in zip(spent["replica set"], spent["standalone"], strict=True)]
-    print(f"median: replica set {statistics.median(spent['replica set']):.2f} ms, standalone "
-          f"{statistics.median(spent['standalone']):.2f} ms; standalone/replica set a round: "
-          f"median {statistics.median(ratios):.2f}, lower in {sum(r < 1 for r in ratios)} of "
-          f"{len(ratios)}")  # fmt: skip
+    print(paired_medians(spent, "replica set", "standalone"))
 
 
 if __name__ == "__main__":
