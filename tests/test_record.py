@@ -4,8 +4,8 @@ pirate copy was crawled, a page that changes to another chapter, concurrent inge
 case, after the next crawl or ``tracker rematch``, every copy is in the report, no match is
 stored twice and no stale master is listed.
 
-These tests start embedded servers of their own (under a temporary data directory), so that
-killing them touches no other test.
+The module starts embedded servers of its own (under a temporary data directory), so that
+killing them touches no other module; each test has a database and key prefix of its own.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -60,18 +61,32 @@ FAST = {
 # ------------------------------------------------------------------------------ fixtures
 
 
+@pytest.fixture(scope="module")
+def own_servers(tmp_path_factory):
+    """Embedded servers of this module's own, under a data directory of its own: the tests
+    kill and restart them, which touches no other module. (Starting SecantusDB takes two
+    launches, one to make its user: seconds that each test need not pay again.)"""
+    with pytest.MonkeyPatch.context() as patch:
+        for name in ("MONGO_URL", "REDIS_URL"):
+            patch.delenv(name, raising=False)
+        settings = Settings(data_dir=tmp_path_factory.mktemp("own") / "data")
+        yield settings
+    services.stop(settings)
+
+
 @pytest.fixture()
-def own(tmp_path, monkeypatch):
-    """Embedded servers of this test's own: (settings, runtime)."""
+def own(own_servers, monkeypatch):
+    """The module's embedded servers, (re)started if a test before killed them, with a database
+    and key prefix of this test's own: (settings, runtime)."""
     for name in ("MONGO_URL", "REDIS_URL"):
         monkeypatch.delenv(name, raising=False)
-    settings = Settings(data_dir=tmp_path / "data")
+    tag = uuid.uuid4().hex[:10]
+    settings = replace(own_servers, mongo_db=f"record_{tag}", redis_prefix=f"record{tag}:")
     runtime = Runtime(settings)
     runtime.db.command("ping")
     runtime.redis.ping()
     yield settings, runtime
-    runtime.close()
-    services.stop(settings)
+    runtime.close()  # its database is left to the module's servers, dropped with them
 
 
 def book(
@@ -116,9 +131,12 @@ def crawl(settings: Settings, site: TestSite, tmp_path: Path, name: str = "crawl
 
 
 def embedded_env(settings: Settings) -> dict[str, str]:
-    """The environment of a command on the embedded servers of ``settings``' data directory."""
+    """The environment of a command on the embedded servers of ``settings``' data directory,
+    its database and its key prefix."""
     environment = {k: v for k, v in os.environ.items() if k not in ("MONGO_URL", "REDIS_URL")}
     environment["TRACKER_DATA_DIR"] = str(settings.data_dir)
+    environment["TRACKER_MONGO_DB"] = settings.mongo_db
+    environment["TRACKER_REDIS_PREFIX"] = settings.redis_prefix
     return environment
 
 
@@ -163,7 +181,7 @@ def kill_when(settings: Settings, runtime: Runtime, name: str, pages: int) -> th
         client = pymongo.MongoClient(runtime.mongo_url, serverSelectionTimeoutMS=20_000)
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline:
-            if client[settings.mongo_db]["pages"].estimated_document_count() >= pages:
+            if client[runtime.settings.mongo_db]["pages"].estimated_document_count() >= pages:
                 break
             time.sleep(0.05)
         client.close()
