@@ -113,8 +113,11 @@ def run_side(tree: Path, args: argparse.Namespace) -> dict:
     """:func:`side` in a fresh process with ``tree``'s code, on a private data dir and home."""
     import tempfile
 
+    from bench.corpus import default_corpus_dir
+
     env = {
         **os.environ,
+        "BENCH_CORPUS": str(default_corpus_dir()),  # this tree's, whichever tree runs
         "PYTHONPATH": str(tree),
         "HOME": tempfile.mkdtemp(prefix="h-"),
         "TRACKER_DATA_DIR": tempfile.mkdtemp(prefix="d-"),
