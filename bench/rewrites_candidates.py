@@ -13,14 +13,18 @@ Each side runs in a process of its own, from its own tree (``--baseline-tree``, 
   checked in batches: per query, the masters its sentence keys name (``named``: those the
   index returns, two keys or more, or one and named by the verbatim stage), those ranked to be
   aligned (``ranked``: at most ``MAX_CANDIDATES``, the verbatim ones left out) and those
-  aligned (``aligned``: their bound allows it);
+  aligned (``aligned``: their bound allows it); and, over ``--rounds`` rounds of both sets,
+  the CPU ms a query of the whole check and of its rewrite stage (``find_rewrites``, timed by
+  a wrapper), medians of the rounds;
 * **index bytes**: Redis ``MEMORY USAGE`` of the sentence keys' table (``rw``) and of the
   others (:func:`bench.rewrites.index_bytes`).
 
 The sides alternate, ``--pairs`` times (before, after, after, before, ...), so that the load
 of a shared machine falls on both; the figures are the medians over each side's runs.
 
-    python -m bench.rewrites_candidates --baseline-tree /tmp/h49c-base --pairs 2   # ~10 min
+    git worktree add --detach /tmp/base main     # the code before
+    python -m bench.rewrites_candidates --baseline-tree /tmp/base --pairs 2   # ~10-30 min
+    # --after-tree DIR: another tree for 'after' (default: this one)
 
 Writes ``bench/results/rewrites-candidates.json`` and ``.md`` (``--out``).
 """
@@ -55,6 +59,7 @@ def side(tree: Path, windows: int, cases_per_disguise: int, rounds: int, seed: i
     from bench.rewrites import cost, index_bytes, sim_group
     from bench.simulator import DISGUISE, HEAVY, Simulator
     from tests import rewrites_hand as hand
+    from tracker.matching import detector as detector_module
     from tracker.matching import rewrites
     from tracker.model import MasterDocument
 
@@ -73,6 +78,17 @@ def side(tree: Path, windows: int, cases_per_disguise: int, rounds: int, seed: i
         return rewrites_of(page, page_units, docs, verbatim, near, free, loaded, *rest)
 
     rewrites.ranked, rewrites.rewrites_of = counting_ranked, counting_rewrites_of
+    find_rewrites = detector_module.find_rewrites
+    stage = [0.0]
+
+    def timed_find_rewrites(*args, **kwargs):
+        start = time.process_time()
+        try:
+            return find_rewrites(*args, **kwargs)
+        finally:
+            stage[0] += time.process_time() - start
+
+    detector_module.find_rewrites = timed_find_rewrites
     corpus = load()
     masters = [MasterDocument(doc, "hand", doc, text) for doc, text in hand.masters()]
     engine = Engine.open(None)
@@ -93,15 +109,23 @@ def side(tree: Path, windows: int, cases_per_disguise: int, rounds: int, seed: i
         per_set = {}
         detector = engine.library.detector(replace(engine.settings, rewrite_detection=True))
         sets = {"dev": [c.text for c in dev], "disguised": [c.text for c in disguised]}
-        for name, texts in sets.items():
-            counts.clear()
-            start = time.process_time()
-            detector.check_many(texts)
-            per_set[name] = {
-                "queries": len(texts),
-                **{k: round(v / len(texts), 3) for k, v in counts.items()},
-                "cpu_ms_per_query": round((time.process_time() - start) / len(texts) * 1000, 2),
-            }
+        cpu: dict[str, list[float]] = {name: [] for name in sets}
+        stage_cpu: dict[str, list[float]] = {name: [] for name in sets}
+        for _ in range(rounds):
+            for name, texts in sets.items():
+                counts.clear()
+                stage[0] = 0.0
+                start = time.process_time()
+                detector.check_many(texts)
+                cpu[name].append((time.process_time() - start) / len(texts) * 1000)
+                stage_cpu[name].append(stage[0] / len(texts) * 1000)
+                per_set[name] = {
+                    "queries": len(texts),
+                    **{k: round(v / len(texts), 3) for k, v in counts.items()},
+                }
+        for name in sets:
+            per_set[name]["cpu_ms_per_query"] = round(statistics.median(cpu[name]), 3)
+            per_set[name]["stage_cpu_ms_per_query"] = round(statistics.median(stage_cpu[name]), 3)
         index = index_bytes(engine, len(masters) + len(corpus.masters))
         load_avg = os.getloadavg()
     finally:
@@ -174,6 +198,7 @@ def summary(runs: list[dict]) -> dict:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--baseline-tree", type=Path, help="the tree whose code is 'before'")
+    p.add_argument("--after-tree", type=Path, help="the tree whose code is 'after' (this one)")
     p.add_argument("--pairs", type=int, default=2, help="before/after pairs, alternated")
     p.add_argument("--windows", type=int, default=10, help="windows per chapter and share")
     p.add_argument("--cases", type=int, default=10, help="disguised copies per disguise")
@@ -188,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.baseline_tree is None:
         p.error("--baseline-tree is required")
-    trees = {"before": args.baseline_tree.resolve(), "after": ROOT}
+    trees = {"before": args.baseline_tree.resolve(), "after": (args.after_tree or ROOT).resolve()}
     runs: dict[str, list[dict]] = {"before": [], "after": []}
     for k in range(args.pairs):
         for name in ("before", "after") if k % 2 == 0 else ("after", "before"):
@@ -229,7 +254,7 @@ def markdown(result: dict) -> str:
         row("index bytes: all tables", total(b), total(a)),
     ]
     for name, got in b["candidates"].items():
-        for k in ("named", "ranked", "aligned", "cpu_ms_per_query"):
+        for k in ("named", "ranked", "aligned", "cpu_ms_per_query", "stage_cpu_ms_per_query"):
             if k in got:
                 lines.append(row(f"{name}: {k} a query", got[k], a["candidates"][name].get(k, 0)))
     return "\n".join(lines) + "\n"

@@ -9,14 +9,12 @@ passage) and :func:`tracker.matching.rewrite.is_rewrite`. (Without the verbatim 
 index, a ``no-candidate`` of one vote here may be a candidate in the detector: with an anchor
 shared, a master named by one key is aligned, and found only as a partial
 passage, :func:`tracker.matching.rewrite.is_partial_passage`.) A miss is named by its first
-failing step: ``no-candidate``, ``second-keys-whole`` (named by fewer than ``MIN_VOTES``
-first keys, a rewrite of most of the master: found only as a partial passage), ``few-pairs``,
-``few-chars``, ``wording`` (the aligned sentences keep the master's facts, not enough of
-its other words), ``anchors`` (no pair keeps the master's names and numbers),
-``coverage/passage``. The innocents (independent reports of the same events) are counted
-the same way, as flagged when every step passes. With ``--windows N``, also N random
-windows of 30, 40 and 50 % of each chapter's hand rewrite between two other chapters (more
-partial copies than the set's ten, from the same texts).
+failing step: ``no-candidate``, ``few-pairs``, ``few-chars``, ``wording`` (the aligned
+sentences keep the master's facts, not enough of its other words), ``anchors`` (no pair keeps
+the master's names and numbers), ``coverage/passage``. The innocents (independent reports of the
+same events) are counted the same way, as flagged when every step passes. With
+``--windows N``, also N random windows of 30, 40 and 50 % of each chapter's hand rewrite
+between two other chapters (more partial copies than the set's ten, from the same texts).
 
 ``--out`` writes each copy missed with its sentence keys' fates (:func:`lost_keys`).
 
@@ -49,12 +47,7 @@ from tracker.fingerprints.sentences import (  # noqa: E402
     sentences_of,
 )
 from tracker.matching import rewrite as rw  # noqa: E402
-from tracker.matching.rewrites import (  # noqa: E402
-    MIN_VOTES,
-    first_votes,
-    local_votes,
-    near_hits,
-)
+from tracker.matching.rewrites import MIN_VOTES, local_votes, near_hits  # noqa: E402
 from tracker.text.normalize import normalize  # noqa: E402
 
 SEED = 39
@@ -66,18 +59,15 @@ def step(page_text: str, master_text: str) -> tuple[str, int, rw.RewriteAlignmen
     page, master = sentences_of(normalize(page_text)), sentences_of(normalize(master_text))
     filed = master_keys(master)
     keys, units = query_keys(page)
-    hits = np.sort(units[np.isin(keys, filed)])
+    hits = units[np.isin(keys, filed)]
     votes = local_votes(hits)
-    among = near_hits(hits, len(page.units)) if len(hits) else None
+    among = near_hits(np.sort(hits), len(page.units)) if len(hits) else None
     a = rw.align_sentences(page, master, among)
     a = replace(a, page_total=sum(u.chars for u in page.units))
     if votes < MIN_VOTES:
         return "no-candidate", votes, a
-    first = first_votes((keys, units), hits, master_keys(master, second=False))
-    if rw.is_rewrite(a) and (first >= MIN_VOTES or rw.is_partial_passage(a)):
+    if rw.is_rewrite(a):
         return "ok", votes, a
-    if first < MIN_VOTES and rw.is_rewrite(a):
-        return "second-keys-whole", votes, a
     if len(a.pairs) < rw.MIN_PAIRS:
         return "few-pairs", votes, a
     if a.master_chars < rw.MIN_REWRITE_CHARS:

@@ -21,10 +21,9 @@ from tracker.text.normalize import NormalizedText, normalize
 # a window of 95; 4: every anchor winnowed, windows of 31 and 48, so that any passage of 100
 # tokens shares two; 5: SimHash words cut line by line; 6: the dense sample for masters under
 # 1,024 tokens, not 2,000: a chapter is filed sparse; 7: sentence keys for rewritten copies; 8:
-# sentence codes keep a number's decimal point, 1.9万 is not 19万; 9: second sentence keys, of
-# a unit's second and third rarest codes); ``tracker index rebuild`` recomputes older ones from
-# the text.
-VERSION = 9
+# sentence codes keep a number's decimal point, 1.9万 is not 19万);
+# ``tracker index rebuild`` recomputes older ones from the text.
+VERSION = 8
 
 
 @dataclass(frozen=True)

@@ -10,16 +10,10 @@ pieces of at least ``MIN_CLAUSE_CHARS``. Each unit is the bag of its words' cano
 (:mod:`tracker.fingerprints.lexicon`): synonyms one code, function words gone, numbers by
 value.
 
-**Keys.** A unit with at least ``MIN_KEY_CODES`` codes is filed under two keys: its *first*,
-the hash of its two rarest codes, and its *second*, of its second and third rarest (sets:
-order-free, in the sentence and in the text). Rare words are the ones a rewriter keeps
-(names, places, numbers, terms) and synonyms share a code, so a key survives swaps, fillers,
-cut clauses and re-ordering. A rewriter by hand also swaps rare words for synonyms the
-thesaurus lacks (石壁→岩壁, 按钮→按键, 绣花→刺绣): the rarest word gone, the first key is lost
-and the second kept. The second keys find the rewritten passages of a chapter inside other
-text (:mod:`tracker.matching.rewrites` holds a master named by them alone to a partial copy:
-of a whole news story they name the other reports of its facts as well). A master files a
-content-defined
+**Keys.** A unit with at least ``MIN_KEY_CODES`` codes is filed under one key, the hash of
+its two rarest codes (a set: order-free, in the sentence and in the text). Rare words are the
+ones a rewriter keeps (names, places, numbers, terms) and synonyms share a code, so the key
+survives swaps, fillers, cut clauses and re-ordering. A master files a content-defined
 sample of its keys (those ≡ 0 mod ``KEY_SAMPLE``: Broder's MOD_m), so its records stay
 within the index budget; a page looks up the pairs of its units' ``QUERY_RAREST`` rarest codes
 that the sample would keep (a page's unit that gained a rare word, or lost one, still names
@@ -50,7 +44,6 @@ MIN_KEY_CODES = 3
 QUERY_RAREST = 4
 KEY_SAMPLE = 2
 SAMPLE_ABOVE_UNITS = 40
-SECOND_KEY = (1, 2)  # the ranks (rarest first) of a unit's codes its second key pairs
 
 
 @dataclass(frozen=True)
@@ -338,17 +331,12 @@ def _kept(keys: np.ndarray) -> np.ndarray:
     return keys % np.uint64(KEY_SAMPLE) == 0
 
 
-def master_keys(sentences: Sentences, second: bool = True) -> np.ndarray:
-    """The keys a master files: its units' first keys (their two rarest codes) and, if
-    ``second``, their second keys (``SECOND_KEY``: the second and third rarest), distinct
-    (uint64); a long master (``SAMPLE_ABOVE_UNITS`` units or more) only the sampled ones."""
+def master_keys(sentences: Sentences) -> np.ndarray:
+    """The keys a master files: its units' rarest pairs, distinct (uint64); a long master
+    (``SAMPLE_ABOVE_UNITS`` units or more) only the sampled ones."""
     flat = sentences.flat
     units = np.flatnonzero(flat.sizes >= MIN_KEY_CODES)
-    base = flat.ptr[units]
-    keys = pair_keys(flat.codes[base], flat.codes[base + 1])
-    if second:
-        a, b = SECOND_KEY
-        keys = np.concatenate((keys, pair_keys(flat.codes[base + a], flat.codes[base + b])))
+    keys = pair_keys(flat.codes[flat.ptr[units]], flat.codes[flat.ptr[units] + 1])
     if len(sentences) >= SAMPLE_ABOVE_UNITS:
         keys = keys[_kept(keys)]
     return np.unique(keys)

@@ -12,18 +12,6 @@ page's sentences inside its verbatim copies are neither looked up nor aligned (t
 explained already), and a page with fewer than ``MIN_OPEN_CHARS`` characters outside them is
 not looked at.
 
-A candidate whose page units name fewer than ``MIN_VOTES`` of its *first* keys (the pairs
-of its sentences' two rarest words, :func:`tracker.fingerprints.sentences.master_keys`),
-named mostly by its second keys, is found only as a *partial* copy
-(:func:`tracker.matching.rewrite.is_partial_passage`), as a master named by one key is (below).
-The second keys, of a sentence's second and third rarest words, survive a rewriter by hand
-who swaps the rarest word for a synonym the thesaurus lacks: of the development windows of
-30-50 % of a chapter rewritten by hand, 37 of 300 named fewer than ``MIN_VOTES`` keys, 17 of
-which align as a rewrite; with the second keys they are candidates. Of a whole news story,
-the second keys name the other reports of its facts too (the development set's stories from
-one press release: 14 more would be taken for rewrites, against 3 more harder rewrites by
-hand found), so those keep the first keys' decision.
-
 A master a page names by one sentence key only is a candidate too when the verbatim stage's
 index names it as well (an anchor shared: ``Candidates.anchor_votes``, two independent
 signals where either alone is chance), but only as a *partial* copy
@@ -59,13 +47,7 @@ import numpy as np
 
 from tracker.fingerprints.document import VERSION as FINGERPRINT_VERSION
 from tracker.fingerprints.lexicon import lexicon
-from tracker.fingerprints.sentences import (
-    Sentences,
-    master_keys,
-    query_keys,
-    sentences_of,
-    unpack_cuts,
-)
+from tracker.fingerprints.sentences import Sentences, query_keys, sentences_of, unpack_cuts
 from tracker.fingerprints.unit_sketch import UnitSketch, unpack_units
 from tracker.index.master_index import MasterIndex
 from tracker.matching.rewrite import (
@@ -114,23 +96,6 @@ def master_sentences(master: CachedMaster) -> Sentences:
     if found is None:
         found = master.derived["sentences"] = sentences_of(master.text, stored_words(master))
     return found
-
-
-def first_keys(master: CachedMaster, sentences: Sentences) -> np.ndarray:
-    """The first keys a master files (:func:`tracker.fingerprints.sentences.master_keys`),
-    made once while it stays cached."""
-    found = master.derived.get("first_keys")
-    if found is None:
-        found = master.derived["first_keys"] = master_keys(sentences, second=False)
-    return found
-
-
-def first_votes(query: tuple[np.ndarray, np.ndarray], hits: np.ndarray, keys: np.ndarray) -> int:
-    """The :func:`local_votes` of a candidate's first ``keys`` alone, among its key ``hits``
-    (page units) of the page's ``query`` (keys and their units)."""
-    asked, units = query
-    mine = units[np.isin(asked, keys)]
-    return local_votes(np.sort(mine[np.isin(mine, hits)]))
 
 
 def local_votes(units: np.ndarray) -> int:
@@ -277,9 +242,9 @@ def find_rewrites(
     )
     loaded = masters.get(first, shingled=False) if first else {}  # no verbatim alignment
     return [
-        rewrites_of(page, page_units, docs, verbatim, near, free, loaded, masters, most, query)
-        for page, page_units, docs, verbatim, near, free, most, query in zip(
-            pages, units, chosen, skip, hits, opened, bounds, queries, strict=True
+        rewrites_of(page, page_units, docs, verbatim, near, free, loaded, masters, most)
+        for page, page_units, docs, verbatim, near, free, most in zip(
+            pages, units, chosen, skip, hits, opened, bounds, strict=True
         )
     ]
 
@@ -313,7 +278,6 @@ def rewrites_of(
     loaded: dict[int, CachedMaster],
     masters: MasterCache,
     bounds: dict[int, int | None] | None = None,
-    query: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> list[Match]:
     """The rewritten copies of one page among its candidates ``docs`` (:func:`ranked`), whose
     key hits are ``near``; ``free``: its units outside its verbatim copies (of ``verbatim``);
@@ -321,10 +285,7 @@ def rewrites_of(
     bounded if not given), those that could be a rewrite ``loaded``. The candidates that
     could not, but could align some pairs, and the verbatim masters, are loaded and aligned
     only if one of those is a possible rewrite (:func:`tracker.matching.rewrite.own_pairs`
-    takes their pairs out of it); those that could align nothing never are. ``query``: the
-    page's sentence keys and their units (:func:`tracker.fingerprints.sentences.query_keys`,
-    of ``free``), for the candidates named mostly by second keys (see the module's
-    docstring); without it every hit counts as a first key's."""
+    takes their pairs out of it); those that could align nothing never are."""
     from tracker.matching.detector import Match, versions_by_simhash
 
     def align(doc: int) -> RewriteAlignment:
@@ -363,14 +324,9 @@ def rewrites_of(
         alignment = replace(alignment, page_total=room)
         if doc in verbatim or not is_rewrite(alignment):
             continue
-        master, units = loaded[doc], sentences[doc]
-        votes = (
-            local_votes(near[doc])
-            if query is None
-            else first_votes(query, near[doc], first_keys(master, units))
-        )
-        if votes < MIN_VOTES and not is_partial_passage(alignment):
+        if named_once(near[doc]) and not is_partial_passage(alignment):
             continue  # a partial copy only
+        master, units = loaded[doc], sentences[doc]
         shorter = max(1, min(page_units.chars, units.chars))
         found.append(
             Match(
