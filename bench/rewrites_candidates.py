@@ -35,7 +35,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 from collections import Counter
@@ -138,6 +137,7 @@ def run_side(tree: Path, args: argparse.Namespace) -> dict:
     import tempfile
 
     from bench.corpus import default_corpus_dir
+    from bench.output import worker_json
 
     env = {
         **os.environ,
@@ -146,7 +146,7 @@ def run_side(tree: Path, args: argparse.Namespace) -> dict:
         "HOME": tempfile.mkdtemp(prefix="h-"),
         "TRACKER_DATA_DIR": tempfile.mkdtemp(prefix="d-"),
     }
-    out = subprocess.run(
+    return worker_json(
         [
             sys.executable,
             str(Path(__file__).resolve()),
@@ -161,13 +161,9 @@ def run_side(tree: Path, args: argparse.Namespace) -> dict:
             "--seed",
             str(args.seed),
         ],
-        env=env,
-        cwd=tree,
-        check=True,
-        capture_output=True,
-        text=True,
+        env,
+        tree,
     )
-    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def summary(runs: list[dict]) -> dict:
