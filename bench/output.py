@@ -1,9 +1,10 @@
 """Where a bench's results go: the JSON (for plots and later comparisons) and its markdown
-table beside it, which is also printed."""
+table beside it, which is also printed; and the JSON a bench's worker process prints."""
 
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -15,3 +16,10 @@ def write_result(path: Path, result: dict[str, Any], markdown: str) -> None:
     path.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     path.with_suffix(".md").write_text(markdown, encoding="utf-8")
     print(markdown)
+
+
+def worker_json(command: list[str], env: dict[str, str], cwd: Path) -> dict[str, Any]:
+    """Run a bench's worker ``command`` (in ``cwd``, with ``env``: another tree's code, say)
+    and return the JSON of the last line it prints; a failing worker raises."""
+    out = subprocess.run(command, env=env, cwd=cwd, check=True, capture_output=True, text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])

@@ -22,13 +22,13 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 from bench import corpus as bench_corpus
+from bench.output import worker_json
 from bench.scale import sentence_pool, synthetic_chapters
 
 
@@ -64,7 +64,7 @@ def worker(path: Path, warm_passes: int) -> dict:
 
 def run(tree: Path, path: Path, warm_passes: int) -> dict:
     env = {**os.environ, "PYTHONPATH": str(tree)}
-    out = subprocess.run(
+    return worker_json(
         [
             sys.executable,
             "-m",
@@ -74,13 +74,9 @@ def run(tree: Path, path: Path, warm_passes: int) -> dict:
             "--warm-passes",
             str(warm_passes),
         ],
-        env=env,
-        cwd=tree,
-        check=True,
-        capture_output=True,
-        text=True,
+        env,
+        tree,
     )
-    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def main(argv: list[str] | None = None) -> int:
