@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tracker.config import Settings
+from tracker.index.storage import MemoryStorage, RedisStorage
 from tracker.servers import services
 from tracker.servers.runtime import Runtime
 
@@ -69,8 +70,6 @@ def cli_env(monkeypatch, settings: Settings) -> None:
 @pytest.fixture(params=["memory", "redis"])
 def storage(request):
     """An index storage: in memory, or on the session's Redis under the test's key prefix."""
-    from tracker.index import MemoryStorage, RedisStorage
-
     if request.param == "memory":
         return MemoryStorage()
     runtime = request.getfixturevalue("runtime")
@@ -82,8 +81,7 @@ def runtime(settings: Settings):
     rt = Runtime(settings)
     yield rt
     rt.mongo.drop_database(settings.mongo_db)
-    for key in rt.redis.scan_iter(match=settings.redis_prefix + "*", count=1000):
-        rt.redis.delete(key)
+    RedisStorage(rt.redis, settings.redis_prefix).clear()
     rt.close()
 
 
@@ -100,8 +98,6 @@ def redis_cluster(tmp_path_factory) -> services.LocalCluster:
 def cluster_runtime(settings: Settings, redis_cluster: services.LocalCluster):
     """A runtime with the index on the cluster (``redis_cluster``), MongoDB as ``runtime``'s,
     the same per-test database name and key prefix."""
-    from tracker.index.storage import RedisStorage
-
     rt = Runtime(replace(settings, redis_url=redis_cluster.url, redis_cluster=True))
     yield rt
     rt.mongo.drop_database(settings.mongo_db)

@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from tracker.config import Settings
+from tracker.index.storage import RedisStorage
 from tracker.matching.library import MasterLibrary
 from tracker.reading.readers import read_book
 from tracker.reports.build import build_report
@@ -100,6 +101,5 @@ def seed(settings: Settings) -> Seeded:
 def drop(seeded: Seeded) -> None:
     runtime = seeded.runtime
     runtime.mongo.drop_database(seeded.settings.mongo_db)
-    for key in runtime.redis.scan_iter(match=seeded.settings.redis_prefix + "*", count=1000):
-        runtime.redis.delete(key)
+    RedisStorage(runtime.redis, seeded.settings.redis_prefix).clear()
     runtime.close()

@@ -23,6 +23,7 @@ import pytest
 
 from tracker.cli import main
 from tracker.crawling.commands.crawl import summary
+from tracker.index.storage import RedisStorage
 from tracker.matching.library import MasterLibrary
 from tracker.model import MasterDocument
 from tracker.reading.readers import Input, input_text
@@ -564,8 +565,7 @@ def test_the_demo_says_which_database_it_used_and_how_to_look_at_it(
         assert "红楼梦" in listed and "mine" not in listed
     finally:
         runtime.mongo.drop_database(demo_db)
-        for key in runtime.redis.scan_iter(match=demo_prefix + "*"):
-            runtime.redis.delete(key)
+        RedisStorage(runtime.redis, demo_prefix).clear()
 
 
 def test_a_long_check_shows_its_progress_on_a_terminal_only(env, library, tmp_path):

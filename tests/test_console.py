@@ -36,6 +36,7 @@ from tests.console_data import (
 )
 from tests.html_check import assert_inert, elements
 from tracker.console import create_app
+from tracker.index.storage import RedisStorage
 from tracker.reports.build import build_report
 from tracker.reports.render import to_csv
 from tracker.stores.job_runs import JobRunStore
@@ -304,8 +305,7 @@ def test_a_check_against_an_empty_library_says_so(server_settings):
             assert alert and "master library is empty" in unescape(alert[1])
     finally:
         runtime.mongo.drop_database(settings.mongo_db)
-        for key in runtime.redis.scan_iter(match=settings.redis_prefix + "*"):
-            runtime.redis.delete(key)
+        RedisStorage(runtime.redis, settings.redis_prefix).clear()
         runtime.close()
 
 

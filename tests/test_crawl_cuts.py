@@ -13,6 +13,7 @@ from bench.crawl_throughput import build_pirate_site
 from tests.test_crawl_novel import FAST, crawl_settings
 from tracker.crawling.crawl import run_crawl
 from tracker.demo.site import serve
+from tracker.index.storage import RedisStorage
 from tracker.matching.library import MasterLibrary
 from tracker.servers.runtime import Runtime
 
@@ -74,8 +75,7 @@ def test_the_speed_cuts_change_no_page_match_or_evidence(settings, tmp_path):
                 stats.append(runtime.db["crawl_runs"].find_one()["stats"])
             finally:
                 runtime.mongo.drop_database(own.mongo_db)
-                for key in runtime.redis.scan_iter(match=f"{own.redis_prefix}*"):
-                    runtime.redis.delete(key)
+                RedisStorage(runtime.redis, own.redis_prefix).clear()
                 runtime.close()
     (pages, matches, captures), (pages_cut, matches_cut, captures_cut) = recorded
     assert len(pages) == 40 and len({url for url, _ in matches}) == len(masters) == 32

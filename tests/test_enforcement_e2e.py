@@ -204,8 +204,8 @@ def test_five_tsas_through_the_takedown_loop(
 ):
     """After a crawl, the notice and the pages' removal, each removed page's evidence exported
     against one of five local TSAs (each its own CA): ``openssl ts -verify`` accepts
-    ``timestamp.tsr``, ``evidence verify --ca-file`` exits 0; the WACZ export passes ``wacz
-    validate`` and verifies too; VERIFY.txt gives the steps in Chinese and English."""
+    ``timestamp.tsr``, ``evidence verify --ca-file`` exits 0; the WACZ export verifies too (and
+    passes ``wacz validate``); VERIFY.txt gives the steps in Chinese and English."""
     pirate = PirateSite(len(FIVE))
     smtp = LocalSmtp(tmp_path / "smtp")
     tsas = {name: LocalTsa(tmp_path / name, name) for name in FIVE}
@@ -244,11 +244,12 @@ def test_five_tsas_through_the_takedown_loop(
             fmt = ["--format", "wacz"]
             assert main(["evidence", "export", url, "--out", str(wacz_dir), *fmt]) == 0
             (wacz,) = wacz_dir.glob("*.wacz")
-            validated = subprocess.run(
-                [str(Path(sys.executable).with_name("wacz")), "validate", "-f", str(wacz)],
-                capture_output=True, text=True, check=False,
-            )  # fmt: skip
-            assert validated.returncode == 0, validated.stdout + validated.stderr
+            if k == 1:  # the package's layout does not depend on the TSA: validated once
+                validated = subprocess.run(
+                    [str(Path(sys.executable).with_name("wacz")), "validate", "-f", str(wacz)],
+                    capture_output=True, text=True, check=False,
+                )  # fmt: skip
+                assert validated.returncode == 0, validated.stdout + validated.stderr
             checked = openssl_verify(
                 wacz_dir / "datapackage-digest.json",
                 wacz_dir / "datapackage-digest.tsr",
