@@ -386,9 +386,10 @@ class Lexicon:
             at[k] = bisect_left(vocabulary, words[k], int(at[k]), int(at[k] + run[k]))
         maybe = np.flatnonzero(run > 0)
         rows = at[maybe]
-        same = [vocabulary[a] == words[k] for k, a in zip(maybe.tolist(), rows.tolist())]
+        pairs = zip(maybe.tolist(), rows.tolist(), strict=True)
+        same = np.array([vocabulary[a] == words[k] for k, a in pairs], dtype=bool)
         places = np.full(len(words), -1, dtype=np.int64)
-        places[maybe[np.array(same, dtype=bool)]] = rows[np.array(same, dtype=bool)]
+        places[maybe[same]] = rows[same]
         return places
 
     def _add(self, words: Iterable[str]) -> None:
