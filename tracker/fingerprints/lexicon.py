@@ -380,8 +380,11 @@ class Lexicon:
         prefix that several vocabulary words share is bisected, within their run."""
         vocabulary = self._vocabulary
         wanted = prefixes(words)
-        at = np.searchsorted(self._prefixes, wanted, "left")
-        run = np.searchsorted(self._prefixes, wanted, "right") - at
+        # searched in order: each search starts where the last one ended (fewer cache misses)
+        order = np.argsort(wanted)
+        at, run = np.empty_like(order), np.empty_like(order)
+        at[order] = np.searchsorted(self._prefixes, wanted[order], "left")
+        run[order] = np.searchsorted(self._prefixes, wanted[order], "right") - at[order]
         for k in np.flatnonzero(run > 1).tolist():
             at[k] = bisect_left(vocabulary, words[k], int(at[k]), int(at[k] + run[k]))
         maybe = np.flatnonzero(run > 0)
