@@ -84,8 +84,9 @@ _DIGITS = "0123456789〇零一二两三四五六七八九十百千万亿"
 TABLES_FORMAT = "lexicon-tables-3"  # :func:`_build_tables`' layout: a change makes new caches
 TABLES_KEYS = (
     *("words", "freqs", "tags", "tag_of", "groups", "group_of", "group_freqs", "sizes"),
-    "prefixes",
+    "keys",
 )
+KEY_BYTES = 16  # of a word's UTF-8 in the vocabulary's ``keys`` (:func:`word_keys`)
 CANON_KEYS = ("canon_codes", "canon_weights", "canon_kinds")
 NOT_CONTENT, CONTENT, ANCHOR = 0, 1, 2  # a vocabulary word's kind in ``canon_kinds``
 _NUMBER_FIRST = frozenset(_DIGITS)  # the characters _NUMBER starts with
@@ -210,11 +211,13 @@ def _canon_tables(lex: Lexicon) -> dict[str, np.ndarray]:
     return {"canon_codes": codes, "canon_weights": weights, "canon_kinds": kinds}
 
 
-def prefixes(words: list[str]) -> np.ndarray:
-    """The first 8 bytes of each word's UTF-8 (zero-padded) as a big-endian uint64: in the
-    order of the words themselves (UTF-8 keeps the code points' order), so a sorted word
-    list has sorted prefixes, and the words of one prefix are one run of it."""
-    return np.array([w.encode() for w in words], dtype="S8").view(">u8").astype(np.uint64)
+def word_keys(words: list[bytes]) -> np.ndarray:
+    """Each word's UTF-8 (``words``: encoded) as a ``KEY_BYTES``-byte string, cut or padded
+    with zero bytes: in the order of the words themselves (UTF-8 keeps the code points'
+    order), so a sorted word list has sorted keys; and a word shorter than ``KEY_BYTES``
+    bytes (five Chinese characters, with a zero byte left) has the key of no other word
+    (:meth:`Lexicon._places`)."""
+    return np.array(words, dtype=f"S{KEY_BYTES}")
 
 
 def _build_tables() -> dict[str, np.ndarray]:
@@ -222,8 +225,8 @@ def _build_tables() -> dict[str, np.ndarray]:
     code point, as Python compares strings) and joined by newlines in UTF-8; each word's
     frequency, tag and group (indexes into the newline-joined ``tags`` and ``groups``; -1: no
     group); each group's frequency (the sum of its members'); ``sizes``: the frequencies'
-    total, jieba's and Cilin's word counts; and the words' :func:`prefixes`, searched a page's
-    new words at once (:meth:`Lexicon._places`)."""
+    total, jieba's and Cilin's word counts; and the words' :func:`word_keys`, in which a
+    page's new words are searched all at once (:meth:`Lexicon._places`)."""
     synonyms = cilin()
     words, total = jieba_dictionary()
     # jieba's words come nearly sorted: Timsort merges its runs in ~0.05 s (a set's order: 0.4)
@@ -252,7 +255,7 @@ def _build_tables() -> dict[str, np.ndarray]:
         ),
         "group_freqs": np.array(group_freqs, dtype=np.int64),
         "sizes": np.array([total, len(words), len(synonyms)], dtype=np.int64),
-        "prefixes": prefixes(vocabulary),
+        "keys": word_keys([w.encode() for w in vocabulary]),
     }
 
 
@@ -307,8 +310,10 @@ class Lexicon:
         self._group_of: list[int] = tables["group_of"].tolist()
         self._group_freqs: list[int] = tables["group_freqs"].tolist()
         self.total, dictionary_words, synonym_words = tables["sizes"].tolist()
-        found = tables.get("prefixes")
-        self._prefixes = found if found is not None else prefixes(self._vocabulary)
+        found = tables.get("keys")
+        if found is None:  # tables of an older layout, given
+            found = word_keys(tables["words"].tobytes().split(b"\n"))
+        self._keys = found
         self.max_weight = math.log(self.total)
         # which tables made the codes: what a master's stored code filter was made with
         # (tracker.fingerprints.unit_sketch) must be what the check reads codes with
@@ -374,25 +379,28 @@ class Lexicon:
         return keep, self._codes[at], self._weights[at], self._anchors[at]
 
     def _places(self, words: list[str]) -> np.ndarray:
-        """Each word's row in the vocabulary (int64); -1 if it is not there. Its
-        :func:`prefixes` are searched all at once (a bisection of the 350,166 words, one word
-        at a time, cost a check ~5 % of its time: a worker meets ~20,000 new words); only a
-        prefix that several vocabulary words share is bisected, within their run."""
+        """Each word's row in the vocabulary (int64); -1 if it is not there. Their
+        :func:`word_keys` are searched all at once, and a key found is the word's when the
+        word is shorter than ``KEY_BYTES`` bytes (and ends in no zero byte, which the key's
+        padding would hide); the others, nearly none, are bisected one by one. (Bisecting
+        each of a page's new words in the 350,166 cost a check ~5 % of its time: a worker
+        meets ~30,000 new words in 300 pages.)"""
+        encoded = [w.encode() for w in words]
+        keys = self._keys
+        if not len(keys):
+            return np.full(len(words), -1, dtype=np.int64)
+        wanted = word_keys(encoded)
+        at = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
+        places = np.where(keys[at] == wanted, at, -1)
+        lengths = np.fromiter(map(len, encoded), np.int64, len(encoded))
+        exact = lengths < KEY_BYTES
+        if b"\x00" in b"".join(encoded):
+            exact &= np.array([not e.endswith(b"\x00") for e in encoded], dtype=bool)
         vocabulary = self._vocabulary
-        wanted = prefixes(words)
-        # searched in order: each search starts where the last one ended (fewer cache misses)
-        order = np.argsort(wanted)
-        at, run = np.empty_like(order), np.empty_like(order)
-        at[order] = np.searchsorted(self._prefixes, wanted[order], "left")
-        run[order] = np.searchsorted(self._prefixes, wanted[order], "right") - at[order]
-        for k in np.flatnonzero(run > 1).tolist():
-            at[k] = bisect_left(vocabulary, words[k], int(at[k]), int(at[k] + run[k]))
-        maybe = np.flatnonzero(run > 0)
-        rows = at[maybe]
-        pairs = zip(maybe.tolist(), rows.tolist(), strict=True)
-        same = np.array([vocabulary[a] == words[k] for k, a in pairs], dtype=bool)
-        places = np.full(len(words), -1, dtype=np.int64)
-        places[maybe[same]] = rows[same]
+        for k in np.flatnonzero(~exact).tolist():
+            found = bisect_left(vocabulary, words[k])
+            same = found < len(vocabulary) and vocabulary[found] == words[k]
+            places[k] = found if same else -1
         return places
 
     def _add(self, words: Iterable[str]) -> None:
