@@ -35,10 +35,9 @@ import importlib.util
 import math
 import re
 import zlib
-from bisect import bisect_left
 from collections.abc import Iterable
 from decimal import Decimal
-from functools import cache
+from functools import cache, cached_property
 from itertools import compress, repeat
 from pathlib import Path
 from typing import NamedTuple
@@ -204,7 +203,7 @@ def _canon_tables(lex: Lexicon) -> dict[str, np.ndarray]:
     weights = np.zeros(size, dtype=np.float64)
     kinds = np.zeros(size, dtype=np.int8)
     for row, word in enumerate(lex._vocabulary):
-        made = lex._canon(word)
+        made = lex._canon(word, row)
         if made is not None:
             codes[row], weights[row] = made.code, made.weight
             kinds[row] = ANCHOR if made.anchor else CONTENT
@@ -300,15 +299,12 @@ class Lexicon:
         by default the cached ones, with :func:`canon_tables`."""
         given = tables is not None
         tables = tables if tables is not None else lexicon_tables()
-        # sorted, searched by bisection: a dict of them would cost more to build (~0.15 s) than
-        # a check spends looking its words up
-        self._vocabulary = tables["words"].tobytes().decode("utf-8").split("\n")
-        self._freqs: list[int] = tables["freqs"].tolist()
+        # The words are found by their keys (:meth:`_places`): the columns of the vocabulary
+        # are made Python lists only if asked for (a check reads the canon tables instead;
+        # splitting the words cost each process ~0.1 s at start-up).
+        self._tables = tables
         self._tags = tables["tags"].tobytes().decode("utf-8").split("\n")
-        self._tag_of: list[int] = tables["tag_of"].tolist()
         self._groups = tables["groups"].tobytes().decode("utf-8").split("\n")
-        self._group_of: list[int] = tables["group_of"].tolist()
-        self._group_freqs: list[int] = tables["group_freqs"].tolist()
         self.total, dictionary_words, synonym_words = tables["sizes"].tolist()
         found = tables.get("keys")
         if found is None:  # tables of an older layout, given
@@ -328,11 +324,40 @@ class Lexicon:
             self._canon_weights = canon["canon_weights"]
             self._canon_kinds = canon["canon_kinds"]
 
-    def lookup(self, word: str) -> tuple[int, str, str | None, int]:
+    @cached_property
+    def _vocabulary(self) -> list[str]:
+        """The words, sorted (by code point)."""
+        return self._tables["words"].tobytes().decode("utf-8").split("\n")
+
+    @cached_property
+    def _freqs(self) -> list[int]:
+        return self._tables["freqs"].tolist()
+
+    @cached_property
+    def _tag_of(self) -> list[int]:
+        return self._tables["tag_of"].tolist()
+
+    @cached_property
+    def _group_of(self) -> list[int]:
+        return self._tables["group_of"].tolist()
+
+    @cached_property
+    def _group_freqs(self) -> list[int]:
+        return self._tables["group_freqs"].tolist()
+
+    @cached_property
+    def _utf8(self) -> tuple[bytes, np.ndarray]:
+        """The words' UTF-8, newline-joined, and where each starts (and one past the end)."""
+        blob = self._tables["words"].tobytes()
+        breaks = np.flatnonzero(np.frombuffer(blob, dtype=np.uint8) == ord("\n")) + 1
+        return blob, np.concatenate(([0], breaks, [len(blob) + 1]))
+
+    def lookup(self, word: str, row: int | None = None) -> tuple[int, str, str | None, int]:
         """The word's jieba frequency and part of speech (0 and "" if jieba lacks it), its
-        Cilin group (None if it has no synonyms) and that group's frequency (0 if none)."""
-        at = bisect_left(self._vocabulary, word)
-        if at == len(self._vocabulary) or self._vocabulary[at] != word:
+        Cilin group (None if it has no synonyms) and that group's frequency (0 if none).
+        ``row``: the word's in the vocabulary, if known (-1: none)."""
+        at = int(self._places([word])[0]) if row is None else row
+        if at < 0:
             return 0, "", None, 0
         group = self._group_of[at]
         if group < 0:
@@ -382,9 +407,9 @@ class Lexicon:
         """Each word's row in the vocabulary (int64); -1 if it is not there. Their
         :func:`word_keys` are searched all at once, and a key found is the word's when the
         word is shorter than ``KEY_BYTES`` bytes (and ends in no zero byte, which the key's
-        padding would hide); the others, nearly none, are bisected one by one. (Bisecting
-        each of a page's new words in the 350,166 cost a check ~5 % of its time: a worker
-        meets ~30,000 new words in 300 pages.)"""
+        padding would hide); the others, nearly none, are compared with the words of their
+        key one by one. (Bisecting each of a page's new words in the 350,166 cost a check ~5 %
+        of its time: a worker meets ~30,000 new words in 300 pages.)"""
         encoded = [w.encode() for w in words]
         keys = self._keys
         if not len(keys):
@@ -396,11 +421,17 @@ class Lexicon:
         exact = lengths < KEY_BYTES
         if b"\x00" in b"".join(encoded):
             exact &= np.array([not e.endswith(b"\x00") for e in encoded], dtype=bool)
-        vocabulary = self._vocabulary
+        if exact.all():
+            return places
+        blob, starts = self._utf8
         for k in np.flatnonzero(~exact).tolist():
-            found = bisect_left(vocabulary, words[k])
-            same = found < len(vocabulary) and vocabulary[found] == words[k]
-            places[k] = found if same else -1
+            # the word, if there, is among the words of its key (a run: the keys are sorted)
+            lo = int(np.searchsorted(keys, wanted[k : k + 1], "left")[0])
+            hi = int(np.searchsorted(keys, wanted[k : k + 1], "right")[0])
+            places[k] = next(
+                (r for r in range(lo, hi) if blob[starts[r] : starts[r + 1] - 1] == encoded[k]),
+                -1,
+            )
         return places
 
     def _add(self, words: Iterable[str]) -> None:
@@ -418,8 +449,9 @@ class Lexicon:
             codes[known] = self._canon_codes[places[known]]
             weights[known] = self._canon_weights[places[known]]
             kinds[known] = self._canon_kinds[places[known]]
+        row = -1 if self._canon_kinds is not None else None  # -1: not in the vocabulary
         for k in np.flatnonzero(places < 0).tolist():
-            made = self._canon(words[k])
+            made = self._canon(words[k], row)
             if made is not None:
                 codes[k], weights[k] = made.code, made.weight
                 kinds[k] = ANCHOR if made.anchor else CONTENT
@@ -440,7 +472,8 @@ class Lexicon:
             zip((words[k] for k in content.tolist()), range(first, first + count), strict=True)
         )
 
-    def _canon(self, word: str) -> Canon | None:
+    def _canon(self, word: str, row: int | None = None) -> Canon | None:
+        """``row``: the word's in the vocabulary, if known (see :meth:`lookup`)."""
         if not word or word in STOP_WORDS:
             return None
         number = number_code(word)
@@ -448,7 +481,7 @@ class Lexicon:
             # 320, 2024, 三百二十 are anchors; 一只, 三个, 10月 are how Chinese counts and dates.
             large = int(number[1:].partition(".")[0]) >= SMALL_NUMBER
             return Canon(code_of(number), self.max_weight * (0.8 if large else 0.3), large)
-        freq, pos, group, group_freq = self.lookup(word)
+        freq, pos, group, group_freq = self.lookup(word, row)
         if pos in FUNCTION_POS or pos == "m":
             return None
         if group is not None:
