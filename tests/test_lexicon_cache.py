@@ -52,9 +52,9 @@ def test_entries_read_each_vocabulary_words_canon_from_the_tables(
     made = [lex.canon(w) for w in words]
     canon = Lexicon._canon
 
-    def outside_only(self: Lexicon, word: str):
+    def outside_only(self: Lexicon, word: str, row: int | None = None):
         assert word not in vocabulary, word
-        return canon(self, word)
+        return canon(self, word, row)
 
     monkeypatch.setattr(Lexicon, "_canon", outside_only)
     keep, codes, weights, anchors = Lexicon().entries(words)
