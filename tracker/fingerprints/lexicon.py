@@ -330,20 +330,11 @@ class Lexicon:
         return self._tables["words"].tobytes().decode("utf-8").split("\n")
 
     @cached_property
-    def _freqs(self) -> list[int]:
-        return self._tables["freqs"].tolist()
-
-    @cached_property
-    def _tag_of(self) -> list[int]:
-        return self._tables["tag_of"].tolist()
-
-    @cached_property
-    def _group_of(self) -> list[int]:
-        return self._tables["group_of"].tolist()
-
-    @cached_property
-    def _group_freqs(self) -> list[int]:
-        return self._tables["group_freqs"].tolist()
+    def _columns(self) -> tuple[list[int], ...]:
+        """Each word's frequency, tag and group, and each group's frequency (as lists)."""
+        return tuple(
+            self._tables[k].tolist() for k in ("freqs", "tag_of", "group_of", "group_freqs")
+        )
 
     @cached_property
     def _utf8(self) -> tuple[bytes, np.ndarray]:
@@ -359,15 +350,11 @@ class Lexicon:
         at = int(self._places([word])[0]) if row is None else row
         if at < 0:
             return 0, "", None, 0
-        group = self._group_of[at]
+        freqs, tag_of, group_of, group_freqs = self._columns
+        group = group_of[at]
         if group < 0:
-            return self._freqs[at], self._tags[self._tag_of[at]], None, 0
-        return (
-            self._freqs[at],
-            self._tags[self._tag_of[at]],
-            self._groups[group],
-            self._group_freqs[group],
-        )
+            return freqs[at], self._tags[tag_of[at]], None, 0
+        return freqs[at], self._tags[tag_of[at]], self._groups[group], group_freqs[group]
 
     def _forget(self) -> None:
         """:meth:`entries`' table: each word seen, a row of three growing arrays (-1: none)."""
