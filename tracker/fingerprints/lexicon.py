@@ -429,15 +429,15 @@ class Lexicon:
         codes = np.zeros(count, dtype=np.uint64)
         weights = np.zeros(count, dtype=np.float64)
         kinds = np.zeros(count, dtype=np.int8)
-        places = np.full(count, -1, dtype=np.int64)
+        places = self._places(words)
+        made_here = np.arange(count)
         if self._canon_kinds is not None:
-            places = self._places(words)
             known = np.flatnonzero(places >= 0)
             codes[known] = self._canon_codes[places[known]]
             weights[known] = self._canon_weights[places[known]]
             kinds[known] = self._canon_kinds[places[known]]
-        row = -1 if self._canon_kinds is not None else None  # -1: not in the vocabulary
-        for k in np.flatnonzero(places < 0).tolist():
+            made_here = np.flatnonzero(places < 0)
+        for k, row in zip(made_here.tolist(), places[made_here].tolist(), strict=True):
             made = self._canon(words[k], row)
             if made is not None:
                 codes[k], weights[k] = made.code, made.weight
