@@ -632,9 +632,9 @@ def main(argv: list[str] | None = None) -> int:
         "--baseline-tree",
         type=Path,
         metavar="DIR",
-        help="with --index-points: also check each point with the code in DIR (a checkout, or "
-        "`git archive REV | tar -x -C DIR`), on PYTHONPATH, in the same rounds: before and "
-        "after side by side",
+        help="with --index-points or --measure-only: also check each point or library with the "
+        "code in DIR (a checkout, or `git archive REV | tar -x -C DIR`), on PYTHONPATH, in the "
+        "same rounds: before and after side by side",
     )
     parser.add_argument(
         "--rewrite-off",
@@ -1066,8 +1066,11 @@ def measure_only(args, argv: list[str] | None, work: Path, pool: list) -> int:
         servers = Servers(home, mongo_url, redis_url)
         env = env_for(servers, home / str(n), args.db, args.prefix)
         libraries.append(Library(str(n), servers, env))
+    variants = code_variants(libraries, args)
     log(f"checking {len(expected)} queries at {', '.join(f'{s[0]:,}' for s in specs)}")
-    interleaved(libraries, queries, half, args.rounds, work)
+    interleaved(
+        [*libraries, *(v for vs in variants for _, v in vs)], queries, half, args.rounds, work
+    )
     results = []
     for (n, mongo_url, redis_url), library in zip(specs, libraries, strict=True):
         masters = mongo_masters(mongo_url, args.db)
@@ -1085,6 +1088,17 @@ def measure_only(args, argv: list[str] | None, work: Path, pool: list) -> int:
                 "against_first": against(library, libraries[0]),
             }
         )
+    for result, library, others in zip(results, libraries, variants, strict=True):
+        # this code against the other code on the same library, round by round
+        result["variants"] = {
+            label: {
+                **summary(variant, expected, work),
+                "against_first": against(variant, libraries[0]),
+                "this_against_it": against(library, variant),
+                "answers_identical": answers(library, work) == answers(variant, work),
+            }
+            for label, variant in others
+        }
     result = {**run_facts(args, argv, load_before), "libraries": results}
     write_result(args.out, result, render_measured(result))
     return 0
@@ -1101,6 +1115,18 @@ def render_measured(r: dict) -> str:
             f"{check_cells(c, a)} | {c['cpu_ms_per_query']} + {servers} | "
             f"{c['recall']} | {c['wrong_ids']} |"
         )
+        for label, v in p.get("variants", {}).items():
+            a = v["this_against_it"]
+            rows.append(
+                f"| {p['chapters']:,}, the code of `{label}` | | "
+                f"{check_cells(v, v['against_first'])} | "
+                f"{v['cpu_ms_per_query']} | {v['recall']} | {v['wrong_ids']} |"
+            )
+            rows.append(
+                f"| this code over `{label}`: ×{a['ratio_median_of_rounds']} (median of the "
+                f"rounds; per round {a['ratio_per_round']}), answers identical: "
+                f"{v['answers_identical']} | | | | | | | | |"
+            )
     return (
         f"### Libraries checked ({r['date']}, {r['machine']})\n\n"
         f"`{r['command']}`; each library on a valkey and a SecantusDB of its own, by URL; load "

@@ -53,9 +53,9 @@ def test_entries_read_each_vocabulary_words_canon_from_the_tables(
     made = [lex.canon(w) for w in words]
     canon = Lexicon._canon
 
-    def outside_only(self: Lexicon, word: str):
+    def outside_only(self: Lexicon, word: str, row: int | None = None):
         assert word not in vocabulary, word
-        return canon(self, word)
+        return canon(self, word, row)
 
     monkeypatch.setattr(Lexicon, "_canon", outside_only)
     keep, codes, weights, anchors = Lexicon().entries(words)
@@ -89,6 +89,44 @@ def cache(built: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def cache_file(cache: Path) -> Path:
     (path,) = cache.glob("lexicon-*.npz")
     return path
+
+
+def test_new_words_take_the_rows_a_bisection_finds(cache: Path) -> None:
+    """A worker's new words are placed in the vocabulary all at once, by their 16-byte keys
+    (:meth:`Lexicon._places`): each at the row a bisection of the vocabulary finds, or none;
+    words whose key is cut (16 bytes or more) or padding-like (ending in a zero byte), and
+    words one character off a vocabulary word, included."""
+    from bisect import bisect_left
+
+    lex = Lexicon()
+    vocabulary = lex._vocabulary
+    long = [w for w in vocabulary if len(w.encode()) >= lexicon_module.KEY_BYTES][::50]
+    some = vocabulary[::1009]
+    words = [
+        *some,
+        *long,
+        *(w[:-1] for w in some + long),
+        *(w + "子" for w in some + long),
+        *(w + "\x00" for w in some[:20]),
+        *("\x00" + w for w in some[:20]),
+        *SAMPLE,
+        "",
+        "\x00",
+        "z" * 40,
+        vocabulary[0],
+        vocabulary[-1],
+        vocabulary[-1] + "z",
+    ]
+
+    def bisected(word: str) -> int:
+        at = bisect_left(vocabulary, word)
+        return at if at < len(vocabulary) and vocabulary[at] == word else -1
+
+    assert len(long) > 20
+    places = lex._places(words).tolist()
+    assert places == [bisected(w) for w in words]
+    assert sum(p >= 0 for p in places) > len(some)  # found words, and words not found
+    assert lex._places([]).tolist() == []
 
 
 def test_tables_say_what_the_source_files_say(

@@ -441,7 +441,7 @@ class MasterIndex:
         and there are more of them the larger the library: a page of 1,500 characters named
         87 masters at 5,000 chapters and 596 at 50,000, of which 1.6 and 9.9 with two keys
         or more; ranking them one by one cost 14 % of the check at 50,000 (issue 40)."""
-        plans = [self.sentences.plan(keys, units) for keys, units in queries]
+        plans = self.sentences.plan_many(queries)
         found = self.storage.get(
             [
                 self.version_key,

@@ -41,7 +41,13 @@ class SentenceIndex:
 
     def plan(self, keys: np.ndarray, units: np.ndarray) -> Lookup:
         """A lookup of a page's keys, with the unit each comes from."""
-        return self.postings.lookup(spread(keys), units)
+        return self.plan_many([(keys, units)])[0]
+
+    def plan_many(self, queries: Sequence[tuple[np.ndarray, np.ndarray]]) -> list[Lookup]:
+        """:meth:`plan` of several pages' keys, their bucket keys made at once."""
+        return self.postings.lookup_many(
+            [spread(keys) for keys, _ in queries], [units for _, units in queries]
+        )
 
     def hits(
         self,
@@ -65,7 +71,10 @@ class SentenceIndex:
         ends = np.r_[starts[1:], len(docs)]
         kept = ends - starts >= least
         if also:
-            kept |= np.isin(docs[starts], np.fromiter(also, np.int64, len(also)))
+            # a binary search in the few named: np.isin sorts both sides
+            named = np.sort(np.fromiter(also, np.int64, len(also)))
+            heads = docs[starts]
+            kept |= named[np.minimum(np.searchsorted(named, heads), len(named) - 1)] == heads
         return {
             int(docs[a]): np.sort(units[a:b])
             for a, b in zip(starts[kept].tolist(), ends[kept].tolist(), strict=True)

@@ -113,8 +113,9 @@ def near_hits(units: np.ndarray, length: int, among: np.ndarray | None = None) -
     # +1 where a hit's reach opens, -1 past where it closes (bincount: np.add.at is slow)
     opens = np.bincount(np.maximum(units - LOCAL_UNITS, 0), minlength=length + 1)
     closes = np.bincount(np.minimum(units + LOCAL_UNITS + 1, length), minlength=length + 1)
-    found = np.flatnonzero(np.cumsum(opens - closes)[:length] > 0)
-    return found if among is None else np.intersect1d(found, among)
+    inside = np.cumsum(opens - closes)[:length] > 0
+    # ``among``: page units, sorted (a mask picks them: np.intersect1d sorts both sides)
+    return np.flatnonzero(inside) if among is None else among[inside[among]]
 
 
 def ranked(
