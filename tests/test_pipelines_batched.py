@@ -24,7 +24,7 @@ from pipelines.match import MatchPipeline
 from pipelines.store import StorePipeline
 from pipelines.unchanged import UnchangedPagePipeline
 from tests.test_crawl_novel import crawl_settings
-from tests.test_record import FAST, book, crawl, expected, own, pirate_site  # noqa: F401
+from tests.test_record import FAST, book, crawl, expected, own, own_servers, pirate_site  # noqa: F401
 from tests.texts import prose
 from tracker.crawling.context import TrackerContext
 from tracker.crawling.crawl import crawl_command, crawl_environment
