@@ -473,6 +473,10 @@ def summary(library: Library, expected: list[dict], work: Path) -> dict:
         "ms_per_query_with_startup": round(1000 * ordered[0] / n, 2),
         "ms_per_query_with_startup_median": round(1000 * statistics.median(walls) / n, 2),
         "runs_s": [round(w, 2) for w in walls],
+        # each run's CPU, command and servers (s): the rounds' spread, not only their median
+        "cpu_s_runs": [
+            [round(r["cpu_s"], 2), round(sum(r["servers_cpu_s"].values()), 2)] for r in runs
+        ],
         "ms_per_query_amortised": round(amortised, 2),
         "startup_s_estimate": round(ordered[0] - amortised * n / 1000, 2),
         "cpu_ms_per_query": round(1000 * best["cpu_s"] / n, 2),

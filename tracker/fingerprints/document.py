@@ -9,7 +9,7 @@ import numpy as np
 from bson import Binary
 
 from tracker.fingerprints.lexicon import lexicon
-from tracker.fingerprints.sentences import master_keys, pack_cuts, sentences_of
+from tracker.fingerprints.sentences import master_keys, pack_cuts, sentences_many
 from tracker.fingerprints.simhash import segment_lines, simhash_normalized, simhash_segmented
 from tracker.fingerprints.unit_sketch import pack_units
 from tracker.index.anchor_index import AnchorIndex
@@ -85,7 +85,7 @@ def fingerprint_many(
     simhashes = simhash_segmented([n.chars for n in normalized], words).tolist()
     windows = master_windows_many(tokens)
     anchors = AnchorIndex.master_anchors_many(tokens)
-    units = [sentences_of(n, w) for n, w in zip(normalized, words, strict=True)]
+    units = sentences_many(normalized, words)
     stamp = lexicon().stamp
     return [
         (

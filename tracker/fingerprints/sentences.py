@@ -27,6 +27,7 @@ that a check meeting a master not cached rebuilds its units without cutting it a
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -196,12 +197,18 @@ def sentences_of(
     text: NormalizedText, words: list[str] | None = None, lex: Lexicon | None = None
 ) -> Sentences:
     """The units of ``text``; ``words``: its jieba words cut line by line, if already cut
-    (:func:`tracker.fingerprints.simhash.segment_lines`), else cut here. The words are
-    canonicalised all at once (:meth:`Lexicon.entries`), and grouped into units by numpy;
-    the :class:`Unit` objects are built only when asked for (:attr:`Sentences.units`)."""
+    (:func:`tracker.fingerprints.simhash.segment_lines`), else cut here (:func:`sentences_many`
+    of one text)."""
+    return sentences_many([text], [words], lex)[0]
+
+
+def _unit_words(
+    text: NormalizedText, words: list[str] | None
+) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray] | None:
+    """A text's words (cut here unless ``words`` fit it), numbers joined, with the unit each
+    belongs to, and its units' ``[start, end)``; None for a text without units."""
     from tracker.fingerprints.simhash import cut_lines
 
-    lex = lex or lexicon()
     n = len(text.chars)
     lengths = np.fromiter(map(len, words), np.int64, len(words)) if words is not None else None
     if lengths is None or lengths.sum() != n:
@@ -209,39 +216,94 @@ def sentences_of(
         lengths = np.fromiter(map(len, words), np.int64, len(words))
     starts, ends = boundaries(text)
     if not len(ends) or not words:
-        return Sentences.empty(n)
+        return None
     offsets = np.cumsum(lengths) - lengths
     # a word belongs to the unit it starts in
     owner = np.searchsorted(ends, offsets, side="right")
     words = with_decimal_points(words, offsets, decimal_points(text))
     words, owner = join_numbers(words, owner, codepoints(text.chars)[offsets])
-    at, codes, weights, anchor = lex.entries(words)
-    unit = owner[at]
-    # each unit's distinct codes, rarest first (then by code): sorted, then deduplicated
-    order = np.lexsort((codes, -weights, unit))
-    su, sc, sw, sa = unit[order], codes[order], weights[order], anchor[order]
-    first = np.ones(len(su), dtype=bool)
-    first[1:] = (su[1:] != su[:-1]) | (sc[1:] != sc[:-1])
-    starts_at = np.flatnonzero(first)
-    any_anchor = np.logical_or.reduceat(sa, starts_at) if len(starts_at) else sa
-    du, dc, dw = su[starts_at], sc[starts_at], sw[starts_at]
-    present, sizes = np.unique(du, return_counts=True)
-    norms = np.sqrt(np.bincount(du, dw * dw, len(ends)))
-    flat = Flat(
-        np.concatenate(([0], np.cumsum(sizes))).astype(np.int64),
-        np.repeat(np.arange(len(present), dtype=np.int64), sizes),
-        dc,
-        dw,
-        any_anchor,
-        norms[present],
-        sizes.astype(np.int64),
-        np.bincount(np.searchsorted(present, du[any_anchor]), minlength=len(present)),
-    )
-    # the content words in text order, unit by unit
-    content_ptr = np.searchsorted(unit, np.append(present, present[-1] + 1 if len(present) else 0))
-    return Sentences(
-        n, flat, starts[present], ends[present], words, at, codes, content_ptr.astype(np.int64)
-    )
+    return words, owner, starts, ends
+
+
+def sentences_many(
+    texts: Sequence[NormalizedText],
+    words: Sequence[list[str] | None],
+    lex: Lexicon | None = None,
+) -> list[Sentences]:
+    """The units of each of ``texts`` (``words``: as :func:`sentences_of`'s). The words of
+    all the texts are canonicalised at once (:meth:`Lexicon.entries`) and grouped into units
+    by one set of array operations (a unit numbered after the previous texts' units): a
+    check's batch of pages, or of candidates, pays the arrays' overhead once, not once a
+    text. Each text's units are those :func:`sentences_of` gives it alone. The
+    :class:`Unit` objects are built only when asked for (:attr:`Sentences.units`)."""
+    lex = lex or lexicon()
+    found: list[Sentences | None] = [None] * len(texts)
+    parts = []  # (text number, its words, their units, unit starts, unit ends)
+    for k, (text, w) in enumerate(zip(texts, words, strict=True)):
+        cut = _unit_words(text, w)
+        if cut is None:
+            found[k] = Sentences.empty(len(text.chars))
+        else:
+            parts.append((k, *cut))
+    if parts:
+        all_words: list[str] = []
+        owners, word_at, unit_at = [], [0], [0]
+        for _, w, owner, _, ends in parts:
+            all_words.extend(w)
+            owners.append(owner + unit_at[-1])
+            word_at.append(word_at[-1] + len(w))
+            unit_at.append(unit_at[-1] + len(ends))
+        owner = np.concatenate(owners)
+        at, codes, weights, anchor = lex.entries(all_words)
+        unit = owner[at]
+        # each unit's distinct codes, rarest first (then by code): sorted, then deduplicated
+        order = np.lexsort((codes, -weights, unit))
+        su, sc, sw, sa = unit[order], codes[order], weights[order], anchor[order]
+        first = np.ones(len(su), dtype=bool)
+        first[1:] = (su[1:] != su[:-1]) | (sc[1:] != sc[:-1])
+        starts_at = np.flatnonzero(first)
+        any_anchor = np.logical_or.reduceat(sa, starts_at) if len(starts_at) else sa
+        du, dc, dw = su[starts_at], sc[starts_at], sw[starts_at]
+        present, sizes = np.unique(du, return_counts=True)
+        norms = np.sqrt(np.bincount(du, dw * dw, unit_at[-1]))
+        # where each text's units, entries and content words begin in those arrays
+        text_present = np.searchsorted(present, unit_at)
+        text_entries = np.searchsorted(du, unit_at)
+        text_content = np.searchsorted(at, word_at)
+        for j, (k, w, _, starts, ends) in enumerate(parts):
+            p0, p1 = int(text_present[j]), int(text_present[j + 1])
+            e0, e1 = int(text_entries[j]), int(text_entries[j + 1])
+            c0, c1 = int(text_content[j]), int(text_content[j + 1])
+            mine = present[p0:p1] - unit_at[j]
+            my_sizes = sizes[p0:p1]
+            my_du = du[e0:e1] - unit_at[j]
+            my_anchor = any_anchor[e0:e1]
+            my_unit = unit[c0:c1] - unit_at[j]
+            flat = Flat(
+                np.concatenate(([0], np.cumsum(my_sizes))).astype(np.int64),
+                np.repeat(np.arange(len(mine), dtype=np.int64), my_sizes),
+                dc[e0:e1],
+                dw[e0:e1],
+                my_anchor,
+                norms[present[p0:p1]],
+                my_sizes.astype(np.int64),
+                np.bincount(np.searchsorted(mine, my_du[my_anchor]), minlength=len(mine)),
+            )
+            # the content words in text order, unit by unit
+            content_ptr = np.searchsorted(
+                my_unit, np.append(mine, mine[-1] + 1 if len(mine) else 0)
+            )
+            found[k] = Sentences(
+                len(texts[k].chars),
+                flat,
+                starts[mine],
+                ends[mine],
+                w,
+                at[c0:c1] - word_at[j],
+                codes[c0:c1],
+                content_ptr.astype(np.int64),
+            )
+    return found  # type: ignore[return-value]
 
 
 _POINTS = (".", "\uff0e")  # a decimal point, half- and full-width

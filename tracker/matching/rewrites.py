@@ -47,7 +47,7 @@ import numpy as np
 
 from tracker.fingerprints.document import VERSION as FINGERPRINT_VERSION
 from tracker.fingerprints.lexicon import lexicon
-from tracker.fingerprints.sentences import Sentences, query_keys, sentences_of, unpack_cuts
+from tracker.fingerprints.sentences import Sentences, query_keys, sentences_many, unpack_cuts
 from tracker.fingerprints.unit_sketch import UnitSketch, unpack_units
 from tracker.index.master_index import MasterIndex
 from tracker.matching.rewrite import (
@@ -94,8 +94,19 @@ def master_sentences(master: CachedMaster) -> Sentences:
     """A cached master's units, made once while it stays cached."""
     found = master.derived.get("sentences")
     if found is None:
-        found = master.derived["sentences"] = sentences_of(master.text, stored_words(master))
+        found = masters_sentences([master])[0]
     return found
+
+
+def masters_sentences(masters: Sequence[CachedMaster]) -> list[Sentences]:
+    """:func:`master_sentences` of each of ``masters``, those not made yet made at once
+    (:func:`tracker.fingerprints.sentences.sentences_many`)."""
+    missing = [m for m in masters if m.derived.get("sentences") is None]
+    if missing:
+        made = sentences_many([m.text for m in missing], [stored_words(m) for m in missing])
+        for master, sentences in zip(missing, made, strict=True):
+            master.derived["sentences"] = sentences
+    return [m.derived["sentences"] for m in masters]
 
 
 def local_votes(units: np.ndarray) -> int:
@@ -215,16 +226,19 @@ def find_rewrites(
     stage's index names for each page, candidates with one sentence key (see the module's
     docstring)."""
     covered = covered or [None] * len(pages)
-    units, opened = [], []
-    for page, w, mask in zip(pages, words, covered, strict=True):
-        if mask is not None and len(mask) - int(mask.sum()) < MIN_OPEN_CHARS:
-            units.append(Sentences.empty(len(page.chars)))  # no room left for a rewrite
-            opened.append(np.zeros(0, dtype=np.int64))
-            continue
-        sentences = sentences_of(page, w)
-        units.append(sentences)
-        free = open_units(sentences, mask)
-        opened.append(free if worth_looking(sentences, free) else free[:0])
+    # no room left for a rewrite on a page whose verbatim copies leave too few characters
+    roomy = [
+        k
+        for k, mask in enumerate(covered)
+        if mask is None or len(mask) - int(mask.sum()) >= MIN_OPEN_CHARS
+    ]
+    units = [Sentences.empty(len(page.chars)) for page in pages]
+    opened = [np.zeros(0, dtype=np.int64) for _ in pages]
+    made = sentences_many([pages[k] for k in roomy], [words[k] for k in roomy])
+    for k, sentences in zip(roomy, made, strict=True):
+        units[k] = sentences
+        free = open_units(sentences, covered[k])
+        opened[k] = free if worth_looking(sentences, free) else free[:0]
     queries = [query_keys(u, o) for u, o in zip(units, opened, strict=True)]
     hits = index.sentence_candidates(queries, also=named)
     named = named or [set() for _ in pages]
@@ -242,6 +256,7 @@ def find_rewrites(
         }
     )
     loaded = masters.get(first, shingled=False) if first else {}  # no verbatim alignment
+    masters_sentences(list(loaded.values()))  # their units, all at once
     return [
         rewrites_of(page, page_units, docs, verbatim, near, free, loaded, masters, most)
         for page, page_units, docs, verbatim, near, free, most in zip(
@@ -309,7 +324,7 @@ def rewrites_of(
     ]
     theirs = masters.get(rest, shingled=False)
     loaded = {**loaded, **theirs}
-    sentences.update({d: master_sentences(m) for d, m in theirs.items()})
+    sentences.update(zip(theirs, masters_sentences(list(theirs.values())), strict=True))
     alignments.update({d: align(d) for d in theirs})
     order = [d for d in docs if d in alignments]
     aligned = own_pairs(
