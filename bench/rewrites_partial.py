@@ -91,7 +91,6 @@ def trace(engine: Engine, text: str, doc_id: str) -> dict:
     from tracker.matching import rewrite as rw
     from tracker.matching import rewrites as rs
     from tracker.matching.detector import versions_by_simhash
-    from tracker.text.normalize import normalize
 
     detector = engine.detector
     seen: dict = {}
