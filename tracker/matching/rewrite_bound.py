@@ -250,24 +250,33 @@ def most_pairs_of(
     cols[bc[split]] = True
     seeded = rows.copy()
     # Extension: a pair next to used units on both sides, as the aligner extends (it also
-    # wants them unused: without that, this adds at least what it adds); and a pair between
-    # two, at the gap thresholds (eligible units on both sides of both its units).
+    # wants them unused: without that, this adds at least what it adds), until none is added;
+    # then a pair between two, at the gap thresholds (eligible units on both sides of both
+    # its units; the cells passing the extension thresholds are next to them already), and
+    # again. The order makes no difference to where it ends (each rule only adds), and the
+    # gap rule is read once for most candidates.
     next_col = item_of_col[1:] == item_of_col[:-1]
     weak_rows, weak_cols = r[weak], c[weak]
-    gap_rows, gap_cols = r[gapped], c[gapped]
+    gap_only = gapped & ~weak
+    gap_rows, gap_cols = r[gap_only], c[gap_only]
     while True:
-        near_rows, both_rows = _beside(rows, next_to)
-        near_cols, both_cols = _beside(cols, next_col)
-        added = near_rows[weak_rows] & near_cols[weak_cols]
-        between = both_rows[gap_rows] & both_cols[gap_cols]
-        new_rows, new_cols = rows.copy(), cols.copy()
-        new_rows[weak_rows[added]] = True
-        new_cols[weak_cols[added]] = True
-        new_rows[gap_rows[between]] = True
-        new_cols[gap_cols[between]] = True
-        if (new_rows == rows).all() and (new_cols == cols).all():
+        while True:
+            near_rows, near_cols = _beside(rows, next_to), _beside(cols, next_col)
+            added = near_rows[weak_rows] & near_cols[weak_cols]
+            new_rows, new_cols = rows.copy(), cols.copy()
+            new_rows[weak_rows[added]] = True
+            new_cols[weak_cols[added]] = True
+            if (new_rows == rows).all() and (new_cols == cols).all():
+                break
+            rows, cols = new_rows, new_cols
+        if not len(gap_rows):
             break
-        rows, cols = new_rows, new_cols
+        between = _between(rows, next_to)[gap_rows] & _between(cols, next_col)[gap_cols]
+        between &= ~(rows[gap_rows] & cols[gap_cols])  # a cell adding a unit
+        if not between.any():
+            break
+        rows[gap_rows[between]] = True
+        cols[gap_cols[between]] = True
     # each pair holds master units of its own, all among ``cols`` (the module's docstring)
     runs, run_of_row = _in_runs_of(unit, item_of_row, rows, seeded, k)
     most = np.minimum(runs, np.bincount(item_of_col[cols], minlength=k))
@@ -283,9 +292,7 @@ def most_pairs_of(
     if not matched:
         return bounds
     # the cells a pair may take (its first page and master unit), in the kept runs
-    _, both_rows = _beside(rows, next_to)
-    _, both_cols = _beside(cols, next_col)
-    between = gapped & both_rows[r] & both_cols[c]
+    between = gap_only & _between(rows, next_to)[r] & _between(cols, next_col)[c]
     edge_rows = np.concatenate([r[weak], r[between], pr[merged], br[split]])
     edge_cols = np.concatenate([c[weak], c[between], pc[merged], bc[split]])
     inside_runs = (run_of_row[edge_rows] >= 0) & cols[edge_cols]
@@ -337,15 +344,21 @@ def _matching(edges: list[tuple[int, int]]) -> int:
     return sum(augment(row, set()) for row in adjacent)
 
 
-def _beside(marked: np.ndarray, next_to: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Of each place, whether a neighbour is ``marked``, and whether both are (``next_to``:
-    whether each two consecutive places are neighbours)."""
+def _beside(marked: np.ndarray, next_to: np.ndarray) -> np.ndarray:
+    """Whether a neighbour of each place is ``marked`` (``next_to``: whether each two
+    consecutive places are neighbours)."""
     near = np.zeros(len(marked), dtype=bool)
     near[1:] |= marked[:-1] & next_to
     near[:-1] |= marked[1:] & next_to
+    return near
+
+
+def _between(marked: np.ndarray, next_to: np.ndarray) -> np.ndarray:
+    """Whether both neighbours of each place are ``marked`` (``next_to`` as for
+    :func:`_beside`)."""
     both = np.zeros(len(marked), dtype=bool)
     both[1:-1] = marked[:-2] & next_to[:-1] & marked[2:] & next_to[1:]
-    return near, both
+    return both
 
 
 def _marked(at: np.ndarray, length: int) -> np.ndarray:
