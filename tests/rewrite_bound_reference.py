@@ -14,6 +14,9 @@ from tracker.matching.rewrite import (
     EXTEND_COSINE,
     EXTEND_DICE,
     EXTEND_MIN_SHARED,
+    GAP_COSINE,
+    GAP_DICE,
+    GAP_MIN_SHARED,
     MAX_GAP_UNITS,
     MIN_FRAGMENT_PAIRS,
     MIN_PAIRS,
@@ -123,6 +126,7 @@ def _bound(side: PageSide, among: np.ndarray, master: UnitSketch):
     msizes = master.sizes.astype(np.float64)[None, :]
     sizes, norms = psizes + msizes, pnorms * mnorms
     weak = _passes(shared, inside, norms, sizes, EXTEND_COSINE, EXTEND_DICE, EXTEND_MIN_SHARED)
+    gapped = _passes(shared, inside, norms, sizes, GAP_COSINE, GAP_DICE, GAP_MIN_SHARED)
     seeds = _passes(shared, inside, norms, sizes, SEED_COSINE, SEED_DICE, MIN_SHARED)
     rows, cols = seeds.any(axis=1), seeds.any(axis=0)
     if m > 1:  # a page unit with two adjacent master units merged
@@ -158,7 +162,8 @@ def _bound(side: PageSide, among: np.ndarray, master: UnitSketch):
     if not rows.any():
         return 0, [], []
     seeded = rows.copy()
-    while True:  # extension next to used units on both sides
+    every_col = np.ones(max(m - 1, 0), dtype=bool)  # a master's units are all neighbours
+    while True:  # extension next to used units on both sides, and between two
         near_rows = np.zeros(n, dtype=bool)
         near_rows[1:] |= rows[:-1] & next_to
         near_rows[:-1] |= rows[1:] & next_to
@@ -166,12 +171,13 @@ def _bound(side: PageSide, among: np.ndarray, master: UnitSketch):
         near_cols[1:] |= cols[:-1]
         near_cols[:-1] |= cols[1:]
         added = weak & near_rows[:, None] & near_cols[None, :]
+        added |= gapped & _both(rows, next_to)[:, None] & _both(cols, every_col)[None, :]
         new_rows, new_cols = rows | added.any(axis=1), cols | added.any(axis=0)
         if (new_rows == rows).all() and (new_cols == cols).all():
             break
         rows, cols = new_rows, new_cols
     most = min(_in_runs(among[rows], among[seeded]), int(cols.sum()))
-    starts_of = weak.copy()
+    starts_of = weak | (gapped & _both(rows, next_to)[:, None] & _both(cols, every_col)[None, :])
     if m > 1:
         starts_of[:, :-1] |= merged
     if n > 1:
@@ -182,6 +188,13 @@ def _bound(side: PageSide, among: np.ndarray, master: UnitSketch):
         if rows[i] and cols[j]
     ]
     return (most if most >= MIN_FRAGMENT_PAIRS else 0), edges, _runs(among[rows], among[seeded])
+
+
+def _both(marked: np.ndarray, next_to: np.ndarray) -> np.ndarray:
+    """Whether both neighbours of each place are ``marked`` (and are its neighbours)."""
+    both = np.zeros(len(marked), dtype=bool)
+    both[1:-1] = marked[:-2] & next_to[:-1] & marked[2:] & next_to[1:]
+    return both
 
 
 def _in_runs(eligible: np.ndarray, seeds: np.ndarray) -> int:

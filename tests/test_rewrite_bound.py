@@ -13,16 +13,17 @@ import pytest
 
 from tests import rewrite_bound_reference as reference
 from tests import rewrites as r
+from tests import rewrites_hand
 from tests.test_rewrites import BY_HAND
 from tests.texts import ARTICLE, OTHER_ARTICLE
 from tracker.fingerprints.document import fingerprint
 from tracker.fingerprints.lexicon import lexicon
 from tracker.fingerprints.sentences import Flat, Sentences, sentences_of
 from tracker.fingerprints.unit_sketch import FORMAT, UnitSketch, pack_units, unpack_units
-from tracker.matching import rewrites
+from tracker.matching import rewrite, rewrites
 from tracker.matching.detector import MasterCache
 from tracker.matching.library import MasterLibrary
-from tracker.matching.rewrite import MIN_PAIRS, align_sentences
+from tracker.matching.rewrite import EXTEND_COSINE, MIN_PAIRS, align_sentences
 from tracker.matching.rewrite_bound import PageSide, most_pairs, most_pairs_of
 from tracker.model import MasterDocument
 from tracker.text.normalize import normalize
@@ -135,6 +136,20 @@ def test_the_bound_is_never_below_the_pairs_aligned():
                     ruled_out += most < MIN_PAIRS
     assert aligned >= 60  # the rewrites
     assert ruled_out > 0.8 * unrelated, (ruled_out, unrelated)
+
+
+def test_the_bound_counts_the_pairs_between_two_pairs(monkeypatch):
+    """30 % of chapter 07 of the hand set rewritten by hand: one of its pairs lies between two
+    others at the gap thresholds, under the extension ones (the bound made without it was a
+    pair short: 8 for 9 aligned)."""
+    item = rewrites_hand.chapters()["07"]
+    page = sentences_of(normalize(rewrites_hand.window(item["rewrite"], 0.3, random.Random(1))))
+    master = sentences_of(normalize(item["master"]))
+    every = np.arange(len(page))
+    pairs = len(align_sentences(page, master, every).pairs)
+    assert most_pairs(PageSide.of(page), every, _sketch(master)) >= pairs == 9
+    monkeypatch.setattr(rewrite, "GAP_COSINE", EXTEND_COSINE)  # none between two pairs
+    assert len(align_sentences(page, master, every).pairs) < pairs
 
 
 def _text(units: list[list[int]], weight: dict[int, float]) -> Sentences:

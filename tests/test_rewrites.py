@@ -29,8 +29,13 @@ from tracker.fingerprints.document import VERSION, DocumentFingerprint, fingerpr
 from tracker.fingerprints.lexicon import chinese_number, lexicon
 from tracker.fingerprints.sentences import master_keys, query_keys, sentences_of
 from tracker.index.master_index import MasterIndex
+from tracker.matching import rewrite
 from tracker.matching.library import MasterLibrary
 from tracker.matching.rewrite import (
+    EXTEND_COMMON_DICE,
+    EXTEND_COSINE,
+    EXTEND_DICE,
+    EXTEND_MIN_SHARED,
     MIN_PARTIAL_SHARE,
     MIN_PASSAGE_SHARE,
     MIN_WORDING,
@@ -238,6 +243,53 @@ def test_a_short_passage_rewritten_by_hand_inside_other_text_is_a_rewrite(chapte
     assert MIN_PASSAGE_SHARE <= alignment.coverage < MIN_PARTIAL_SHARE
     assert is_rewrite(alignment), (alignment.passage_pairs, alignment.passage_chars)
     assert not is_rewrite(replace(alignment, coverage=MIN_PASSAGE_SHARE - 0.01))
+
+
+def _hand_window(chapter: str, draw: int, share: float) -> str:
+    """A window of ``share`` of a hand-set chapter's hand rewrite between two other texts, as
+    ``bench.rewrites_diagnose`` draws them."""
+    k = list(rewrites_hand.chapters()).index(chapter)
+    item, wrap = rewrites_hand.chapters()[chapter], rewrites_hand.fillers()
+    inner = rewrites_hand.window(item["rewrite"], share, random.Random(1000 * draw + k))
+    return f"{wrap[(k + draw) % len(wrap)]}\n{inner}\n{wrap[(k + draw + 2) % len(wrap)]}"
+
+
+def _without_gap_pairs(monkeypatch) -> None:
+    """The aligner as before pairs between two pairs: no lower thresholds than extension's."""
+    monkeypatch.setattr(rewrite, "GAP_COSINE", EXTEND_COSINE)
+    monkeypatch.setattr(rewrite, "GAP_DICE", EXTEND_DICE)
+    monkeypatch.setattr(rewrite, "GAP_COMMON_DICE", EXTEND_COMMON_DICE)
+    monkeypatch.setattr(rewrite, "GAP_MIN_SHARED", EXTEND_MIN_SHARED)
+
+
+def test_a_sentence_between_two_aligned_pairs_is_aligned_at_the_gap_thresholds(monkeypatch):
+    """Chapter 01 of the hand set: the rewriter's 随后七八条黑衣汉子沿着绳子溜下崖来… keeps
+    too few of 紧接着七八个黑衣人顺着绳索滑了下来…'s words to pass the extension thresholds
+    (its Dice without anchors is 0.27), but it sits between two aligned pairs in the same
+    place on both sides, which place it; a unit with no pair after it is not placed so."""
+    item = rewrites_hand.chapters()["01"]
+    page, master = (sentences_of(normalize(item[k])) for k in ("rewrite", "master"))
+    assert normalize(item["rewrite"]).chars[page.starts[13] :].startswith("随后七八条黑衣汉子")
+
+    def cells(among=None):
+        return {(p.page_first, p.master_first) for p in align_sentences(page, master, among).pairs}
+
+    assert {(12, 13), (13, 14), (14, 15)} <= cells()
+    assert (13, 14) not in cells(np.arange(14))  # the pair after it not on the page
+    _without_gap_pairs(monkeypatch)
+    assert (12, 13) in cells() and (13, 14) not in cells()
+
+
+def test_a_passage_rewritten_by_hand_is_proved_with_the_sentences_between_its_pairs(monkeypatch):
+    """30 % of chapter 01 rewritten by hand between two other texts aligns five sentences in a
+    row and one between two of them: a passage of ``MIN_PASSAGE_PAIRS`` (6) only with it."""
+    units = sentences_of(normalize(_hand_window("01", 1, 0.3)))
+    master = sentences_of(normalize(rewrites_hand.chapters()["01"]["master"]))
+    alignment = align_sentences(units, master)
+    assert is_partial_passage(alignment), (alignment.passage_pairs, alignment.passage_chars)
+    _without_gap_pairs(monkeypatch)
+    alignment = align_sentences(units, master)
+    assert alignment.passage_pairs == 5 and not is_rewrite(alignment)
 
 
 def _one_key_passage() -> rewrites_hand.Case:

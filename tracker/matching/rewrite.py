@@ -22,6 +22,12 @@ Text Reuse Detection at PAN 2014", CLEF 2014), on the canonical words of
 3. **Extension.** A pair of units, each next to a side of an aligned pair, is aligned at the
    lower ``EXTEND_COSINE``/``EXTEND_DICE``: a sentence rewritten more heavily than its
    neighbours is proved by them (PAN 2014 extends seeds across gaps the same way).
+   A pair of units *between* two aligned pairs, in the same place on both sides (page unit
+   ``i`` and master unit ``j`` with pairs ending at ``i - 1, j - 1`` and starting at
+   ``i + 1, j + 1``), is aligned at the still lower ``GAP_COSINE``/``GAP_DICE``
+   (:func:`_between`): a sentence rewritten so heavily that its rarest words are gone, which
+   its neighbours on both sides place (a hand rewrite of part of a chapter keeps few
+   sentences, and each one counts; see bench/results/rewrites-partial-h50.md).
 4. **Filter.** Aligned pairs are grouped by their place on the page (gaps of at most
    ``MAX_GAP_UNITS`` units); groups of fewer than ``MIN_FRAGMENT_PAIRS`` pairs are chance and
    dropped. The page's *rewritten share* is the share of the master's characters its aligned
@@ -58,6 +64,12 @@ MIN_SHARED = 3
 EXTEND_MIN_SHARED = 2
 MAX_GAP_UNITS = 4
 MIN_FRAGMENT_PAIRS = 3
+# A pair between two aligned pairs on both sides (see _between): the thresholds on the
+# development windows gave the same pairs from 0 to 0.3 (bench/results/rewrites-partial-h50.md)
+GAP_COSINE = 0.25
+GAP_DICE = 0.25
+GAP_COMMON_DICE = 0.2
+GAP_MIN_SHARED = 2
 # The decision (see is_rewrite): set on the development set of tests/rewrites.py.
 MIN_PAIRS = 4
 MIN_ANCHORED_UNITS = 2  # a master with this many units holding anchors: one pair must share one
@@ -355,10 +367,17 @@ def align_sentences(
         merged = _scores(ours, _Side.merged(mf, mrows, theirs))
         seeds.append((_seeds(merged) & _adjacent(mrows)[None, :], merged, 1, 2))
     take(seeds)
-    # Extension: units next to aligned ones, at the lower thresholds, until none is added.
+    # Extension: units next to aligned ones, at the lower thresholds, until none is added;
+    # then the units between two aligned pairs on both sides, at the lowest (and again).
     weak = _passing(one, EXTEND_COSINE, EXTEND_DICE, EXTEND_COMMON_DICE, EXTEND_MIN_SHARED)
+    gap = _passing(one, GAP_COSINE, GAP_DICE, GAP_COMMON_DICE, GAP_MIN_SHARED)
     for _ in range(len(prows)):
-        mask = weak & _near(page_used, prows)[:, None] & _near(master_used, mrows)[None, :]
+        for _ in range(len(prows)):
+            mask = weak & _near(page_used, prows)[:, None] & _near(master_used, mrows)[None, :]
+            mask &= ~page_used[:, None] & ~master_used[None, :]
+            if not mask.any() or not take([(mask, one, 1, 1)]):
+                break
+        mask = gap & _between(pairs, prows, mrows)
         mask &= ~page_used[:, None] & ~master_used[None, :]
         if not mask.any() or not take([(mask, one, 1, 1)]):
             break
@@ -494,6 +513,23 @@ def own_pairs(
             else summary(kept, page, masters[doc], alignment.conflicts, alignment.anchored_units)
         )
     return found
+
+
+def _between(pairs: list[Pair], prows: np.ndarray, mrows: np.ndarray) -> np.ndarray:
+    """The cells (kept page row, kept master row) of units between two aligned pairs in the
+    same place on both sides: one pair ends right before the page unit and the master unit,
+    another starts right after both (a mask over ``prows`` × ``mrows``; either unit may be
+    used already, by a pair of its own or, the master's, elsewhere)."""
+    mask = np.zeros((len(prows), len(mrows)), dtype=bool)
+    starts = {p.page_first: p.master_first for p in pairs}
+    for p in pairs:
+        unit, master_unit = p.page_last + 1, p.master_last + 1
+        if starts.get(unit + 1) != master_unit + 1:
+            continue
+        i, j = np.searchsorted(prows, unit), np.searchsorted(mrows, master_unit)
+        if i < len(prows) and prows[i] == unit and j < len(mrows) and mrows[j] == master_unit:
+            mask[i, j] = True
+    return mask
 
 
 def _near(used: np.ndarray, rows: np.ndarray) -> np.ndarray:

@@ -22,7 +22,9 @@ twice: larger, still a bound), with the exact norm and size of the page side's u
 
 A page unit is *eligible* when some master unit may pair with it at the extension
 thresholds, or two master units merged at the seed thresholds, or it and a neighbour split
-from one master unit at the seed thresholds; a *seed* unit when at the seed thresholds.
+from one master unit at the seed thresholds, or at the gap thresholds when both its
+neighbours and both the master unit's are eligible (a pair between two pairs); a *seed* unit
+when at the seed thresholds.
 Every aligned pair's page units are eligible, and pairs share no page unit. The aligner keeps
 pairs in groups of ``MIN_FRAGMENT_PAIRS`` whose neighbours on the page are at most
 ``MAX_GAP_UNITS`` apart; such a group lies in one run of eligible units so spaced, holding at
@@ -35,7 +37,8 @@ eligible units on both sides), so the pairs are at most the eligible master unit
 of the two, 0 when below ``MIN_FRAGMENT_PAIRS`` (no group is kept), is :func:`most_pairs`.
 
 Where that allows ``MIN_PAIRS``, it is lowered by a matching: each kept pair starts at a cell
-(its first page unit, its first master unit) that passes alone at the extension thresholds,
+(its first page unit, its first master unit) that passes alone at the extension thresholds
+(or the gap ones, between eligible units on both sides),
 or as the first of a split or merge at the seed ones, both units eligible, the page unit in
 a kept run; pairs share no unit, so those cells are a matching of the passing cells. A run
 whose passing cells match fewer than ``MIN_FRAGMENT_PAIRS`` holds no kept group; the
@@ -60,6 +63,9 @@ from tracker.matching.rewrite import (
     EXTEND_COSINE,
     EXTEND_DICE,
     EXTEND_MIN_SHARED,
+    GAP_COSINE,
+    GAP_DICE,
+    GAP_MIN_SHARED,
     MAX_GAP_UNITS,
     MIN_FRAGMENT_PAIRS,
     MIN_PAIRS,
@@ -73,7 +79,7 @@ _SLACK = 1 - 1e-9
 _NONE = np.zeros(0, dtype=np.int64)
 _MOST_MATCHED = 200  # rows or columns above which a matching is bounded by their number
 # the fewest shared codes of a cell that may pass a test alone or with its neighbour
-_FEWEST = min(EXTEND_MIN_SHARED, MIN_SHARED, (MIN_SHARED + 1) // 2)
+_FEWEST = min(EXTEND_MIN_SHARED, GAP_MIN_SHARED, MIN_SHARED, (MIN_SHARED + 1) // 2)
 
 
 def _passes(shared, inside, norms, sizes, cosine: float, dice: float, least: int) -> np.ndarray:
@@ -201,6 +207,7 @@ def most_pairs_of(
     sizes, norms = psizes + msizes, pnorms * mnorms
     s, w = shared[touched], inside[touched]
     weak = _passes(s, w, norms, sizes, EXTEND_COSINE, EXTEND_DICE, EXTEND_MIN_SHARED)
+    gapped = _passes(s, w, norms, sizes, GAP_COSINE, GAP_DICE, GAP_MIN_SHARED)
     seeds = _passes(s, w, norms, sizes, SEED_COSINE, SEED_DICE, MIN_SHARED)
     rows = _marked(r[seeds], len(unit))
     cols = _marked(c[seeds], len(item_of_col))
@@ -243,23 +250,33 @@ def most_pairs_of(
     cols[bc[split]] = True
     seeded = rows.copy()
     # Extension: a pair next to used units on both sides, as the aligner extends (it also
-    # wants them unused: without that, this adds at least what it adds).
+    # wants them unused: without that, this adds at least what it adds), until none is added;
+    # then a pair between two, at the gap thresholds (eligible units on both sides of both
+    # its units; the cells passing the extension thresholds are next to them already), and
+    # again. The order makes no difference to where it ends (each rule only adds), and the
+    # gap rule is read once for most candidates.
     next_col = item_of_col[1:] == item_of_col[:-1]
     weak_rows, weak_cols = r[weak], c[weak]
+    gap_only = gapped & ~weak
+    gap_rows, gap_cols = r[gap_only], c[gap_only]
     while True:
-        near_rows = np.zeros(len(rows), dtype=bool)
-        near_rows[1:] |= rows[:-1] & next_to
-        near_rows[:-1] |= rows[1:] & next_to
-        near_cols = np.zeros(len(cols), dtype=bool)
-        near_cols[1:] |= cols[:-1] & next_col
-        near_cols[:-1] |= cols[1:] & next_col
-        added = near_rows[weak_rows] & near_cols[weak_cols]
-        new_rows, new_cols = rows.copy(), cols.copy()
-        new_rows[weak_rows[added]] = True
-        new_cols[weak_cols[added]] = True
-        if (new_rows == rows).all() and (new_cols == cols).all():
+        while True:
+            near_rows, near_cols = _beside(rows, next_to), _beside(cols, next_col)
+            added = near_rows[weak_rows] & near_cols[weak_cols]
+            new_rows, new_cols = rows.copy(), cols.copy()
+            new_rows[weak_rows[added]] = True
+            new_cols[weak_cols[added]] = True
+            if (new_rows == rows).all() and (new_cols == cols).all():
+                break
+            rows, cols = new_rows, new_cols
+        if not len(gap_rows):
             break
-        rows, cols = new_rows, new_cols
+        between = _between(rows, next_to)[gap_rows] & _between(cols, next_col)[gap_cols]
+        between &= ~(rows[gap_rows] & cols[gap_cols])  # a cell adding a unit
+        if not between.any():
+            break
+        rows[gap_rows[between]] = True
+        cols[gap_cols[between]] = True
     # each pair holds master units of its own, all among ``cols`` (the module's docstring)
     runs, run_of_row = _in_runs_of(unit, item_of_row, rows, seeded, k)
     most = np.minimum(runs, np.bincount(item_of_col[cols], minlength=k))
@@ -275,8 +292,9 @@ def most_pairs_of(
     if not matched:
         return bounds
     # the cells a pair may take (its first page and master unit), in the kept runs
-    edge_rows = np.concatenate([r[weak], pr[merged], br[split]])
-    edge_cols = np.concatenate([c[weak], pc[merged], bc[split]])
+    between = gap_only & _between(rows, next_to)[r] & _between(cols, next_col)[c]
+    edge_rows = np.concatenate([r[weak], r[between], pr[merged], br[split]])
+    edge_cols = np.concatenate([c[weak], c[between], pc[merged], bc[split]])
     inside_runs = (run_of_row[edge_rows] >= 0) & cols[edge_cols]
     edge_rows, edge_cols = edge_rows[inside_runs], edge_cols[inside_runs]
     edge_item = item_of_row[edge_rows]
@@ -324,6 +342,23 @@ def _matching(edges: list[tuple[int, int]]) -> int:
         return False
 
     return sum(augment(row, set()) for row in adjacent)
+
+
+def _beside(marked: np.ndarray, next_to: np.ndarray) -> np.ndarray:
+    """Whether a neighbour of each place is ``marked`` (``next_to``: whether each two
+    consecutive places are neighbours)."""
+    near = np.zeros(len(marked), dtype=bool)
+    near[1:] |= marked[:-1] & next_to
+    near[:-1] |= marked[1:] & next_to
+    return near
+
+
+def _between(marked: np.ndarray, next_to: np.ndarray) -> np.ndarray:
+    """Whether both neighbours of each place are ``marked`` (``next_to`` as for
+    :func:`_beside`)."""
+    both = np.zeros(len(marked), dtype=bool)
+    both[1:-1] = marked[:-2] & next_to[:-1] & marked[2:] & next_to[1:]
+    return both
 
 
 def _marked(at: np.ndarray, length: int) -> np.ndarray:
