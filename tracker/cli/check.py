@@ -305,6 +305,7 @@ def _run_jsonl(path: str, settings: Settings, workers: int, max_bytes: int) -> i
     simhash_text(normalize("预热词典").chars)
     # numpy.ma: numpy loads it on the first np.unique (~12 ms); loaded here, not in each worker.
     import numpy.ma  # noqa: F401
+
     if settings.rewrite_detection:  # its lexicon (~0.5 s), loaded once, not in every worker
         from tracker.fingerprints.lexicon import lexicon
 
