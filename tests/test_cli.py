@@ -674,3 +674,27 @@ def test_services_stop_stops_what_start_started(tmp_path):
             os.kill(pid, 0)
     again = tracker(environment, "services", "stop")
     assert again.stdout.decode().strip() == "stopped: nothing was running"
+
+
+def test_a_command_loads_only_its_own_module_and_parses_as_with_all():
+    """`tracker check …` builds the parser of check alone (its start-up need not import the
+    other commands' modules); options before the command are skipped, and help or an unknown
+    command gets the whole parser."""
+    from tracker.cli import build_parser, command_named
+
+    assert command_named(["check", "x"]) == "check"
+    assert command_named(["-v", "--config", "t.toml", "--data-dir=d", "run-job", "x"]) == "run-job"
+    assert command_named(["--help"]) is None and command_named([]) is None
+    whole = build_parser()
+    for argv in (
+        ["check", "--jsonl", "q.jsonl", "--workers", "3"],
+        ["-v", "--config", "t.toml", "run-job", "pull"],
+        ["index", "list"],
+    ):
+        alone = build_parser(command_named(argv))
+        commands = next(a for a in alone._actions if isinstance(a, argparse._SubParsersAction))
+        assert list(commands.choices) == [argv[-2] if argv[0] == "-v" else argv[0]]
+        assert vars(alone.parse_args(argv)) == vars(whole.parse_args(argv))
+    unknown = build_parser("no-such-command")
+    commands = next(a for a in unknown._actions if isinstance(a, argparse._SubParsersAction))
+    assert "check" in commands.choices and "ingest" in commands.choices

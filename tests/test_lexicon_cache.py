@@ -221,3 +221,31 @@ def test_no_writable_cache_still_works(tmp_path: Path, monkeypatch: pytest.Monke
     content = [(k, c) for k, c in enumerate(map(lex.canon, SAMPLE)) if c is not None]
     assert keep.tolist() == [k for k, _ in content]
     assert codes.tolist() == [c.code for _, c in content]
+
+
+def test_the_sources_digest_is_kept_by_the_files_identity(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The digest of the source files is read from the cache directory while they are the same
+    files (not hashed at every start), and made again when one of them changes."""
+    import hashlib
+
+    from tracker.disk_cache import files_digest
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    a, b = tmp_path / "a.txt", tmp_path / "b.txt"
+    a.write_bytes("词 3 n\n".encode())
+    b.write_bytes(b"x")
+
+    def hashed() -> str:
+        digest = hashlib.blake2b(b"layout", digest_size=16)
+        for path in (a, b):
+            digest.update(path.read_bytes())
+        return digest.hexdigest()
+
+    first = files_digest([a, b], "layout")
+    assert first == hashed() and len(list((tmp_path / "cache" / "tracker").glob("digest-*")))
+    assert files_digest([a, b], "layout") == first
+    b.write_bytes(b"yy")
+    assert files_digest([a, b], "layout") == hashed() != first
+    assert files_digest([a, b], "other") != files_digest([a, b], "layout")

@@ -44,7 +44,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from tracker.disk_cache import cache_dir, cache_file, cached_arrays, writable
+from tracker.disk_cache import cache_dir, cache_file, cached_arrays, files_digest, writable
 
 
 def _words(*lines: str) -> frozenset[str]:
@@ -260,11 +260,9 @@ def _build_tables() -> dict[str, np.ndarray]:
 
 @cache
 def _sources_digest(layout: str) -> str:
-    """A digest of ``layout`` (``TABLES_FORMAT``) and of the source files' bytes."""
-    digest = hashlib.blake2b(layout.encode(), digest_size=16)
-    for source in _source_files():
-        digest.update(source.read_bytes())
-    return digest.hexdigest()
+    """A digest of ``layout`` (``TABLES_FORMAT``) and of the source files' bytes (kept by
+    their identity: :func:`tracker.disk_cache.files_digest`)."""
+    return files_digest(_source_files(), layout)
 
 
 @cache

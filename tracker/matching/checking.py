@@ -78,11 +78,16 @@ class Answer:
 class CheckingService:
     """Checks inputs for one configuration. Made with a ``runtime``, it uses those connections
     (the console's) and leaves them open; otherwise it connects on its first check and
-    :meth:`close` closes what it opened."""
+    :meth:`close` closes what it opened. ``indexes_ensured``: made in a process whose parent
+    has just ensured the database's indexes (a ``check --jsonl`` worker), it does not list
+    them again."""
 
-    def __init__(self, settings: Settings, runtime: Runtime | None = None) -> None:
+    def __init__(
+        self, settings: Settings, runtime: Runtime | None = None, indexes_ensured: bool = False
+    ) -> None:
         self.settings = settings
         self._runtime = runtime
+        self._indexes_ensured = indexes_ensured
         self._owns_runtime = runtime is None
         self._detector: Detector | None = None
         self._version: int | None = None
@@ -151,7 +156,7 @@ class CheckingService:
         if self._runtime is None:
             from tracker.servers.connect import connect
 
-            self._runtime = connect(self.settings)
+            self._runtime = connect(self.settings, indexes_ensured=self._indexes_ensured)
         return self._runtime
 
     def alive(self) -> bool:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from tracker.text.chapters import heading_offsets
 from tracker.text.normalize import NormalizedText
 
 SEGMENT_TOKENS = 8192
@@ -33,6 +32,10 @@ LONG_PAGE_TOKENS = 12288
 
 def chapter_starts(page: NormalizedText) -> np.ndarray:
     """Token offsets where the page's chapter headings start (ascending)."""
+    # Imported here: its patterns take ~7 ms to compile, which a check of short pages (every
+    # `tracker check`) never needs.
+    from tracker.text.chapters import heading_offsets
+
     offsets = heading_offsets(page.source)
     if not offsets:
         return np.zeros(0, dtype=np.int64)

@@ -30,16 +30,16 @@ class ServerError(ServiceError):
     """A configured or embedded server cannot be reached or refused the command."""
 
 
-def connect(settings: Settings, redis: bool = True) -> Runtime:
+def connect(settings: Settings, redis: bool = True, indexes_ensured: bool = False) -> Runtime:
     """A :class:`Runtime` whose MongoDB (and Redis, unless ``redis`` is False) answered a ping
     within :data:`SERVER_TIMEOUT_S` each (an embedded one, :data:`EMBEDDED_TIMEOUT_S`); raises
-    :class:`ServerError` otherwise."""
+    :class:`ServerError` otherwise. ``indexes_ensured``: see :class:`Runtime`."""
     _without_pyopenssl(settings.mongo_url)
     import pymongo
 
     from tracker.servers.runtime import Runtime
 
-    runtime = Runtime(settings)
+    runtime = Runtime(settings, indexes_ensured=indexes_ensured)
     try:
         with pymongo.timeout(SERVER_TIMEOUT_S if settings.mongo_url else EMBEDDED_TIMEOUT_S):
             runtime.mongo.admin.command("ping")
