@@ -37,6 +37,7 @@ from scrapy.http import HtmlResponse, Request
 from scrapy.utils.test import get_crawler
 
 from bench.crawl_throughput import build_pirate_site
+from bench.output import process_cpu_s
 from pipelines.boilerplate import SiteBoilerplatePipeline
 from pipelines.evidence import EvidencePipeline
 from pipelines.fingerprint import FingerprintPipeline
@@ -59,11 +60,9 @@ def server_cpu(settings: Settings, name: str) -> float:
     """CPU seconds used so far by the embedded server ``name`` (0 when unknown)."""
     state = services.read_state(settings, name)
     try:
-        with open(f"/proc/{state.pid}/stat") as stat:  # type: ignore[union-attr]
-            fields = stat.read().rsplit(")", 1)[1].split()
+        return process_cpu_s(state.pid)  # type: ignore[union-attr]
     except (AttributeError, OSError):
         return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def measure(settings: Settings, pages: int, work: Callable[[], object]) -> dict[str, float]:

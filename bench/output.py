@@ -1,9 +1,11 @@
 """Where a bench's results go: the JSON (for plots and later comparisons) and its markdown
-table beside it, which is also printed; and the JSON a bench's worker process prints."""
+table beside it, which is also printed; the JSON a bench's worker process prints; and the CPU
+a process (a server, a worker) has used so far."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -23,3 +25,10 @@ def worker_json(command: list[str], env: dict[str, str], cwd: Path) -> dict[str,
     and return the JSON of the last line it prints; a failing worker raises."""
     out = subprocess.run(command, env=env, cwd=cwd, check=True, capture_output=True, text=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def process_cpu_s(pid: int) -> float:
+    """User + system CPU seconds process ``pid`` has used so far (``/proc/PID/stat``; raises
+    OSError once it has gone)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")

@@ -22,11 +22,11 @@ import statistics
 import time
 from dataclasses import replace
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from pymongo import ASCENDING, DESCENDING, IndexModel
 
+from bench.output import process_cpu_s
 from tracker.config import Settings
 from tracker.servers import services
 from tracker.servers.runtime import Runtime
@@ -59,11 +59,6 @@ BEFORE = {
     ],
 }
 NOW = {name: list(INDEXES[name]) for name in BEFORE}
-
-
-def server_cpu(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def matched_page(i: int, now: datetime, rng: random.Random) -> dict[str, dict[str, Any]]:
@@ -162,12 +157,12 @@ def main(argv: list[str] | None = None) -> None:
                 db = client[f"bench_store_indexes_{name}_{round_no}"]
                 for collection, models in variants[name].items():
                     db[collection].create_indexes(models)
-                began = server_cpu(state.pid)
+                began = process_cpu_s(state.pid)
                 for start in range(0, len(pages), BATCH):
                     batch = pages[start : start + BATCH]
                     for collection in COLLECTIONS:
                         db[collection].insert_many([p[collection] for p in batch], ordered=False)
-                ms = 1000 * (server_cpu(state.pid) - began) / len(pages)
+                ms = 1000 * (process_cpu_s(state.pid) - began) / len(pages)
                 spent[name].append(ms)
                 print(f"round {round_no} {name}: {ms:.2f} ms of server CPU a matched page "
                       f"(load {os.getloadavg()[0]:.1f})", flush=True)  # fmt: skip

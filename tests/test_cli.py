@@ -698,3 +698,32 @@ def test_a_command_loads_only_its_own_module_and_parses_as_with_all():
     unknown = build_parser("no-such-command")
     commands = next(a for a in unknown._actions if isinstance(a, argparse._SubParsersAction))
     assert "check" in commands.choices and "ingest" in commands.choices
+
+
+@pytest.mark.parametrize("outcome", ["returns", "raises"])
+@pytest.mark.parametrize("collecting", [True, False])
+def test_a_check_leaves_the_collector_as_it_found_it(monkeypatch, outcome, collecting):
+    """`tracker check` turns the collector off for its start-up and freezes what that loaded;
+    run in a long-lived process (the warm checker, a test calling main), it leaves the
+    collector on or off as it was and nothing frozen, whether the check returned or raised."""
+    import gc
+
+    from tracker.cli import check
+
+    def checked(args, settings):
+        assert not gc.isenabled()
+        check._started()
+        assert gc.isenabled() and gc.get_freeze_count() > 0
+        if outcome == "raises":
+            raise KeyboardInterrupt
+        return 0
+
+    monkeypatch.setattr(check, "_run_check", checked)
+    (gc.enable if collecting else gc.disable)()
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            assert check.run(argparse.Namespace(), None) == 0  # type: ignore[arg-type]
+        assert gc.isenabled() == collecting and gc.get_freeze_count() == 0
+    finally:
+        gc.unfreeze()
+        gc.enable()

@@ -243,9 +243,35 @@ def test_the_sources_digest_is_kept_by_the_files_identity(
             digest.update(path.read_bytes())
         return digest.hexdigest()
 
+    memos = tmp_path / "cache" / "tracker"
     first = files_digest([a, b], "layout")
-    assert first == hashed() and len(list((tmp_path / "cache" / "tracker").glob("digest-*")))
+    assert first == hashed() and not list(memos.glob("digest-*"))  # just written: not kept
+    monkeypatch.setattr("tracker.disk_cache.RACY_NS", 0)
+    assert files_digest([a, b], "layout") == first and list(memos.glob("digest-*"))
     assert files_digest([a, b], "layout") == first
     b.write_bytes(b"yy")
     assert files_digest([a, b], "layout") == hashed() != first
     assert files_digest([a, b], "other") != files_digest([a, b], "layout")
+
+
+def test_the_sources_digest_sees_a_rewrite_with_the_same_size_and_mtime(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file rewritten in place with its size and modification time restored (``cp -p``, an
+    archive unpacked over it) is hashed again: its change time is part of its identity."""
+    import os
+    import time
+
+    from tracker.disk_cache import files_digest
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr("tracker.disk_cache.RACY_NS", 0)
+    a = tmp_path / "a.txt"
+    a.write_bytes(b"old")
+    first = files_digest([a])
+    stat = a.stat()
+    time.sleep(0.05)  # past the kernel clock's tick (a few ms), so the change time differs
+    a.write_bytes(b"new")
+    os.utime(a, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert a.stat().st_ino == stat.st_ino and a.stat().st_size == stat.st_size
+    assert files_digest([a]) != first

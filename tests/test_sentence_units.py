@@ -18,6 +18,7 @@ from tracker.fingerprints.sentences import (
     MIN_CLAUSE_CHARS,
     SENTENCE_ENDS,
     Sentences,
+    sentences_many,
     sentences_of,
 )
 from tracker.fingerprints.simhash import cut_lines
@@ -132,3 +133,26 @@ def test_every_field_is_what_the_words_make_it(source):
     # the same from the words cut beforehand (a master's stored cuts, a page's words)
     again = sentences_of(text, cut_lines(text.lines()))
     assert again.units == units and again.flat.codes.tolist() == flat.codes.tolist()
+
+
+def _arrays(s: Sentences) -> list:
+    """Everything a text's units hold, to compare two makings of them."""
+    flat = [getattr(s.flat, f) for f in ("ptr", "unit", "codes", "weights", "anchor")]
+    flat += [getattr(s.flat, f) for f in ("norms", "sizes", "anchors")]
+    return [s.chars, s.words, s.starts, s.ends, s.content, s.content_codes, s.content_ptr, *flat]
+
+
+@pytest.mark.parametrize("first", [[], ["", "。。！", "abc xyz。"]])
+def test_a_batch_makes_each_text_s_units_as_alone(first):
+    """:func:`sentences_many` of a batch (texts without units or content words among them,
+    the same text twice) gives each text the units it has alone: the offsets of the texts
+    before it are taken off; a batch of texts all without units gives each an empty one."""
+    texts = [normalize(t) for t in [*first, *TEXTS, "abc xyz。", TEXTS[3], *first]]
+    batch = sentences_many(texts, [None] * len(texts))
+    assert len(batch) == len(texts)
+    for text, made in zip(texts, batch, strict=True):
+        alone = sentences_many([text], [None])[0]
+        for a, b in zip(_arrays(made), _arrays(alone), strict=True):
+            assert np.array_equal(np.asarray(a), np.asarray(b)), text.chars[:20]
+    nothing = sentences_many([normalize(t) for t in ("", "。。！")], [None, None])
+    assert [len(s) for s in nothing] == [0, 0] and sentences_many([], []) == []

@@ -94,17 +94,22 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     # Start-up (~0.4 s of imports, connections and tables) makes long-lived objects and no
     # garbage cycles: the collector walking them again and again cost ~6 % of a one-text
     # check's CPU. It is off until start-up is over (:func:`_started`; a single text: for its
-    # whole check) and on again after, whatever happens (the warm checker runs this command
-    # in a long-lived process).
-    collecting = gc.isenabled()
+    # whole check) and as it was after, whatever happens, its frozen objects thawed (the warm
+    # checker runs this command in a long-lived process, tests in theirs: what a run froze
+    # would otherwise never be collected there).
+    collecting, thawed = gc.isenabled(), gc.get_freeze_count() == 0
     gc.disable()
     try:
         return _run_check(args, settings)
     except EmptyLibrary as exc:
         return fail(str(exc))
     finally:
+        if thawed:
+            gc.unfreeze()
         if collecting:
             gc.enable()
+        else:
+            gc.disable()
 
 
 def _started() -> None:
