@@ -199,7 +199,7 @@ def _everything(runtime: Runtime, evidence: Path, masters: list) -> dict:
 
 
 def test_bigger_stage_batches_change_no_page_match_or_evidence(settings, tmp_path):
-    """The defaults' stage and extraction batches (h50: 64 and 32 pages, from 16 and 16)
+    """The defaults' stage and extraction batches (h50: 128 and 64 pages, from 16 and 16)
     record exactly what the old ones did on a pirate site, field by field: pages, matches,
     captures and their WARC records, clusters, the page index, every Redis key. The third
     crawl waits a second for its batches, so that they fill up whatever the machine's load."""
