@@ -76,13 +76,6 @@ class Tally:
             stats.inc_value(key, count)
 
 
-def ready_items(crawler: Crawler) -> int:
-    """Items a free stage worker takes at once without waiting ``TRACKER_BATCH_DELAY`` for
-    more: ``CONCURRENT_ITEMS``, the most one response (a feed) puts in the pipelines at a time
-    (see :class:`tracker.batching.Batcher`)."""
-    return max(1, crawler.settings.getint("CONCURRENT_ITEMS", 16))
-
-
 def stage_batcher(
     crawler: Crawler, handler: Callable[[list[T]], Sequence[object]], name: str
 ) -> Batcher:
@@ -93,7 +86,6 @@ def stage_batcher(
         size=settings.getint("TRACKER_BATCH_SIZE", Settings.batch_size),
         delay=settings.getfloat("TRACKER_BATCH_DELAY", Settings.batch_delay),
         name=f"pipeline-{name}",
-        ready=ready_items(crawler),
     )
 
 

@@ -41,7 +41,7 @@ from typing import Any, TypeVar
 from scrapy import Spider
 from scrapy.crawler import Crawler
 
-from pipelines import SERVER_ERRORS, Tally, close_batcher, ready_items, stage_batcher
+from pipelines import SERVER_ERRORS, Tally, close_batcher, stage_batcher
 from spiders.base import canonical_of
 from tracker.config import Settings
 from tracker.crawling import match_worker, workers
@@ -95,7 +95,6 @@ class ExtractPipeline:
             size=crawler.settings.getint("TRACKER_EXTRACT_BATCH", Settings.extract_batch),
             delay=crawler.settings.getfloat("TRACKER_BATCH_DELAY", Settings.batch_delay),
             name="pipeline-extract",
-            ready=ready_items(crawler),
         )
         self.lookups = stage_batcher(crawler, self._stored_digests, "canonical")
         self.resources = PageResources(crawler, self.pool)

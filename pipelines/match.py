@@ -13,7 +13,7 @@ from typing import Any
 
 from scrapy.crawler import Crawler
 
-from pipelines import SERVER_ERRORS, BatchedStage, Tally, close_batcher, ready_items
+from pipelines import SERVER_ERRORS, BatchedStage, Tally, close_batcher
 from pipelines.extract import worker_pool
 from tracker.config import Settings
 from tracker.crawling import workers
@@ -46,7 +46,6 @@ class MatchPipeline(BatchedStage):
                     size=settings.getint("TRACKER_BATCH_SIZE", Settings.batch_size),
                     delay=settings.getfloat("TRACKER_BATCH_DELAY", Settings.batch_delay),
                     name="pipeline-match-workers",
-                    ready=ready_items(crawler),
                 )
 
     def warm_up(self) -> None:

@@ -79,47 +79,6 @@ def test_a_busy_worker_lets_the_next_batch_grow_and_the_loop_runs_meanwhile():
     assert ticks >= 5  # the loop kept turning while the handler slept
 
 
-def test_a_free_worker_takes_ready_items_at_once_and_a_busy_one_lets_the_batch_grow():
-    """``ready``: a free worker takes that many items without waiting ``delay`` for more (a
-    feed's entries come CONCURRENT_ITEMS at a time and no more would come); while it is busy
-    the next batch grows past ``ready``, up to ``size``."""
-    sizes: list[int] = []
-
-    def handler(items: list[int]) -> list[int]:
-        sizes.append(len(items))
-        time.sleep(0.2)
-        return items
-
-    async def main():
-        batcher = Batcher(handler, size=64, delay=60.0, ready=4)  # would wait a minute
-        started = time.monotonic()
-        first = [asyncio.ensure_future(batcher.submit(x)) for x in range(4)]
-        await asyncio.gather(*first)
-        waited = time.monotonic() - started
-        await asyncio.sleep(0)
-        rest = [asyncio.ensure_future(batcher.submit(x)) for x in range(4, 30)]
-        await asyncio.gather(*rest)
-        await batcher.close()
-        return waited
-
-    waited = run(main())
-    assert waited < 5
-    assert sizes[0] == 4 and sizes[1] == 4 and sum(sizes) == 30
-    assert max(sizes) == 22  # the items that came while the second batch ran: one batch
-
-
-def test_without_ready_a_free_worker_waits_for_a_full_batch_or_the_delay():
-    sizes: list[int] = []
-
-    def handler(items: list[int]) -> list[int]:
-        sizes.append(len(items))
-        return items
-
-    submit_together(handler, range(10), size=64, delay=0.05)
-    assert sizes == [10]
-    assert Batcher(handler, size=8, ready=32).ready == 8  # never more than size
-
-
 def test_each_item_gets_its_own_error():
     def handler(items: list[str]) -> list[object]:
         return [ValueError(f"bad {x}") if x.startswith("bad") else x.upper() for x in items]
@@ -163,8 +122,6 @@ def test_close_runs_what_is_pending_at_once():
 def test_wrong_sizes_are_refused():
     with pytest.raises(ValueError):
         Batcher(lambda items: items, size=0)
-    with pytest.raises(ValueError):
-        Batcher(lambda items: items, ready=0)
 
 
 def _dies(code: int) -> int:

@@ -41,11 +41,7 @@ class Batcher(Generic[T, R]):
     systems", SIGMOD 1984): a batch is handed to a worker when it holds ``size`` items, or when
     a worker is free and ``delay`` seconds have passed since its first item. While every worker
     is busy the next batch keeps filling, so batches grow with the load and each round trip
-    serves more items, while an item meeting an idle worker waits ``delay`` at most; a free
-    worker takes a batch of ``ready`` items (``size`` by default) at once, without waiting
-    ``delay`` for more: a crawl's items come at most that many at a time from one response
-    (Scrapy's ``CONCURRENT_ITEMS``, a feed's entries), so more would come from other
-    responses only, which a busy worker's next batch gathers anyway. With
+    serves more items, while an item meeting an idle worker waits ``delay`` at most. With
     ``workers=1`` (the default) batches run one after the other, in the order their items were
     submitted.
 
@@ -62,13 +58,11 @@ class Batcher(Generic[T, R]):
         delay: float = 0.005,
         workers: int = 1,
         name: str = "batcher",
-        ready: int | None = None,
     ) -> None:
-        if size < 1 or workers < 1 or delay < 0 or (ready is not None and ready < 1):
-            raise ValueError("a batcher needs size, workers and ready >= 1 and delay >= 0")
+        if size < 1 or workers < 1 or delay < 0:
+            raise ValueError("a batcher needs size >= 1, workers >= 1 and delay >= 0")
         self.handler = handler
         self.size = size
-        self.ready = min(ready or size, size)
         self.delay = delay
         self.workers = workers
         self.name = name
@@ -141,10 +135,9 @@ class Batcher(Generic[T, R]):
             self._timer = None
 
     def _launch(self) -> None:
-        """Hand closed batches (and a due or ready one) to free workers."""
+        """Hand closed batches (and a due one) to free workers."""
         while len(self._running) < self.workers:
-            ready = self._due or len(self._filling) >= self.ready
-            if not self._full and self._filling and ready:
+            if not self._full and self._filling and self._due:
                 self._close_filling()
             if not self._full:
                 return

@@ -183,9 +183,8 @@ class PoolBatcher(Batcher[T, R]):
         delay: float = 0.005,
         workers: int | None = None,
         name: str = "pool-batcher",
-        ready: int | None = None,
     ) -> None:
-        super().__init__(handler, size, delay, workers or pool.processes + 1, name, ready)
+        super().__init__(handler, size, delay, workers or pool.processes + 1, name)
         self.pool = pool
 
     def _dispatch(self, items: list[T]) -> asyncio.Future:

@@ -60,9 +60,8 @@ CONCURRENT_REQUESTS = 16
 CONCURRENT_REQUESTS_PER_DOMAIN = 4
 # Outputs of one response handled at once: a page gives one item (a feed one per entry), and
 # Scrapy starts this many tasks for every response (100 by default: a tenth of the crawl
-# process's CPU went to creating them). A free stage worker takes this many pages at once
-# rather than waiting TRACKER_BATCH_DELAY for a fuller batch (pipelines.ready_items): a feed's
-# entries come this many at a time.
+# process's CPU went to creating them). A feed's entries so reach the stages this many at a
+# time, each group waiting TRACKER_BATCH_DELAY for a fuller batch (bench/results/crawl-h50.md).
 CONCURRENT_ITEMS = 16
 DOWNLOAD_TIMEOUT = 30
 # No chapter or article page comes near this; bigger bodies are cancelled and counted.
