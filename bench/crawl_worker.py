@@ -61,7 +61,7 @@ from tracker.servers.runtime import Runtime
 from tracker.text.normalize import normalize
 
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "pages"
-BATCH = 16  # pages to a worker call (TRACKER_EXTRACT_BATCH's order)
+BATCH = 16  # pages to a worker call (TRACKER_EXTRACT_BATCH before h50; 64 since)
 SITE = "http://127.0.0.1:8000"
 
 Page = tuple[str, str, PageContext | None]  # url, html, context

@@ -33,7 +33,7 @@ from tracker.servers.runtime import Runtime
 from tracker.stores.indexes import INDEXES
 
 COLLECTIONS = ("captures", "matches", "page_days", "pages")  # the order the crawl writes them
-BATCH = 16  # the crawl's store batches (TRACKER_BATCH_SIZE)
+BATCH = 16  # the crawl's store batches when TRACKER_BATCH_SIZE was 16 (128 since h50)
 
 #: The secondary indexes of these collections before h47 (18 entries a matched page with _id).
 BEFORE = {

@@ -250,7 +250,7 @@ class Settings:
     # in batches of up to batch_size pages, or what arrived within batch_delay seconds while
     # the worker was busy (pipelines/__init__.py).
     batch_size: int = setting(
-        16,
+        128,
         "crawl: a pipeline stage's MongoDB and Redis work goes in batches of up to this many "
         "pages…",
         range=(1, None),
@@ -269,7 +269,7 @@ class Settings:
         range=(0, None),
     )
     extract_batch: int = setting(
-        16, "crawl: pages sent to an extraction worker per call", range=(1, None)
+        64, "crawl: pages sent to an extraction worker per call", range=(1, None)
     )
     extract_learned_body: bool = setting(
         True,

@@ -58,9 +58,10 @@ AUTOTHROTTLE_MAX_DELAY = 30.0
 AUTOTHROTTLE_TARGET_CONCURRENCY = 2.0
 CONCURRENT_REQUESTS = 16
 CONCURRENT_REQUESTS_PER_DOMAIN = 4
-# Outputs of one response handled at once: a page gives one item (a feed one per entry, a batch
-# of TRACKER_BATCH_SIZE), and Scrapy starts this many tasks for every response (100 by default:
-# a tenth of the crawl process's CPU went to creating them).
+# Outputs of one response handled at once: a page gives one item (a feed one per entry), and
+# Scrapy starts this many tasks for every response (100 by default: a tenth of the crawl
+# process's CPU went to creating them). A feed's entries so reach the stages this many at a
+# time, each group waiting TRACKER_BATCH_DELAY for a fuller batch (bench/results/crawl-h50.md).
 CONCURRENT_ITEMS = 16
 DOWNLOAD_TIMEOUT = 30
 # No chapter or article page comes near this; bigger bodies are cancelled and counted.
@@ -144,7 +145,9 @@ TRACKER_BOILERPLATE_MIN_PAGES = _model.boilerplate_min_pages
 # pages, or what arrived within this many seconds while the worker was busy (see pipelines).
 # 20 ms rather than 5: at full speed the batches are about twice as large (the bench's
 # 1,000-page crawl: match 9.4 pages, store 10.5, against 5.3 and 7.9), so fewer round trips a
-# page, for at most 0.1 s more before a page is stored.
+# page, for at most 0.1 s more before a page is stored. 128 and 64 pages rather than 16 and 16:
+# SecantusDB and pymongo pay per command, and on a copy-dense site the stages' batches grow to
+# 30-50 pages while their workers are busy (bench/results/crawl-h50.md).
 TRACKER_BATCH_SIZE = _model.batch_size
 TRACKER_BATCH_DELAY = _model.batch_delay
 # Pages are extracted in this many worker processes (0: in a thread of the crawl process), in
