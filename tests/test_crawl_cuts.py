@@ -4,6 +4,7 @@ gives the same pages, the same matches and the same evidence."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
@@ -19,6 +20,7 @@ from tracker.enforcement.warc import RecordRef, parse_records, read_member
 from tracker.index.page_index import PageIndex
 from tracker.index.storage import RedisStorage
 from tracker.matching.library import MasterLibrary
+from tracker.model import MasterDocument
 from tracker.servers.runtime import Runtime
 from tracker.text.normalize import normalize
 
@@ -54,17 +56,30 @@ def _recorded(runtime: Runtime) -> tuple[dict, dict, dict]:
     return pages, matches, captures
 
 
-def test_the_speed_cuts_change_no_page_match_or_evidence(settings, tmp_path):
-    masters = build_pirate_site(tmp_path / "site", 40, copy_share=0.8)
+def _crawl_each(
+    settings: Settings,
+    site_dir: Path,
+    masters: list[MasterDocument],
+    runs: tuple[dict, ...],
+    tmp_path: Path,
+    record: Callable[[Runtime, Path], object],
+    tag: str,
+) -> tuple[list, list[dict]]:
+    """Crawl the site at ``site_dir`` once for each of ``runs`` (Scrapy settings), each on a
+    database, Redis prefix and evidence directory of its own with ``masters`` ingested: what
+    ``record(runtime, evidence_dir)`` reads of each, and each crawl's stats."""
     recorded, stats = [], []
-    with serve(tmp_path / "site") as site:
-        for n, extra in enumerate((WITHOUT_CUTS, {})):
+    with serve(site_dir) as site:
+        for n, extra in enumerate(runs):
+            evidence = tmp_path / f"{tag}-evidence{n}"
             own = replace(
                 settings,
-                mongo_db=f"{settings.mongo_db}_cut{n}",
-                redis_prefix=f"{settings.redis_prefix}cut{n}:",
+                mongo_db=f"{settings.mongo_db}_{tag}{n}",
+                redis_prefix=f"{settings.redis_prefix}{tag}{n}:",
+                evidence_dir=str(evidence),
             )
             runtime = Runtime(own)
+            log = tmp_path / f"{tag}{n}.log"
             try:
                 MasterLibrary.from_runtime(runtime).ingest(masters)
                 code = run_crawl(
@@ -72,16 +87,30 @@ def test_the_speed_cuts_change_no_page_match_or_evidence(settings, tmp_path):
                     crawl_settings(own),
                     arguments={"start_url": site.url},
                     scrapy_settings={**FAST, **extra},
-                    log_file=tmp_path / f"crawl{n}.log",
+                    log_file=log,
                     timeout=300,
                 )
-                assert code == 0, (tmp_path / f"crawl{n}.log").read_text(encoding="utf-8")[-3000:]
-                recorded.append(_recorded(runtime))
+                assert code == 0, log.read_text(encoding="utf-8")[-3000:]
+                recorded.append(record(runtime, evidence))
                 stats.append(runtime.db["crawl_runs"].find_one()["stats"])
             finally:
                 runtime.mongo.drop_database(own.mongo_db)
                 RedisStorage(runtime.redis, own.redis_prefix).clear()
                 runtime.close()
+    return recorded, stats
+
+
+def test_the_speed_cuts_change_no_page_match_or_evidence(settings, tmp_path):
+    masters = build_pirate_site(tmp_path / "site", 40, copy_share=0.8)
+    recorded, stats = _crawl_each(
+        settings,
+        tmp_path / "site",
+        masters,
+        (WITHOUT_CUTS, {}),
+        tmp_path,
+        lambda runtime, _evidence: _recorded(runtime),
+        "cut",
+    )
     (pages, matches, captures), (pages_cut, matches_cut, captures_cut) = recorded
     assert len(pages) == 40 and len({url for url, _ in matches}) == len(masters) == 32
     assert pages_cut == pages
@@ -205,33 +234,15 @@ def test_bigger_stage_batches_change_no_page_match_or_evidence(settings, tmp_pat
     crawl waits a second for its batches, so that they fill up whatever the machine's load."""
     masters = build_pirate_site(tmp_path / "site", 150, copy_share=0.8)
     runs = (OLD_BATCHES, {}, {"TRACKER_BATCH_DELAY": 1})
-    recorded, stats = [], []
-    with serve(tmp_path / "site") as site:
-        for n, extra in enumerate(runs):
-            own = replace(
-                settings,
-                mongo_db=f"{settings.mongo_db}_batch{n}",
-                redis_prefix=f"{settings.redis_prefix}batch{n}:",
-                evidence_dir=str(tmp_path / f"evidence{n}"),
-            )
-            runtime = Runtime(own)
-            try:
-                MasterLibrary.from_runtime(runtime).ingest(masters)
-                code = run_crawl(
-                    "novel",
-                    crawl_settings(own),
-                    arguments={"start_url": site.url},
-                    scrapy_settings={**FAST, **extra},
-                    log_file=tmp_path / f"batch{n}.log",
-                    timeout=300,
-                )
-                assert code == 0, (tmp_path / f"batch{n}.log").read_text(encoding="utf-8")[-3000:]
-                recorded.append(_everything(runtime, tmp_path / f"evidence{n}", masters))
-                stats.append(runtime.db["crawl_runs"].find_one()["stats"])
-            finally:
-                runtime.mongo.drop_database(own.mongo_db)
-                RedisStorage(runtime.redis, own.redis_prefix).clear()
-                runtime.close()
+    recorded, stats = _crawl_each(
+        settings,
+        tmp_path / "site",
+        masters,
+        runs,
+        tmp_path,
+        lambda runtime, evidence: _everything(runtime, evidence, masters),
+        "batch",
+    )
     old = recorded[0]
     assert len(old["pages"]) == 150 and len(old["matches"]) == len(masters) == 120
     assert len(old["captures"]) == 120 and len(old["index candidates"]) == 120
