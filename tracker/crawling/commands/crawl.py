@@ -67,7 +67,7 @@ class Command(ScrapyCrawl):
             sys.stderr.write(summary(args[0], stats))
         if self.crawler_process.bootstrap_failed or degraded:
             self.exitcode = 1
-        if not opts.profile:
+        if not opts.profile and started_by_scrapy():
             quick_exit(self.exitcode)
 
 
@@ -86,6 +86,18 @@ def quick_exit(status: int) -> None:
     sys.stderr.flush()
     logging.shutdown()
     os._exit(status)
+
+
+def started_by_scrapy() -> bool:
+    """Whether this process is Scrapy's own command line (``python -m scrapy``, the ``scrapy``
+    script), which exits once the command is done. A program that runs Scrapy's ``execute()``
+    itself (Scrapyd's runner, which removes its copy of the project's egg afterwards) may
+    have work of its own after the command: it keeps the ordinary exit."""
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    if spec is not None and spec.name in ("scrapy", "scrapy.__main__"):
+        return True
+    return os.path.basename(sys.argv[0]) == "scrapy"
 
 
 def _stop_default_executor() -> None:
