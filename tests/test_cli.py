@@ -727,3 +727,42 @@ def test_a_check_leaves_the_collector_as_it_found_it(monkeypatch, outcome, colle
     finally:
         gc.unfreeze()
         gc.enable()
+
+
+def test_the_crawl_exits_at_once_only_from_scrapys_own_command_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``scrapy crawl`` skips the interpreter's teardown (quick_exit) only when the process is
+    Scrapy's command line; a program running ``execute()`` itself (Scrapyd's runner) keeps
+    its own exit, and a thread still working is waited for."""
+    import sys
+    import threading
+    import types
+
+    from tracker.crawling.commands import crawl
+
+    module = types.ModuleType("__main__")
+    module.__spec__ = types.SimpleNamespace(name="scrapy.__main__")  # python -m scrapy
+    monkeypatch.setitem(sys.modules, "__main__", module)
+    assert crawl.started_by_scrapy()
+    module.__spec__ = types.SimpleNamespace(name="scrapyd.runner")
+    monkeypatch.setattr(sys, "argv", ["/usr/bin/scrapy", "crawl", "novel"])
+    assert crawl.started_by_scrapy()  # the scrapy script
+    monkeypatch.setattr(sys, "argv", ["-m", "crawl", "novel"])
+    assert not crawl.started_by_scrapy()
+
+    exits: list[int] = []
+    monkeypatch.setattr(crawl.os, "_exit", exits.append)
+    monkeypatch.setattr(crawl.logging, "shutdown", lambda: None)  # pytest's own handlers
+    monkeypatch.setattr(crawl, "_stop_default_executor", lambda: None)
+    release = threading.Event()
+    worker = threading.Thread(target=release.wait)  # not a daemon: still working
+    worker.start()
+    try:
+        crawl.quick_exit(1)
+    finally:
+        release.set()
+        worker.join()
+    assert exits == []
+    crawl.quick_exit(1)
+    assert exits == [1]

@@ -16,7 +16,10 @@ by reason), the status, and where to read the report.
 from __future__ import annotations
 
 import argparse
+import logging
+import os
 import sys
+import threading
 from datetime import UTC, datetime
 from typing import Any, NoReturn
 
@@ -64,6 +67,54 @@ class Command(ScrapyCrawl):
             sys.stderr.write(summary(args[0], stats))
         if self.crawler_process.bootstrap_failed or degraded:
             self.exitcode = 1
+        if not opts.profile and started_by_scrapy():
+            quick_exit(self.exitcode)
+
+
+def quick_exit(status: int) -> None:
+    """End the crawl process now, with ``status``, skipping the interpreter's teardown, as
+    ``tracker check`` does (:func:`tracker.cli.entry`): everything the crawl opened is closed
+    by then (pipelines drained, evidence written, workers stopped, the run recorded), and the
+    teardown only waits. pymongo joins its monitor threads at exit, which sleep in 0.5 s
+    steps (~0.25 s), then the heap is freed object by object (~0.35 s after a 1,000-page
+    crawl). Logs and standard streams are flushed first. A thread still working (not a
+    daemon) is waited for as usual: then the process exits the ordinary way."""
+    _stop_default_executor()
+    if any(t is not threading.main_thread() and not t.daemon for t in threading.enumerate()):
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    logging.shutdown()
+    os._exit(status)
+
+
+def started_by_scrapy() -> bool:
+    """Whether this process is Scrapy's own command line (``python -m scrapy``, the ``scrapy``
+    script), which exits once the command is done. A program that runs Scrapy's ``execute()``
+    itself (Scrapyd's runner, which removes its copy of the project's egg afterwards) may
+    have work of its own after the command: it keeps the ordinary exit."""
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    if spec is not None and spec.name in ("scrapy", "scrapy.__main__"):
+        return True
+    return os.path.basename(sys.argv[0]) == "scrapy"
+
+
+def _stop_default_executor() -> None:
+    """Finish and stop the threads of the event loop's default executor (``to_thread``,
+    ``run_in_executor(None, …)``): the loop has stopped with the crawl, and its idle threads
+    are not daemons, so the interpreter would join them at exit."""
+    import asyncio
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        try:
+            loop = asyncio.get_event_loop()
+        except RuntimeError:  # no loop: nothing to stop
+            return
+    if not loop.is_closed() and not loop.is_running():
+        loop.run_until_complete(loop.shutdown_default_executor())
 
 
 def _check_tracker_settings(settings: Settings) -> None:
