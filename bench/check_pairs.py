@@ -22,14 +22,16 @@ import sys
 import time
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # run as `python bench/check_pairs.py`
+    sys.path.insert(0, str(ROOT))
+
+from bench.output import process_cpu_s  # noqa: E402
+
 
 def cpu_of(pids: list[int]) -> float:
     """User + system seconds of the processes ``pids`` so far."""
-    total = 0.0
-    for pid in pids:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return total
+    return sum(process_cpu_s(pid) for pid in pids)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -28,7 +28,7 @@ from collections.abc import Callable
 
 import orjson
 
-BATCH = 16  # tracker.cli.check.JSONL_BATCH
+from tracker.cli.check import JSONL_BATCH as BATCH  # the batches --jsonl checks
 
 # (module, attribute): the stages, each wrapped where it is defined and, when another module
 # imported it by name, there too (``also``)
