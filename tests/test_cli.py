@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import logging
 import os
 import re
 import subprocess
@@ -752,8 +753,8 @@ def test_the_crawl_exits_at_once_only_from_scrapys_own_command_line(
     assert not crawl.started_by_scrapy()
 
     exits: list[int] = []
-    monkeypatch.setattr(crawl.os, "_exit", exits.append)
-    monkeypatch.setattr(crawl.logging, "shutdown", lambda: None)  # pytest's own handlers
+    monkeypatch.setattr(os, "_exit", exits.append)
+    monkeypatch.setattr(logging, "shutdown", lambda: None)  # pytest's own handlers
     monkeypatch.setattr(crawl, "_stop_default_executor", lambda: None)
     release = threading.Event()
     worker = threading.Thread(target=release.wait)  # not a daemon: still working

@@ -162,10 +162,9 @@ def entry() -> NoReturn:
     exit, which kept a one-second ``tracker check`` waiting up to half a second more."""
     status, args = _run()
     if getattr(args, "quick_exit", False):
-        sys.stdout.flush()
-        sys.stderr.flush()
-        logging.shutdown()
-        os._exit(status)
+        from tracker.cli._signals import exit_now
+
+        exit_now(status)
     sys.exit(status)
 
 

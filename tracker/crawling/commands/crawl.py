@@ -16,7 +16,6 @@ by reason), the status, and where to read the report.
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import sys
 import threading
@@ -79,13 +78,12 @@ def quick_exit(status: int) -> None:
     steps (~0.25 s), then the heap is freed object by object (~0.35 s after a 1,000-page
     crawl). Logs and standard streams are flushed first. A thread still working (not a
     daemon) is waited for as usual: then the process exits the ordinary way."""
+    from tracker.cli._signals import exit_now
+
     _stop_default_executor()
     if any(t is not threading.main_thread() and not t.daemon for t in threading.enumerate()):
         return
-    sys.stdout.flush()
-    sys.stderr.flush()
-    logging.shutdown()
-    os._exit(status)
+    exit_now(status)
 
 
 def started_by_scrapy() -> bool:
