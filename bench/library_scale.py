@@ -669,8 +669,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--prefix", default=PREFIX, help="with --ingest-only, --measure-only: its Redis key prefix"
     )
+    parser.add_argument(
+        "--resume-from",
+        type=int,
+        default=0,
+        metavar="N",
+        help="with --ingest-only on servers by URL that already hold the first N chapters of "
+        "the sequence (an earlier --ingest-only --keep, or a copy of its data): ingest only "
+        "the chapters after N",
+    )
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
+    if args.resume_from and not (args.ingest_only and args.mongo_url and args.redis_url):
+        parser.error("--resume-from needs --ingest-only, --mongo-url and --redis-url")
     if args.out is None:
         name = "library-ingest.json" if args.ingest_only else "library-scale.json"
         if args.index_points:
@@ -682,6 +693,7 @@ def main(argv: list[str] | None = None) -> int:
     points = sorted({int(p) for p in args.points.split(",") if p} | {args.chapters})
     if args.index_points:  # one library, of --chapters: the points extend its index
         points = [args.chapters]
+    points = [p for p in points if p > args.resume_from]
     work = args.work
     work.mkdir(parents=True, exist_ok=True)
     pool = sentence_pool(
@@ -690,7 +702,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.measure_only:
         return measure_only(args, argv, work, pool)
     log(f"making the chapter files in {work}")
-    files, start = [], 0
+    files, start = [], args.resume_from
     for point in points:
         files.append(chapter_file(work, pool, start, point, args.chars, args.seed))
         start = point
@@ -949,7 +961,7 @@ def ingest_only(
     """``--ingest-only``: the files ingested into one library, step by step, nothing checked."""
     servers = Servers(home / "full" / "servers", args.mongo_url, args.redis_url)
     library = Library("full", servers, env_for(servers, home / "full", args.db, args.prefix))
-    steps, stored = [], 0
+    steps, stored = [], args.resume_from
     try:
         base_used, _ = redis_memory(library.servers.redis_url)
         for point, path in zip(points, files, strict=True):
@@ -957,7 +969,8 @@ def ingest_only(
             stored = point
             used, _ = redis_memory(library.servers.redis_url)
             step["chapters_after"] = stored
-            step["redis_bytes_per_chapter"] = round((used - base_used) / stored)
+            added = stored - args.resume_from
+            step["redis_bytes_per_chapter"] = round((used - base_used) / added)
             step["servers_rss_mb"] = servers_rss(library.servers)
             steps.append(step)
             log(json.dumps({k: v for k, v in step.items() if k != "stderr_tail"}))
@@ -978,9 +991,12 @@ def ingest_only(
         "servers": "configured" if args.mongo_url else "valkey-server and secantusd-py, defaults",
         "chars_per_chapter": args.chars,
         "steps": steps,
-        "ingest_per_second_overall": round(args.chapters / wall, 1),
+        "resumed_from": args.resume_from,
+        "ingest_per_second_overall": round((args.chapters - args.resume_from) / wall, 1),
         "ingest_s": round(wall, 1),
-        "cpu_ms_per_chapter_overall": {k: round(v / args.chapters, 3) for k, v in spent.items()},
+        "cpu_ms_per_chapter_overall": {
+            k: round(v / (args.chapters - args.resume_from), 3) for k, v in spent.items()
+        },
     }
     write_result(args.out, result, render_ingest(result))
     return 0
