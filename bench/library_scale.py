@@ -216,15 +216,28 @@ def read_chapters(path: Path, ids: set[str] | None = None) -> dict[str, str]:
 
 
 def make_queries(
-    work: Path, first: Path, pool: list, count: int, chars: int, seed: int
+    work: Path,
+    first: Path,
+    pool: list,
+    count: int,
+    chars: int,
+    seed: int,
+    innocents: int | None = None,
 ) -> tuple[Path, list[dict]]:
-    """The query file and, per query, its kind and expected id (None: unrelated)."""
+    """The query file and, per query, its kind and expected id (None: unrelated).
+
+    ``innocents`` unrelated texts (a quarter of ``count`` unless given), the rest copies split
+    evenly over the three copy kinds."""
     rng = random.Random(f"library-scale:{seed}")
-    per_kind = count // len(KINDS)
+    innocent_count = count // len(KINDS) if innocents is None else innocents
+    per_kind = (count - innocent_count) // (len(KINDS) - 1)
     stored = sum(1 for _ in first.open("rb"))
     ids = [f"合成/{i + 1:06d}" for i in rng.sample(range(stored), 3 * per_kind)]
     texts = read_chapters(first, set(ids))
-    others = [d.text for d in synthetic_chapters(2 * per_kind, pool, seed=seed + 7919, chars=chars)]
+    others = [
+        d.text
+        for d in synthetic_chapters(per_kind + innocent_count, pool, seed=seed + 7919, chars=chars)
+    ]
     queries: list[dict] = []
     for k, doc_id in enumerate(ids):
         text = texts[doc_id]
@@ -237,11 +250,12 @@ def make_queries(
             start = rng.randrange(0, int(len(text) * 0.6))
             case = embed(text[start : start + int(len(text) * 0.4)], others.pop(), rng)
         queries.append({"kind": kind, "expected": doc_id, "text": case})
-    queries += [{"kind": "innocent", "expected": None, "text": t} for t in others[:per_kind]]
+    queries += [{"kind": "innocent", "expected": None, "text": t} for t in others[:innocent_count]]
     rng.shuffle(queries)
     for i, query in enumerate(queries):
         query["id"] = f"q{i:04d}"
-    path = work / f"queries-{seed}-{count}.jsonl"
+    mix = "" if innocents is None else f"-i{innocents}"
+    path = work / f"queries-{seed}-{count}{mix}.jsonl"
     with path.open("wb") as out:
         for query in queries:
             out.write(orjson.dumps({"id": query["id"], "text": query["text"]}) + b"\n")
@@ -598,6 +612,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--points", default="10000", help="checkpoints below --chapters")
     parser.add_argument("--chars", type=int, default=1500)
     parser.add_argument("--queries", type=int, default=600)
+    parser.add_argument(
+        "--innocents",
+        type=int,
+        help="of --queries, this many unrelated texts, the rest copies of the three kinds "
+        "(default: a quarter; issue 40's mix is --queries 600 --innocents 300)",
+    )
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument(
@@ -711,7 +731,9 @@ def main(argv: list[str] | None = None) -> int:
     load_before = os.getloadavg()
     if args.ingest_only:
         return ingest_only(args, argv, points, files, home, load_before)
-    queries, expected = make_queries(work, files[0], pool, args.queries, args.chars, args.seed)
+    queries, expected = make_queries(
+        work, files[0], pool, args.queries, args.chars, args.seed, args.innocents
+    )
     half = queries.with_name(queries.stem + "-half.jsonl")
     if args.index_points:
         return index_points(args, argv, files[-1], home, queries, half, expected, load_before)
@@ -1078,7 +1100,9 @@ def measure_only(args, argv: list[str] | None, work: Path, pool: list) -> int:
     specs = sorted((int(n), mongo, redis) for n, mongo, redis in args.library)
     load_before = os.getloadavg()
     first = chapter_file(work, pool, 0, specs[0][0], args.chars, args.seed)
-    queries, expected = make_queries(work, first, pool, args.queries, args.chars, args.seed)
+    queries, expected = make_queries(
+        work, first, pool, args.queries, args.chars, args.seed, args.innocents
+    )
     half = queries.with_name(queries.stem + "-half.jsonl")
     home = work / "home-measured"
     libraries = []
