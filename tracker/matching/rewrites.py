@@ -161,7 +161,10 @@ def ranked(
 ) -> list[int]:
     """The candidates to align: the masters found copied verbatim (``found``: they may be
     aligned too, for :func:`tracker.matching.rewrite.own_pairs`), then the best by local
-    votes, of ``MIN_VOTES`` or ``named`` (see the module's docstring)."""
+    votes, of ``MIN_VOTES`` or ``named`` (see the module's docstring); a ``named`` one
+    whatever the best one's votes (``RELATIVE_VOTES`` weighs key hits, and the anchors name
+    it on another signal: a page's chance candidate of two keys would drop a rewritten
+    passage that keeps none)."""
     votes = {d: local_votes(units) for d, units in hits.items()}
     eligible = [d for d, v in votes.items() if d not in found and (v >= MIN_VOTES or d in named)]
     if not eligible:
@@ -169,7 +172,7 @@ def ranked(
     eligible.sort(key=lambda d: (-votes[d], d))
     floor = RELATIVE_VOTES * votes[eligible[0]]
     return sorted(d for d in found if d in hits) + [
-        d for d in eligible[:MAX_CANDIDATES] if votes[d] >= floor
+        d for d in eligible[:MAX_CANDIDATES] if votes[d] >= floor or d in named
     ]
 
 
