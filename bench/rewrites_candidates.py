@@ -129,7 +129,18 @@ def side(tree: Path, windows: int, cases_per_disguise: int, rounds: int, seed: i
         load_avg = os.getloadavg()
     finally:
         engine.close(stop_servers=True)
-    return {"cost": timing, "candidates": per_set, "index": index, "load": load_avg}
+    import resource
+
+    # the whole side (ingest, timing, candidates), this process and its servers (reaped)
+    usage = {
+        who: resource.getrusage(getattr(resource, f"RUSAGE_{who.upper()}"))
+        for who in ("self", "children")
+    }
+    cpu_s = {
+        "process": round(usage["self"].ru_utime + usage["self"].ru_stime, 2),
+        "servers": round(usage["children"].ru_utime + usage["children"].ru_stime, 2),
+    }
+    return {"cost": timing, "candidates": per_set, "index": index, "load": load_avg, "cpu_s": cpu_s}
 
 
 def run_side(tree: Path, args: argparse.Namespace) -> dict:
@@ -179,6 +190,8 @@ def summary(runs: list[dict]) -> dict:
         "ms_per_query_off": med(lambda r: r["cost"]["ms_per_query_off"]),
         "ratio_on_off": med(lambda r: r["cost"]["ratio_median"]),
         "verbatim_unchanged": min(r["cost"]["verbatim_unchanged"] for r in runs),
+        "cpu_s_process": med(lambda r: r.get("cpu_s", {}).get("process", 0)),
+        "cpu_s_servers": med(lambda r: r.get("cpu_s", {}).get("servers", 0)),
         "rw_bytes": med(lambda r: r["index"]["rw_bytes"]),
         "other_bytes": med(lambda r: r["index"]["other_bytes"]),
         "candidates": {
@@ -246,6 +259,8 @@ def markdown(result: dict) -> str:
         row("ms a query, rewrite on (disguised)", b["ms_per_query_on"], a["ms_per_query_on"]),
         row("ms a query, rewrite off", b["ms_per_query_off"], a["ms_per_query_off"]),
         row("on / off", b["ratio_on_off"], a["ratio_on_off"]),
+        row("CPU s of a whole side: process", b["cpu_s_process"], a["cpu_s_process"]),
+        row("CPU s of a whole side: servers", b["cpu_s_servers"], a["cpu_s_servers"]),
         row("index bytes: sentence keys (rw)", b["rw_bytes"], a["rw_bytes"]),
         row("index bytes: all tables", total(b), total(a)),
     ]
