@@ -114,7 +114,7 @@ def trace(engine: Engine, text: str, doc_id: str) -> dict:
     words = seen["words"][0]
     skip = seen["skip"][0]
     mask = (seen["covered"] or [None])[0]
-    named = (seen["named"] or [{}])[0]
+    named = (seen["named"] or [set()])[0]
     if n in skip:
         return {"step": "verbatim (found)"}
     units = sentences_of(page, words)
@@ -123,7 +123,7 @@ def trace(engine: Engine, text: str, doc_id: str) -> dict:
         free = free[:0]
     query = query_keys(units, free)
     every = detector.index.sentence_candidates([query], least=1)[0]
-    hits = rs.candidate_hits(detector.index, [query], [named])[0]
+    hits = detector.index.sentence_candidates([query], also=[named])[0]
     near = hits.get(n, np.zeros(0, dtype=np.int64))
     out: dict = {
         "units": len(units),

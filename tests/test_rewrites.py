@@ -25,7 +25,6 @@ from tests import rewrites as r
 from tests.texts import ARTICLE, OTHER_ARTICLE
 from tracker.cli import main
 from tracker.config import Settings
-from tracker.fingerprints import sentences
 from tracker.fingerprints.document import VERSION, DocumentFingerprint, fingerprint
 from tracker.fingerprints.lexicon import chinese_number, lexicon
 from tracker.fingerprints.sentences import master_keys, query_keys, sentences_of
@@ -38,8 +37,6 @@ from tracker.matching.rewrite import (
     EXTEND_DICE,
     EXTEND_MIN_SHARED,
     MIN_PARTIAL_SHARE,
-    MIN_PASSAGE_CHARS,
-    MIN_PASSAGE_PAIRS,
     MIN_PASSAGE_SHARE,
     MIN_WORDING,
     MOST_OF_THE_MASTER,
@@ -47,14 +44,7 @@ from tracker.matching.rewrite import (
     is_partial_passage,
     is_rewrite,
 )
-from tracker.matching.rewrites import (
-    MAX_ANCHOR_ONLY,
-    candidate_hits,
-    least_pairs,
-    named_once,
-    near_hits,
-    ranked,
-)
+from tracker.matching.rewrites import ranked
 from tracker.model import MasterDocument
 from tracker.text.normalize import normalize
 
@@ -345,75 +335,6 @@ def test_a_passage_rewritten_by_hand_keeping_one_sentence_key_is_found(runtime):
     assert np.isin(keys, master_keys(master)).sum() == 1
     [matches] = lib.detector().check_many([case.text])
     assert [(m.doc_id, m.method) for m in matches] == [(case.expected, "rewrite")]
-
-
-def test_a_page_looks_up_the_pairs_of_its_units_five_rarest_codes(monkeypatch):
-    """30 % of chapter 07 rewritten by hand between two other texts: the rewriter's words,
-    rarer than the master's (swaps outside the thesaurus), push one of the master's rarest
-    pairs to the fifth place of its page unit, so the page names two of the master's keys
-    (a candidate) only when it looks up the pairs of five codes a unit, not four."""
-    page = sentences_of(normalize(_hand_window("07", 4, 0.3)))
-    keys = master_keys(sentences_of(normalize(rewrites_hand.chapters()["07"]["master"])))
-    assert np.isin(query_keys(page)[0], keys).sum() == 2
-    four = [(a, b) for a in range(4) for b in range(a + 1, 4)]
-    monkeypatch.setattr(sentences, "_PAIRS", four)
-    assert np.isin(query_keys(page)[0], keys).sum() == 1
-
-
-def test_six_short_sentences_rewritten_by_hand_in_a_row_are_a_passage():
-    """40 % of chapter 06 rewritten by hand between two other texts aligns six sentences in a
-    row, of 119 of the master's characters, 0.189 of it: a passage (the thresholds before,
-    120 characters and 0.2 of the master, missed it by a hair)."""
-    page = sentences_of(normalize(_hand_window("06", 5, 0.4)))
-    master = sentences_of(normalize(rewrites_hand.chapters()["06"]["master"]))
-    alignment = align_sentences(page, master)
-    assert (alignment.passage_pairs, alignment.passage_chars) == (6, 119)
-    assert is_partial_passage(alignment)
-    assert not is_partial_passage(replace(alignment, passage_chars=MIN_PASSAGE_CHARS - 1))
-    assert not is_partial_passage(replace(alignment, coverage=MIN_PASSAGE_SHARE - 0.01))
-
-
-class _Keys:
-    """A sentence index naming these masters, whatever the page's keys."""
-
-    def __init__(self, hits: dict[int, np.ndarray]) -> None:
-        self.found = hits
-
-    def sentence_candidates(self, queries, least=2, also=None):
-        return [dict(self.found) for _ in queries]
-
-
-def test_the_masters_the_anchors_name_most_without_a_sentence_key_are_candidates():
-    """A master the verbatim stage's anchors name and no sentence key: a candidate with no
-    key hit (aligned over the page's open units), the ``MAX_ANCHOR_ONLY`` most named only
-    (a fixed number a page, whatever the library's size), and a partial copy only."""
-    index = _Keys({3: np.array([5, 9])})
-    named = {3: 1, 7: 1, 8: 4, 9: 2}
-    [hits] = candidate_hits(index, [(np.zeros(0), np.zeros(0))], [named])
-    assert sorted(hits) == [3, 8, 9][: 1 + MAX_ANCHOR_ONLY]
-    assert len(hits[8]) == 0 and np.array_equal(hits[3], [5, 9])
-    assert candidate_hits(index, [(np.zeros(0), np.zeros(0))]) == [{3: index.found[3]}]
-    assert np.array_equal(near_hits(hits[8], 30, np.array([2, 4, 29])), [2, 4, 29])
-    assert np.array_equal(near_hits(hits[8], 3), [0, 1, 2])
-    assert least_pairs(hits[8]) == MIN_PASSAGE_PAIRS and named_once(hits[8])
-    assert ranked(hits, set(), named) == [3, 8, 9]
-
-
-def test_a_passage_rewritten_by_hand_without_a_sentence_key_is_found(runtime):
-    """30 % of chapter 06 rewritten by hand between two other texts names none of the
-    master's sentence keys (each sentence lost its rarest words); the verbatim stage's
-    anchors name it, and its six sentences in a row are a rewritten passage."""
-    lib = MasterLibrary.from_runtime(runtime)
-    lib.ingest(
-        [MasterDocument(doc, "hand", doc, text) for doc, text in rewrites_hand.masters()]
-        + [MasterDocument(f"book/{s}", "book", f"c{s}", r.chapter(s)) for s in CHAPTERS]
-    )
-    text = _hand_window("06", 5, 0.3)
-    master = sentences_of(normalize(rewrites_hand.chapters()["06"]["master"]))
-    assert not np.isin(query_keys(sentences_of(normalize(text)))[0], master_keys(master)).any()
-    [matches] = lib.detector().check_many([text])
-    expected = rewrites_hand.master_id("chapter", "06")
-    assert [(m.doc_id, m.method) for m in matches] == [(expected, "rewrite")]
 
 
 @pytest.mark.parametrize(("master", "copy"), BY_HAND)

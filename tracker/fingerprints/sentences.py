@@ -16,11 +16,8 @@ ones a rewriter keeps (names, places, numbers, terms) and synonyms share a code,
 survives swaps, fillers, cut clauses and re-ordering. A master files a content-defined
 sample of its keys (those ≡ 0 mod ``KEY_SAMPLE``: Broder's MOD_m), so its records stay
 within the index budget; a page looks up the pairs of its units' ``QUERY_RAREST`` rarest codes
-(a page's unit that gained a rare word, or lost one, still names the master's pair). Five,
-not four: a rewriter's swaps outside the thesaurus bring words rarer than the master's into
-the page's sentence (老艄公→老船夫: another code, rarer), and each pushes the master's pair
-one place down; the index does not grow, and the page looks up 10 pairs a unit instead of 6
-(bench/results/rewrites-h51.md).
+that the sample would keep (a page's unit that gained a rare word, or lost one, still names
+the master's pair).
 
 **Stored cuts.** A master's jieba words are cut once, at ingest, and kept as a bitmap of the
 folded characters that start a word (:func:`pack_cuts`: an eighth of a byte a character), so
@@ -45,7 +42,7 @@ CLAUSE_MARKS = "，,：:、"
 LONG_UNIT_CHARS = 60
 MIN_CLAUSE_CHARS = 20
 MIN_KEY_CODES = 3
-QUERY_RAREST = 5
+QUERY_RAREST = 4
 KEY_SAMPLE = 2
 SAMPLE_ABOVE_UNITS = 40
 

@@ -9,7 +9,7 @@ the SimHash, the costliest part of a page's fingerprints, is computed.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -429,7 +429,7 @@ class MasterIndex:
         self,
         queries: Sequence[tuple[np.ndarray, np.ndarray]],
         least: int = SENTENCE_MIN_HITS,
-        also: Sequence[Collection[int]] | None = None,
+        also: Sequence[set[int]] | None = None,
     ) -> list[dict[int, np.ndarray]]:
         """For each page's sentence keys and their units
         (:func:`tracker.fingerprints.sentences.query_keys`), the masters filing at least

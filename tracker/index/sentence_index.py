@@ -10,7 +10,7 @@ library grows.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -55,7 +55,7 @@ class SentenceIndex:
         found: Sequence[bytes],
         stop_after: int,
         least: int = 1,
-        also: Collection[int] | None = None,
+        also: set[int] | None = None,
     ) -> dict[int, np.ndarray]:
         """The masters holding ``least`` of the keys or more, and those ``also`` named holding
         one, with the page units of the keys they hold. (At 50,000 chapters a page names ~600

@@ -290,9 +290,8 @@ class Detector:
                     cut,
                     [copied[k] for k in rest],
                     [inside[k] for k in rest],
-                    # anchors: the second signal of one sentence key, or the only one of a
-                    # master named by none (tracker.matching.rewrites)
-                    [_without(lookup.candidates[k].anchor_votes, copied[k]) for k in rest],
+                    # an anchor: the second signal of one sentence key (tracker.matching.rewrites)
+                    [set(lookup.candidates[k].anchor_votes) - copied[k] for k in rest],
                 )
                 for k, matches in zip(rest, rewritten, strict=True):
                     results[short[k]].extend(matches)
@@ -517,11 +516,6 @@ def versions_by_simhash(metas: dict[int, dict]) -> Callable[[int, int], bool]:
         )
 
     return versions
-
-
-def _without(votes: dict[int, int], copied: set[int]) -> dict[int, int]:
-    """The anchor ``votes`` of the masters not in ``copied``."""
-    return {d: v for d, v in votes.items() if d not in copied}
 
 
 def _covered(page: NormalizedText, aligned: Sequence[_Aligned]) -> float:

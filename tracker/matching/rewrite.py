@@ -80,12 +80,8 @@ MIN_PARTIAL_SHARE = 0.25
 MIN_PARTIAL_CHARS = 250
 # A shorter partial copy passes as one passage (see passage): set on tests/rewrites_hand.py.
 MIN_PASSAGE_PAIRS = 6
-# Six pairs in a row are the proof (MIN_PASSAGE_PAIRS 5 flags development innocents); the
-# share and characters only keep a passage of six very short sentences out. Lowered from 0.2
-# and 120 (a rewritten 40 % of a chapter aligned six sentences of 119 characters, 0.189 of
-# it): no development innocent moves from 0.12 and 80 up (bench/results/rewrites-h51.md).
-MIN_PASSAGE_SHARE = 0.15
-MIN_PASSAGE_CHARS = 100
+MIN_PASSAGE_SHARE = 0.2
+MIN_PASSAGE_CHARS = 120
 PASSAGE_GAP = 1  # units a passage may skip between two pairs, on the page
 MIN_PAGE_SHARE = 0.3  # of the page, that a short master's rewrite must make (see is_rewrite)
 # Of the aligned master units' words that are no anchor, the share (by IDF weight) a rewrite
@@ -598,7 +594,7 @@ def is_passage(alignment: RewriteAlignment) -> bool:
     """A share of the master rewritten as one passage of the page (:func:`passage`): of
     ``MIN_PASSAGE_PAIRS`` pairs and ``MIN_PASSAGE_CHARS`` of the master's characters, shorter
     than ``MIN_PARTIAL_CHARS`` (a rewritten 40 % of a short chapter inside other text), and
-    ``MIN_PASSAGE_SHARE`` of the master: a hand rewrite of 30-40 % of a chapter aligns 0.19 to
+    ``MIN_PASSAGE_SHARE`` of the master: a hand rewrite of 30-40 % of a chapter aligns 0.2 to
     0.3 of it, its heaviest rewritten sentences left unaligned (the wording rule of
     :func:`is_rewrite` still holds); its anchors kept, as for the whole (when its master units
     hold ``MIN_ANCHORED_UNITS`` anchors, one pair shares one)."""

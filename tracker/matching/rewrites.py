@@ -21,13 +21,7 @@ the rare words the keys are made of (of the development windows of 30-50 % of a 
 rewritten by hand, 28 of the 46 missed named one key). A rewrite of a whole master keeps
 keys in proportion to its units; a page telling all of a short master with one key left is
 another report of its facts. Such a candidate is loaded only if its unit sketch allows the
-``MIN_PASSAGE_PAIRS`` of that passage (:func:`least_pairs`). A master the verbatim
-stage's anchors name that the page names by no sentence key at all is a candidate on the same
-terms, aligned over all the page's open units (it has no key hit to align near); of those,
-only the ``MAX_ANCHOR_ONLY`` the anchors name most, so that a page bounds a fixed number
-whatever the library's size: a hand rewriter swaps the rarest word of every sentence of a
-short passage (of the development windows of 30 % of a chapter, 6 left no key and named an
-anchor; bench/results/rewrites-h51.md).
+``MIN_PASSAGE_PAIRS`` of that passage (:func:`least_pairs`).
 
 The masters found verbatim are aligned too, only so that :func:`own_pairs` drops the other
 candidates' pairs they explain; so only when some other candidate's alignment could be a
@@ -45,7 +39,7 @@ they could align nothing: the answers are those of aligning every candidate.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -77,7 +71,6 @@ if TYPE_CHECKING:
 
 METHOD = "rewrite"
 MIN_VOTES = 2
-MAX_ANCHOR_ONLY = 2  # masters the anchors name without a sentence key, aligned a page
 MAX_CANDIDATES = 4
 RELATIVE_VOTES = 0.2
 LOCAL_UNITS = 24  # page units (sentences) a rewritten passage's key hits are counted within
@@ -127,10 +120,7 @@ def local_votes(units: np.ndarray) -> int:
 
 def near_hits(units: np.ndarray, length: int, among: np.ndarray | None = None) -> np.ndarray:
     """The page units within ``LOCAL_UNITS`` of a hit (where a rewritten passage can be), of
-    those ``among`` these if given; without any hit (a master the anchors name alone: see
-    :func:`candidate_hits`), all of them."""
-    if not len(units):
-        return np.arange(length) if among is None else among
+    those ``among`` these if given."""
     # +1 where a hit's reach opens, -1 past where it closes (bincount: np.add.at is slow)
     opens = np.bincount(np.maximum(units - LOCAL_UNITS, 0), minlength=length + 1)
     closes = np.bincount(np.minimum(units + LOCAL_UNITS + 1, length), minlength=length + 1)
@@ -139,32 +129,12 @@ def near_hits(units: np.ndarray, length: int, among: np.ndarray | None = None) -
     return np.flatnonzero(inside) if among is None else among[inside[among]]
 
 
-def candidate_hits(
-    index: MasterIndex,
-    queries: Sequence[tuple[np.ndarray, np.ndarray]],
-    named: Sequence[Mapping[int, int]] | None = None,
-) -> list[dict[int, np.ndarray]]:
-    """For each page, the masters its sentence keys name (``MIN_VOTES`` of them, or one for a
-    master in its ``named``: the verbatim stage's anchor votes), with the page units of those
-    keys; and the ``MAX_ANCHOR_ONLY`` masters of ``named`` with most anchor votes that no key
-    names, with no unit (aligned over the whole page: :func:`near_hits`)."""
-    hits = index.sentence_candidates(queries, also=named)
-    for found, votes in zip(hits, named if named is not None else [{}] * len(hits), strict=True):
-        alone = sorted((d for d in votes if d not in found), key=lambda d: (-votes[d], d))
-        for doc in alone[:MAX_ANCHOR_ONLY]:
-            found[doc] = np.zeros(0, dtype=np.int64)
-    return hits
-
-
 def ranked(
-    hits: dict[int, np.ndarray], found: set[int], named: Collection[int] = frozenset()
+    hits: dict[int, np.ndarray], found: set[int], named: set[int] | frozenset[int] = frozenset()
 ) -> list[int]:
     """The candidates to align: the masters found copied verbatim (``found``: they may be
     aligned too, for :func:`tracker.matching.rewrite.own_pairs`), then the best by local
-    votes, of ``MIN_VOTES`` or ``named`` (see the module's docstring); a ``named`` one
-    whatever the best one's votes (``RELATIVE_VOTES`` weighs key hits, and the anchors name
-    it on another signal: a page's chance candidate of two keys would drop a rewritten
-    passage that keeps none)."""
+    votes, of ``MIN_VOTES`` or ``named`` (see the module's docstring)."""
     votes = {d: local_votes(units) for d, units in hits.items()}
     eligible = [d for d, v in votes.items() if d not in found and (v >= MIN_VOTES or d in named)]
     if not eligible:
@@ -172,7 +142,7 @@ def ranked(
     eligible.sort(key=lambda d: (-votes[d], d))
     floor = RELATIVE_VOTES * votes[eligible[0]]
     return sorted(d for d in found if d in hits) + [
-        d for d in eligible[:MAX_CANDIDATES] if votes[d] >= floor or d in named
+        d for d in eligible[:MAX_CANDIDATES] if votes[d] >= floor
     ]
 
 
@@ -247,14 +217,14 @@ def find_rewrites(
     words: Sequence[list[str] | None],
     skip: Sequence[set[int]],
     covered: Sequence[np.ndarray | None] | None = None,
-    named: Sequence[Mapping[int, int]] | None = None,
+    named: Sequence[set[int]] | None = None,
 ) -> list[list[Match]]:
     """The rewritten copies of each page (``words``: its jieba words cut line by line, or
     None), but the masters in its ``skip`` (found copied verbatim: they keep that evidence);
     ``covered``: each page's folded characters inside those verbatim copies, whose sentences
     are not looked up nor aligned (:func:`open_units`); ``named``: the masters the verbatim
-    stage's index names for each page, with their anchor votes, candidates with one sentence
-    key or none (see the module's docstring)."""
+    stage's index names for each page, candidates with one sentence key (see the module's
+    docstring)."""
     covered = covered or [None] * len(pages)
     # no room left for a rewrite on a page whose verbatim copies leave too few characters
     roomy = [
@@ -270,8 +240,8 @@ def find_rewrites(
         free = open_units(sentences, covered[k])
         opened[k] = free if worth_looking(sentences, free) else free[:0]
     queries = [query_keys(u, o) for u, o in zip(units, opened, strict=True)]
-    hits = candidate_hits(index, queries, named)
-    named = named or [{} for _ in pages]
+    hits = index.sentence_candidates(queries, also=named)
+    named = named or [set() for _ in pages]
     chosen = [ranked(h, s, n) for h, s, n in zip(hits, skip, named, strict=True)]
     if not any(d not in found for docs, found in zip(chosen, skip, strict=True) for d in docs):
         return [[] for _ in pages]
