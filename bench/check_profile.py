@@ -37,7 +37,7 @@ from pathlib import Path
 import orjson
 from pymongo.monitoring import CommandListener
 
-BATCH = 16  # tracker.cli.check.JSONL_BATCH
+BATCH = 32  # tracker.cli.check.JSONL_BATCH
 
 
 class MongoCommands(CommandListener):

@@ -291,7 +291,7 @@ def test_cli_check_jsonl_in_worker_processes_keeps_input_order(cli_env, runtime,
     )
     ids = list(CHAPTERS)
     lines = []
-    for i in range(150):  # three batches
+    for i in range(150):  # several batches (JSONL_BATCH), over two workers
         if i == 70:
             lines.append("{not json")
         text = CHAPTERS[ids[i % len(ids)]] if i % 3 else prose(seed=900 + i, chars=300)
@@ -357,3 +357,31 @@ def test_master_cache_returns_every_master_asked_for_when_full():
     assert set(got) == {1, 2, 3} and got[1].meta["_id"] == "m1"
     assert store.asked == [[1], [2, 3]]
     assert set(cache.get([2, 3])) == {2, 3} and len(store.asked) == 2  # served from the cache
+
+
+def test_masters_by_number_are_read_in_lists_of_id_batch():
+    """SecantusDB matches each document a ``$in`` finds against the whole list: a check's
+    batch of candidates is read in lists of ``ID_BATCH``, and every master asked for that
+    exists is given, whichever list found it."""
+    from tracker.batching import ID_BATCH
+    from tracker.stores.masters import MasterStore
+
+    class Masters:
+        def __init__(self) -> None:
+            self.lists: list[list[int]] = []
+
+        def find(self, query: dict, projection: dict) -> list[dict]:
+            wanted = query["n"]["$in"]
+            self.lists.append(wanted)
+            return [{"n": n, "unit_sketch": b"s%d" % n} for n in wanted if n % 7]
+
+    masters = Masters()
+    db = {"masters": masters, "counters": None, "library_journal": None, "library_changes": None}
+    store = MasterStore(db)  # type: ignore[arg-type]
+    ns = list(range(1, 2 * ID_BATCH + 12))
+    for read in (store.by_ns, store.unit_sketches):
+        masters.lists.clear()
+        found = read(ns)
+        assert sorted(found) == [n for n in ns if n % 7]
+        assert all(found[n]["unit_sketch"] == b"s%d" % n for n in found)
+        assert [len(chunk) for chunk in masters.lists] == [ID_BATCH, ID_BATCH, 11]

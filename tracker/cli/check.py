@@ -232,8 +232,10 @@ def _print_table(matches: list, wide: bool) -> None:
             )
 
 
-JSONL_BATCH = 16  # texts checked together: one index round trip, one master fetch per batch;
-# small enough that batches spread evenly over the workers
+JSONL_BATCH = 32  # texts checked together: one index round trip, one master fetch per batch;
+# a batch's fixed costs (its round trips, thread hand-offs, the batch-wide array operations)
+# shared by 32 texts, not 16 (h51: -6 % of the command's CPU, 600 queries, 2 workers); small
+# enough that batches spread evenly over the workers (a 600-line file: 19 batches)
 
 Line = tuple[int, object, str | None, str | None]  # line number, id, text, error
 

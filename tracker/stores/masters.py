@@ -231,16 +231,25 @@ class MasterStore:
         write(self.masters, [Upsert(doc_id, fp.to_mongo()) for doc_id, fp in rows], ())
 
     def by_ns(self, ns: Iterable[int]) -> dict[int, dict]:
-        """``n → master document`` with its text, SimHash (signed, as stored) and word cuts, in
-        one indexed query (not the fingerprints only the index needs)."""
-        cursor = self.masters.find({"n": {"$in": [int(n) for n in ns]}}, _WITHOUT_PRINTS)
-        return {int(d["n"]): d for d in cursor}
+        """``n → master document`` with its text, SimHash (signed, as stored) and word cuts, by
+        the index on ``n`` (not the fingerprints only the index needs), in lists of
+        ``ID_BATCH``: SecantusDB matches each document it finds against the whole ``$in``, so
+        a check's batch of candidates (80-100) cost it 0.14 ms a document in one query and
+        0.12 in lists of 50 (256 in one: 0.35)."""
+        return self._by_ns(ns, _WITHOUT_PRINTS)
 
     def unit_sketches(self, ns: Iterable[int]) -> dict[int, dict]:
-        """``n → {"version", "unit_sketch"}`` of the masters numbered ``ns`` that exist, in one
-        indexed query without their texts (:mod:`tracker.fingerprints.unit_sketch`)."""
-        cursor = self.masters.find({"n": {"$in": [int(n) for n in ns]}}, _UNIT_SKETCH)
-        return {int(d["n"]): d for d in cursor}
+        """``n → {"version", "unit_sketch"}`` of the masters numbered ``ns`` that exist, by the
+        index on ``n`` without their texts (:mod:`tracker.fingerprints.unit_sketch`), in lists
+        of ``ID_BATCH`` (as :meth:`by_ns`)."""
+        return self._by_ns(ns, _UNIT_SKETCH)
+
+    def _by_ns(self, ns: Iterable[int], projection: dict) -> dict[int, dict]:
+        found = {}
+        for chunk in batches([int(n) for n in ns], ID_BATCH):
+            for d in self.masters.find({"n": {"$in": chunk}}, projection):
+                found[int(d["n"])] = d
+        return found
 
     def texts(self, doc_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
         """``doc_id → {"_id", "text", "title", "work", "source"}`` of the masters among
