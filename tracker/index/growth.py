@@ -1,14 +1,14 @@
 """How the index's tables grow: bucket splits, the stop set, compaction.
 
 A lookup reads whole buckets, so the records it reads per bucket must not grow with the
-library (``deploy/CAPACITY.md``): a table whose buckets hold more than ``SPLIT_RECORDS``
-records on average is *split*, each bucket into two, by the next bit of its hashes, until they
-hold fewer. Splits are done from the records alone (a postings record keeps bits of its hash
-beyond the bucket, see :mod:`tracker.index.postings`; a SimHash record keeps its whole
-fingerprint), under the library's write lock, into keys named by the new depth; the new depth
-is then recorded with the index (readers follow it at their next fetch, which reads it with the
-buckets in one ``MGET``) and the old keys are removed. A table grows by doubling, so the work
-of all its splits is at most twice its final size.
+library (``deploy/CAPACITY.md``): a table whose buckets hold more than their share of records
+on average (:func:`split_records`) is *split*, each bucket into two, by the next bit of its
+hashes, until they hold fewer. Splits are done from the records alone (a postings record keeps
+bits of its hash beyond the bucket, see :mod:`tracker.index.postings`; a SimHash record keeps
+its whole fingerprint), under the library's write lock, into keys named by the new depth; the
+new depth is then recorded with the index (readers follow it at their next fetch, which reads it
+with the buckets in one ``MGET``) and the old keys are removed. A table grows by doubling, so
+the work of all its splits is at most twice its final size.
 
 *Compaction* rewrites the buckets a bulk load appended to at their exact size (``APPEND``
 over-allocates) and applies the **stop rule** to the anchor tables: a value filed for more than
@@ -29,6 +29,10 @@ from tracker.index.storage import Storage, doc_ids
 
 SPLIT_RECORDS = 128  # a postings table splits when its buckets hold more on average
 SPLIT_SIMHASH_RECORDS = 64  # 12-byte records: a SimHash bucket of 64 is ~770 bytes
+# The sentence keys' table (``rw``) splits at a quarter of that: a page looks up three times
+# as many of its buckets as of the anchors' (~180 against ~60), so they were half the bytes a
+# check reads at a million chapters (58 records a bucket, against 28 at 100,000; issue 40).
+SENTENCE_SPLIT_SHARE = 0.25
 MAX_DEPTH = 24  # 16.7M buckets a table
 CHUNK = 4096  # buckets read and written per round trip
 
@@ -130,6 +134,13 @@ def drop(table: Table) -> None:
     """Remove every bucket of ``table`` (a depth it has grown out of)."""
     for chunk in _chunks(np.arange(1 << table.depth, dtype=np.int64)):
         table.storage.delete(table.bucket_keys(chunk))
+
+
+def split_records(name: str) -> float:
+    """The records a bucket of the table ``name`` holds on average before the table splits."""
+    if name == "sh":
+        return SPLIT_SIMHASH_RECORDS
+    return SPLIT_RECORDS * (SENTENCE_SPLIT_SHARE if name == "rw" else 1)
 
 
 def depth_for(records: int, depth: int, per_bucket: float, most: int) -> int:

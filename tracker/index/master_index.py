@@ -500,7 +500,7 @@ class MasterIndex:
         tables, grew = self.tables, set()
         for name, table in self._named_tables():
             base, depth = tables.bits[name]
-            per_bucket = growth.SPLIT_SIMHASH_RECORDS if name == "sh" else growth.SPLIT_RECORDS
+            per_bucket = growth.split_records(name)
             records = sizes.get(name, 0) // (len(table) if name == "sh" else 1)
             most = min(growth.MAX_DEPTH, base + (16 if name == "sh" else CHECK_BITS - 1))
             wanted = growth.depth_for(records, depth, per_bucket, most)
