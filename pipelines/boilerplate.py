@@ -23,7 +23,6 @@ from tracker.crawling.context import tracker_context
 from tracker.crawling.items import PageItem
 from tracker.fingerprints.simhash import votes_of_lines
 from tracker.model import site_of
-from tracker.reading.extract import WARM_UP_TEXT
 from tracker.text.normalize import normalize
 from tracker.text.site_boilerplate import MasterText, SiteBoilerplate
 
@@ -39,11 +38,13 @@ class SiteBoilerplatePipeline(BatchedStage):
         self._boilerplate: SiteBoilerplate | None = None
 
     def warm_up(self) -> None:
-        """The connections, and the segmenter's dictionary and word weights, which the first
-        page that drops a line would otherwise load (~0.25 s of the crawl process's GIL, once
-        the pages are queueing)."""
+        """The connections only. Not the segmenter's dictionary and word weights (rjieba's
+        import and load: ~0.15 s of the crawl process's CPU and GIL as the spider opens,
+        while its first pages are fetched): :func:`drop_lines` needs them only for a line
+        the ad patterns did not leave out already, which a pirate site's pages, stamped with
+        known ad lines, never have (the bench's 1,000-page crawl: none). A site that has
+        such lines pays the load once, on its first page that drops one."""
         super().warm_up()
-        votes_of_lines(WARM_UP_TEXT.splitlines())
 
     def process_batch(self, items: list[PageItem]) -> list[Tally]:
         """Mask each page's site boilerplate in ``normalized``, in order. In the worker."""

@@ -95,6 +95,15 @@ def test_changed_bytes_fail_the_digest(tmp_path):
     assert RecordRef.from_dict(refs[0].to_dict()) == refs[0]
 
 
+def test_a_record_reference_as_a_document_holds_every_field_in_order(tmp_path):
+    """``to_dict`` names the fields itself (faster than ``dataclasses.asdict``): it must give
+    what ``asdict`` gives, every field in the dataclass's order, whatever fields it gains."""
+    (refs,) = EvidenceWriter(tmp_path).write([[exchange(b"some bytes")]])
+    for ref in refs:
+        assert ref.to_dict() == dataclasses.asdict(ref)
+        assert list(ref.to_dict()) == [field.name for field in dataclasses.fields(RecordRef)]
+
+
 def test_records_carry_their_exchanges_own_digests_as_warcio_checks_them(tmp_path):
     """The writer gives warcio each body's digest (the exchange's own, computed once, and read
     again for the capture document): it must be the digest warcio checks on reading."""

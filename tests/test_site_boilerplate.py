@@ -3,6 +3,9 @@ counted once, master text never."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 from scrapy.utils.test import get_crawler
 
@@ -221,3 +224,17 @@ def test_pipeline_keeps_a_repeated_master_passage_and_still_matches_it(runtime):
     assert normalize(copied).chars in item["normalized"].chars  # the copied passage is not
     matches = context.detector.check_normalized(item["normalized"], 0)
     assert [m.doc_id for m in matches] == [master.doc_id]
+
+
+def test_the_stage_warms_up_without_the_segmenter():
+    """The crawl process loads rjieba only when a page drops a line the ad patterns left
+    (:func:`drop_lines`), not as the stage warms up: a pirate site's pages never need it."""
+    script = (
+        "import sys\n"
+        "import pipelines\n"
+        "from pipelines.boilerplate import SiteBoilerplatePipeline\n"
+        "pipelines.BatchedStage.warm_up = lambda self: None  # no servers here\n"
+        "SiteBoilerplatePipeline.warm_up(object.__new__(SiteBoilerplatePipeline))\n"
+        "assert 'rjieba' not in sys.modules and 'jieba' not in sys.modules, 'segmenter'\n"
+    )
+    subprocess.run([sys.executable, "-c", script], check=True)
