@@ -11,6 +11,7 @@ replaced).
 from __future__ import annotations
 
 import hashlib
+import io
 import logging
 import os
 import time
@@ -68,16 +69,23 @@ def files_digest(paths: Iterable[Path], salt: str = "") -> str:
     for path in paths:
         digest.update(path.read_bytes())
     value = digest.hexdigest()
-    if time.time_ns() - max((st.st_ctime_ns for _, st in stats), default=0) < RACY_NS:
-        return value
-    try:
-        memo.parent.mkdir(parents=True, exist_ok=True)
-        partial = memo.with_suffix(f".{os.getpid()}.tmp")
-        partial.write_text(value, encoding="ascii")
-        partial.replace(memo)
-    except OSError:
-        pass  # a read-only home: hashed in each process
+    if time.time_ns() - max((st.st_ctime_ns for _, st in stats), default=0) >= RACY_NS:
+        save(memo, value.encode("ascii"))  # unless the home is read-only: then hashed each time
     return value
+
+
+def save(path: Path, data: bytes) -> bool:
+    """Write ``data`` to the cache file ``path`` (its directory made) all at once: written
+    beside it and renamed, so a concurrent reader sees all of it or nothing. Whether it was
+    written (not in a read-only home: the caller then rebuilds in each process)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_bytes(data)
+        partial.replace(path)
+    except OSError:
+        return False
+    return True
 
 
 def writable(directory: Path) -> bool:
@@ -110,12 +118,7 @@ def cached_arrays(
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
         logger.warning("cache %s unreadable (%s): rebuilt", path, exc)
     arrays = build()
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_suffix(f".{os.getpid()}.tmp")
-        with partial.open("wb") as fh:
-            np.savez(fh, **arrays)
-        partial.replace(path)  # atomic: a concurrent reader sees all of it or nothing
-    except OSError:
-        pass  # a read-only home: build in each process
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    save(path, buffer.getvalue())  # a read-only home: built in each process
     return arrays

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tracker.disk_cache import cache_dir, cached_arrays
+from tracker.disk_cache import cache_dir, cached_arrays, save
 
 log = logging.getLogger(__name__)
 
@@ -276,14 +276,8 @@ def cached_glyphs(data: bytes) -> dict[int, str]:
             pass
     glyphs = decode_glyphs(data)
     if reference_font() is not None:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            partial = path.with_suffix(f".{os.getpid()}.tmp")
-            record = {"version": DECODER_VERSION, "reference": True, "glyphs": glyphs}
-            partial.write_text(json.dumps(record, ensure_ascii=False), encoding="utf-8")
-            partial.replace(path)
-        except OSError:
-            pass
+        record = {"version": DECODER_VERSION, "reference": True, "glyphs": glyphs}
+        save(path, json.dumps(record, ensure_ascii=False).encode("utf-8"))
     return glyphs
 
 
