@@ -37,7 +37,7 @@ from pathlib import Path
 import orjson
 from pymongo.monitoring import CommandListener
 
-BATCH = 32  # tracker.cli.check.JSONL_BATCH
+from tracker.cli.check import JSONL_BATCH as BATCH  # the batches --jsonl checks
 
 
 class MongoCommands(CommandListener):

@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import sys
 import time
@@ -129,8 +130,6 @@ def side(tree: Path, windows: int, cases_per_disguise: int, rounds: int, seed: i
         load_avg = os.getloadavg()
     finally:
         engine.close(stop_servers=True)
-    import resource
-
     # the whole side (ingest, timing, candidates), this process and its servers (reaped)
     usage = {
         who: resource.getrusage(getattr(resource, f"RUSAGE_{who.upper()}"))

@@ -64,19 +64,23 @@ def step(page_text: str, master_text: str) -> tuple[str, int, rw.RewriteAlignmen
     among = near_hits(np.sort(hits), len(page.units)) if len(hits) else None
     a = rw.align_sentences(page, master, among)
     a = replace(a, page_total=sum(u.chars for u in page.units))
-    if votes < MIN_VOTES:
-        return "no-candidate", votes, a
+    return ("no-candidate" if votes < MIN_VOTES else failing(a)), votes, a
+
+
+def failing(a: rw.RewriteAlignment) -> str:
+    """The first test of :func:`~tracker.matching.rewrite.is_rewrite` the alignment ``a``
+    fails (``ok`` if none)."""
     if rw.is_rewrite(a):
-        return "ok", votes, a
+        return "ok"
     if len(a.pairs) < rw.MIN_PAIRS:
-        return "few-pairs", votes, a
+        return "few-pairs"
     if a.master_chars < rw.MIN_REWRITE_CHARS:
-        return "few-chars", votes, a
+        return "few-chars"
     if a.wording < rw.MIN_WORDING:
-        return "wording", votes, a
+        return "wording"
     if not a.anchored and (a.conflicts or a.anchored_units >= rw.MIN_ANCHORED_UNITS):
-        return "anchors", votes, a
-    return "coverage/passage", votes, a
+        return "anchors"
+    return "coverage/passage"
 
 
 def lost_keys(page_text: str, master_text: str) -> list[dict]:
@@ -189,8 +193,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"wording {a.wording:.2f}"
             )
     for kind in n:
-        failing = {s: c for (k, s), c in steps.items() if k == kind and s != "ok"}
-        print(f"{kind:30s} passing {ok[kind]:3d} of {n[kind]:3d}  {failing}")
+        fails = {s: c for (k, s), c in steps.items() if k == kind and s != "ok"}
+        print(f"{kind:30s} passing {ok[kind]:3d} of {n[kind]:3d}  {fails}")
     if args.out:
         args.out.write_text(json.dumps(missed, ensure_ascii=False, indent=1) + "\n")
     return 0

@@ -48,25 +48,11 @@ if str(ROOT) not in sys.path:
 
 from bench.engine import Engine  # noqa: E402
 from bench.rewrites import log  # noqa: E402
+from bench.rewrites_diagnose import failing  # noqa: E402
 from tests import rewrites_hand as hand  # noqa: E402
 from tracker.model import MasterDocument  # noqa: E402
 
 PARTIAL_KINDS = ("partial by hand", "partial no8 (table)")
-
-
-def failing(a, rw) -> str:
-    """The first test of :func:`is_rewrite` the alignment ``a`` fails (``ok`` if none)."""
-    if rw.is_rewrite(a):
-        return "ok"
-    if len(a.pairs) < rw.MIN_PAIRS:
-        return "few-pairs"
-    if a.master_chars < rw.MIN_REWRITE_CHARS:
-        return "few-chars"
-    if a.wording < rw.MIN_WORDING:
-        return "wording"
-    if not a.anchored and (a.conflicts or a.anchored_units >= rw.MIN_ANCHORED_UNITS):
-        return "anchors"
-    return "coverage/passage"
 
 
 def described(a) -> dict:
@@ -136,7 +122,7 @@ def trace(engine: Engine, text: str, doc_id: str) -> dict:
     msent = rs.master_sentences(cached)
     whole = rw.align_sentences(units, msent, free)
     whole = replace(whole, page_total=int(units.lengths[free].sum()))
-    out["perfect_candidate"] = {"step": failing(whole, rw), **described(whole)}
+    out["perfect_candidate"] = {"step": failing(whole), **described(whole)}
     out["perfect_partial_only"] = rw.is_partial_passage(whole)
     chosen = rs.ranked(hits, skip, named)
     if n not in hits:
@@ -167,10 +153,10 @@ def trace(engine: Engine, text: str, doc_id: str) -> dict:
     out["alignment"] = described(alone)
     out["own_pairs"] = described(own)
     out["others"] = [d for d in chosen if d != n]
-    step = failing(own, rw)
+    step = failing(own)
     if step == "ok" and out["named_once"] and not rw.is_partial_passage(own):
         step = "partial-only"
-    if step != "ok" and failing(alone, rw) == "ok":
+    if step != "ok" and failing(alone) == "ok":
         step += " (own_pairs)"
     out["step"] = step
     return out

@@ -92,10 +92,7 @@ def stored_words(master: CachedMaster) -> list[str] | None:
 
 def master_sentences(master: CachedMaster) -> Sentences:
     """A cached master's units, made once while it stays cached."""
-    found = master.derived.get("sentences")
-    if found is None:
-        found = masters_sentences([master])[0]
-    return found
+    return masters_sentences([master])[0]
 
 
 def masters_sentences(masters: Sequence[CachedMaster]) -> list[Sentences]:
